@@ -1,0 +1,25 @@
+// Command dovetail is the single dovetail binary: the controller, the local
+// stack (`local up`), the scheduling simulator (`simulate`) and their helpers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/dovetail-sh/dovetail/internal/cli"
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	root := cli.NewRootCmd(os.Stdout, os.Stderr)
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+	}
+	os.Exit(cmdutil.ExitCode(err))
+}

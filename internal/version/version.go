@@ -1,0 +1,6 @@
+// Package version reports the build's version, set at link time with
+// -ldflags "-X github.com/dovetail-sh/dovetail/internal/version.Version=...".
+package version
+
+// Version is the dovetail release; "dev" for untagged builds.
+var Version = "dev"
