@@ -1,0 +1,137 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeClaim is one planned or running node: what was asked for (spec,
+// immutable) and what the cloud gave (status).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=nodeclaims,scope=Cluster,categories=karpenter
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Type",type="string",JSONPath=".metadata.labels.node\\.kubernetes\\.io/instance-type"
+// +kubebuilder:printcolumn:name="Capacity",type="string",JSONPath=".metadata.labels.karpenter\\.sh/capacity-type"
+// +kubebuilder:printcolumn:name="Zone",type="string",JSONPath=".metadata.labels.topology\\.kubernetes\\.io/zone"
+// +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.nodeName"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=".metadata.labels.karpenter\\.sh/nodepool",priority=1
+// +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.nodeClassRef.name",priority=1
+// +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1
+type NodeClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec NodeClaimSpec `json:"spec"`
+	// +optional
+	Status NodeClaimStatus `json:"status,omitempty"`
+}
+
+// NodeClaimList is a list of NodeClaims.
+//
+// +kubebuilder:object:root=true
+type NodeClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeClaim `json:"items"`
+}
+
+// NodeClaimSpec is what a NodeClaim asks for. It is immutable.
+type NodeClaimSpec struct {
+	// Taints are put on the node.
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// StartupTaints are put on the node and expected to be removed by an
+	// agent on it.
+	// +optional
+	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
+	// Requirements constrain the node's labels.
+	// +kubebuilder:validation:MaxItems=100
+	// +required
+	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
+	// Resources are the requests the node must be able to hold.
+	// +optional
+	Resources ResourceRequirements `json:"resources,omitempty,omitzero"`
+	// NodeClassRef names the provider node class the node launches with.
+	// +required
+	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
+	// TerminationGracePeriod is how long the node's drain may take.
+	// +optional
+	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+	// ExpireAfter is how long the node lives before it is replaced, or Never.
+	// +kubebuilder:default="720h"
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:Type="string"
+	// +optional
+	ExpireAfter NillableDuration `json:"expireAfter,omitempty,omitzero"`
+}
+
+// ResourceRequirements are the resources a NodeClaim asks for.
+type ResourceRequirements struct {
+	// Requests are the minimum resources the node must offer.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// NodeClassReference points at a provider node class.
+type NodeClassReference struct {
+	// Kind of the node class, e.g. EC2NodeClass.
+	// +required
+	Kind string `json:"kind"`
+	// Name of the node class.
+	// +required
+	Name string `json:"name"`
+	// Group of the node class, e.g. karpenter.k8s.aws.
+	// +required
+	Group string `json:"group"`
+}
+
+// NodeClaimStatus is what the cloud gave and how far the node has come.
+type NodeClaimStatus struct {
+	// NodeName is the name of the node that registered for this NodeClaim.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// ProviderID is the cloud's ID of the instance (aws:///<zone>/<id>).
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
+	// ImageID is the image the instance booted from.
+	// +optional
+	ImageID string `json:"imageID,omitempty"`
+	// Capacity is the node's estimated capacity.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Allocatable is the node's estimated allocatable resources.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Conditions: Launched, Registered, Initialized, Ready, Drifted,
+	// Consolidatable, Drained, VolumesDetached, InstanceTerminating,
+	// DisruptionReason.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastPodEventTime is when a pod was last scheduled to or removed from
+	// the node; consolidateAfter counts from it.
+	// +optional
+	LastPodEventTime metav1.Time `json:"lastPodEventTime,omitempty,omitzero"`
+}
+
+// Condition types shared by every object here, and NodeClaim's own.
+const (
+	// ConditionTypeReady is the root condition: True when the object is
+	// usable (for a NodeClaim: Launched, Registered and Initialized).
+	ConditionTypeReady = "Ready"
+
+	ConditionTypeLaunched            = "Launched"
+	ConditionTypeRegistered          = "Registered"
+	ConditionTypeInitialized         = "Initialized"
+	ConditionTypeDrifted             = "Drifted"
+	ConditionTypeConsolidatable      = "Consolidatable"
+	ConditionTypeDrained             = "Drained"
+	ConditionTypeVolumesDetached     = "VolumesDetached"
+	ConditionTypeInstanceTerminating = "InstanceTerminating"
+	ConditionTypeDisruptionReason    = "DisruptionReason"
+)
