@@ -538,7 +538,9 @@ func (r *Requirement) Intersection(o *Requirement) *Requirement {
 	if res.equal(o) {
 		return o
 	}
-	return &res
+	p := new(Requirement) // a separate allocation keeps res on the stack
+	*p = res
+	return p
 }
 
 func intersect(r, o *Requirement) Requirement {
