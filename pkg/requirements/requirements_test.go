@@ -184,8 +184,12 @@ func TestMatches(t *testing.T) {
 		{name: "Gte non-integer", labels: with("karpenter.k8s.aws/instance-cpu", "many"), wantKey: "karpenter.k8s.aws/instance-cpu", wantReason: ReasonLabelValue},
 		{name: "extra near-miss labels are ignored", labels: with("topology.kubernetes.io/zone-x", "a")},
 		{
-			name:   "Exists missing, hint from the labels",
-			labels: func() map[string]string { m := without("topology.kubernetes.io/zone"); m["topology.kubernetes.io/zonne"] = "a"; return m }(),
+			name: "Exists missing, hint from the labels",
+			labels: func() map[string]string {
+				m := without("topology.kubernetes.io/zone")
+				m["topology.kubernetes.io/zonne"] = "a"
+				return m
+			}(),
 			wantKey: "topology.kubernetes.io/zone", wantReason: ReasonLabelMissing, wantHint: "topology.kubernetes.io/zonne",
 		},
 		{name: "first failing key in sorted order", labels: with("kubernetes.io/arch", "s390x"), wantKey: "kubernetes.io/arch", wantReason: ReasonLabelValue},
