@@ -55,7 +55,7 @@ func karpenterAllocatable(t *testing.T) map[string]corev1.ResourceList {
 func allocatable(ty *Type, s KubeletSettings) corev1.ResourceList {
 	r := s.resolve()
 	capacity := ty.capacity(r)
-	it := cloudprovider.InstanceType{Name: ty.Name, Capacity: capacity, Overhead: ty.overhead(r, capacity)}
+	it := cloudprovider.InstanceType{Name: ty.Name, Capacity: capacity, Overhead: ty.overhead(r, capacity, nil)}
 	return it.Allocatable()
 }
 
@@ -179,4 +179,3 @@ func qstr(q resource.Quantity, ok bool) string {
 	}
 	return q.String()
 }
-

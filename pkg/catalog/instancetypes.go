@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
@@ -19,7 +18,12 @@ import (
 // supports spot. Every offering is Available; the caller marks capacity
 // shortages. Capacity and Overhead follow s (see Capacity and Overhead).
 //
-// Each call returns fresh values that the caller may keep and modify.
+// Each call returns fresh InstanceTypes, but maps that are the same for many
+// types are shared: the Labels maps (between calls too; they never change)
+// and, within one call, the SystemReserved map and, when it does not vary by
+// type, the EvictionThreshold map. As cloudprovider.InstanceType says,
+// values must not be modified by those who did not create them; Type.Labels
+// gives a private copy.
 func (c *Catalog) InstanceTypes(region string, zones []string, s KubeletSettings) []*cloudprovider.InstanceType {
 	rd := c.region[region]
 	if rd == nil {
@@ -30,6 +34,7 @@ func (c *Catalog) InstanceTypes(region string, zones []string, s KubeletSettings
 		return nil
 	}
 	r := s.resolve()
+	shared := r.shared(c.types[0])
 	out := make([]*cloudprovider.InstanceType, 0, len(c.types))
 	// Offerings of all types share one backing array, sized for the worst
 	// case (two offerings per zone), and are sliced off per type.
@@ -65,9 +70,9 @@ func (c *Catalog) InstanceTypes(region string, zones []string, s KubeletSettings
 		capacity := t.capacity(r)
 		out = append(out, &cloudprovider.InstanceType{
 			Name:      t.Name,
-			Labels:    maps.Clone(t.labels),
+			Labels:    t.labels,
 			Capacity:  capacity,
-			Overhead:  t.overhead(r, capacity),
+			Overhead:  t.overhead(r, capacity, shared),
 			Offerings: cloudprovider.Offerings(offerBuf[start:len(offerBuf):len(offerBuf)]),
 		})
 	}

@@ -320,7 +320,7 @@ func (t *Type) Capacity(s KubeletSettings) corev1.ResourceList {
 // kube-reserved, system-reserved and the eviction thresholds.
 func (t *Type) Overhead(s KubeletSettings) cloudprovider.Overhead {
 	r := s.resolve()
-	return t.overhead(r, t.capacity(r))
+	return t.overhead(r, t.capacity(r), nil)
 }
 
 func (t *Type) capacity(r *resolved) corev1.ResourceList {
@@ -411,52 +411,99 @@ func kubeReservedCPUMilli(vcpu int) int64 {
 	return m + (max(c-4, 0)*1000*25)/10000
 }
 
-func (t *Type) overhead(r *resolved, capacity corev1.ResourceList) cloudprovider.Overhead {
+// sharedOverhead holds the parts of the overhead that are the same for every
+// type under one set of settings, so that InstanceTypes builds them once.
+type sharedOverhead struct {
+	systemReserved, eviction corev1.ResourceList // eviction nil when it varies by type
+}
+
+func (r *resolved) shared(anyType *Type) *sharedOverhead {
+	sh := &sharedOverhead{systemReserved: r.systemReserved()}
+	if r.evictionVariesByType() {
+		return sh
+	}
+	sh.eviction = anyType.eviction(r, anyType.capacity(r))
+	return sh
+}
+
+// evictionVariesByType reports whether the eviction thresholds depend on the
+// type: memory thresholds given in percent, or ephemeral storage on the
+// instance store.
+func (r *resolved) evictionVariesByType() bool {
+	if r.raid0 {
+		return true
+	}
+	for _, m := range r.evictionSignals {
+		if m[SignalMemoryAvailable].isPercent {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *resolved) systemReserved() corev1.ResourceList {
+	sys := make(corev1.ResourceList, len(r.sysReserved))
+	for k, v := range r.sysReserved {
+		sys[k] = v
+	}
+	return sys
+}
+
+func (t *Type) eviction(r *resolved, capacity corev1.ResourceList) corev1.ResourceList {
+	storageCap := capacity[corev1.ResourceEphemeralStorage]
+	eviction := make(corev1.ResourceList, 2)
+	eviction[corev1.ResourceMemory] = r.evictionThreshold(SignalMemoryAvailable, capacity[corev1.ResourceMemory], defaultEvictionMemory)
+	eviction[corev1.ResourceEphemeralStorage] = r.evictionThreshold(SignalNodeFSAvailable, storageCap,
+		signal{percent: defaultEvictionNodeFSPercent, isPercent: true}.amount(storageCap))
+	return eviction
+}
+
+// overhead computes the overhead of the type; parts in shared (when not nil)
+// are used as they are.
+func (t *Type) overhead(r *resolved, capacity corev1.ResourceList, shared *sharedOverhead) cloudprovider.Overhead {
 	podsForMemory := capacity.Pods().Value()
 	if r.eniLimitedMemoryOverhead {
 		// AL2, AL2023 and Custom size kube-reserved memory from the ENI pod
 		// limit even when maxPods or podsPerCore lower the actual limit.
 		podsForMemory = t.eniLimitedPods(r.reservedENIs)
 	}
-	kube := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewMilliQuantity(kubeReservedCPUMilli(t.VCPU), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity((11*podsForMemory+255)*mebi, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: defaultKubeReservedEphemeral,
-	}
+	kube := make(corev1.ResourceList, 3+len(r.kubeReserved))
+	kube[corev1.ResourceCPU] = *resource.NewMilliQuantity(kubeReservedCPUMilli(t.VCPU), resource.DecimalSI)
+	kube[corev1.ResourceMemory] = *resource.NewQuantity((11*podsForMemory+255)*mebi, resource.BinarySI)
+	kube[corev1.ResourceEphemeralStorage] = defaultKubeReservedEphemeral
 	for k, v := range r.kubeReserved {
 		kube[k] = v
 	}
-	sys := corev1.ResourceList{}
-	for k, v := range r.sysReserved {
-		sys[k] = v
+	o := cloudprovider.Overhead{KubeReserved: kube}
+	if shared != nil {
+		o.SystemReserved, o.EvictionThreshold = shared.systemReserved, shared.eviction
+	} else {
+		o.SystemReserved = r.systemReserved()
 	}
-	memCap := capacity[corev1.ResourceMemory]
-	storageCap := capacity[corev1.ResourceEphemeralStorage]
-	eviction := corev1.ResourceList{
-		corev1.ResourceMemory:           defaultEvictionMemory,
-		corev1.ResourceEphemeralStorage: signal{percent: defaultEvictionNodeFSPercent, isPercent: true}.amount(storageCap),
+	if o.EvictionThreshold == nil {
+		o.EvictionThreshold = t.eviction(r, capacity)
 	}
-	override := corev1.ResourceList{}
+	return o
+}
+
+// evictionThreshold is the largest threshold the hard and soft eviction
+// settings give for a signal, or def when neither sets it.
+func (r *resolved) evictionThreshold(sig string, capacity, def resource.Quantity) resource.Quantity {
+	var best resource.Quantity
+	found := false
 	for _, m := range r.evictionSignals {
-		for sig, res := range map[string]corev1.ResourceName{SignalMemoryAvailable: corev1.ResourceMemory, SignalNodeFSAvailable: corev1.ResourceEphemeralStorage} {
-			v, ok := m[sig]
-			if !ok {
-				continue
-			}
-			base := memCap
-			if res == corev1.ResourceEphemeralStorage {
-				base = storageCap
-			}
-			amt := v.amount(base)
-			if cur, ok := override[res]; !ok || amt.Cmp(cur) > 0 {
-				override[res] = amt
-			}
+		v, ok := m[sig]
+		if !ok {
+			continue
+		}
+		if amt := v.amount(capacity); !found || amt.Cmp(best) > 0 {
+			best, found = amt, true
 		}
 	}
-	for k, v := range override {
-		eviction[k] = v
+	if !found {
+		return def
 	}
-	return cloudprovider.Overhead{KubeReserved: kube, SystemReserved: sys, EvictionThreshold: eviction}
+	return best
 }
 
 func sortedKeys(m map[string]string) []string {

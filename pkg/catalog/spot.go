@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"hash/fnv"
 	"math"
 	"strings"
 )
@@ -56,13 +55,25 @@ func SpotPrice(region, zone, typeName string, onDemand float64) float64 {
 // unitHash maps its parts to [0, 1) with FNV-1a (64 bit) over the parts
 // separated by NUL bytes, so ("a", "bc") and ("ab", "c") differ.
 func unitHash(parts ...string) float64 {
-	h := fnv.New64a()
+	// FNV-1a written out (it is the same function as hash/fnv's New64a) so
+	// that hashing allocates nothing; InstanceTypes calls this per offering.
+	h := uint64(fnvOffset64)
 	for i, p := range parts {
 		if i > 0 {
-			h.Write([]byte{0})
+			h ^= 0
+			h *= fnvPrime64
 		}
-		h.Write([]byte(p))
+		for j := 0; j < len(p); j++ {
+			h ^= uint64(p[j])
+			h *= fnvPrime64
+		}
 	}
 	// The top 53 bits give a float64 in [0, 1) with every value exact.
-	return float64(h.Sum64()>>11) / (1 << 53)
+	return float64(h>>11) / (1 << 53)
 }
+
+// FNV-1a 64-bit parameters.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
