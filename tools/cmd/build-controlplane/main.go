@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -71,6 +72,18 @@ func run() error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	// Test packages run in parallel and may all find the cache cold: let
+	// one build while the others wait, then reuse its result.
+	unlock, err := lockBuild(dir + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		fmt.Fprintf(os.Stderr, "control plane %s: built by another process in %s\n", key, dir)
+		fmt.Println(dir)
+		return nil
 	}
 
 	k8s := versions["k8s.io/kubernetes"] // v1.37.2
@@ -164,6 +177,23 @@ func moduleVersions() (map[string]string, error) {
 		}
 	}
 	return v, nil
+}
+
+// lockBuild takes an exclusive flock on path, waiting for another builder
+// to finish. The kernel releases it if this process dies.
+func lockBuild(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(os.Stderr, "another build of the control plane is running; waiting for it\n")
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+	}
+	return func() { f.Close() }, nil
 }
 
 func splitVersion(v string) (major, minor string) {

@@ -1,0 +1,272 @@
+package controlplane
+
+// kwokStages is the Stage configuration handed to kwok (--config). kwok
+// refuses to start without stages; these make it behave like a fast,
+// healthy kubelet on every Node it manages:
+//
+//   - node-up: a Node whose Ready condition is not True gets the usual
+//     conditions (Ready, no pressure), addresses, node info, and a large
+//     default capacity/allocatable when the Node declares none.
+//   - node-heartbeat: refreshes the conditions of a Ready Node every few
+//     minutes. Liveness itself comes from the node Lease that kwok renews
+//     (--node-lease-duration-seconds), as a real kubelet does.
+//   - pod-run: a Pending pod bound to a managed Node starts at once: all
+//     containers running and ready, IPs assigned, phase Running.
+//   - pod-succeed: a running pod owned by a Job completes (phase Succeeded),
+//     so Jobs finish.
+//   - pod-remove: a pod with a deletion timestamp is removed for good, as
+//     the kubelet does once its containers have stopped.
+//
+// The template functions (Now, NodeConditions, NodeIP, NodeName, NodePort,
+// NodeIPsWith, PodIPsWith, Quote, YAML, Version) are kwok's.
+const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-up
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $since := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $since | Quote }}
+      {{ end }}
+      {{ if not .status.addresses }}
+      addresses:
+      {{ with NodeIP }}
+      - type: InternalIP
+        address: {{ . | Quote }}
+      {{ end }}
+      {{ with NodeName }}
+      - type: Hostname
+        address: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ with NodePort }}
+      daemonEndpoints:
+        kubeletEndpoint:
+          Port: {{ . }}
+      {{ end }}
+      capacity:
+      {{ with .status.capacity }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: 1k
+        memory: 1Ti
+        pods: 1M
+      {{ end }}
+      allocatable:
+      {{ with .status.allocatable }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: 1k
+        memory: 1Ti
+        pods: 1M
+      {{ end }}
+      {{ $info := .status.nodeInfo }}
+      {{ $fake := printf "kwok-%s" Version }}
+      nodeInfo:
+        architecture: {{ or $info.architecture "amd64" }}
+        operatingSystem: {{ or $info.operatingSystem "linux" }}
+        kubeletVersion: {{ or $info.kubeletVersion $fake }}
+        kubeProxyVersion: {{ or $info.kubeProxyVersion $fake }}
+        containerRuntimeVersion: {{ or $info.containerRuntimeVersion $fake }}
+        kernelVersion: {{ or $info.kernelVersion $fake }}
+        osImage: {{ or $info.osImage $fake }}
+        bootID: {{ or $info.bootID "" | Quote }}
+        machineID: {{ or $info.machineID "" | Quote }}
+        systemUUID: {{ or $info.systemUUID "" | Quote }}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-heartbeat
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.phase'
+      operator: In
+      values: ['Running']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ['True']
+  delay:
+    durationMilliseconds: 240000
+    jitterDurationMilliseconds: 300000
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $since := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $since | Quote }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-run
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: ['Pending']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+      conditions:
+      {{ range (list "PodReadyToStartContainers" "Initialized" "ContainersReady" "Ready") }}
+      - type: {{ . }}
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      {{ range .spec.readinessGates }}
+      - type: {{ .conditionType | Quote }}
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      {{ end }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: true
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: true
+        restartCount: 0
+        {{ if eq .restartPolicy "Always" }}
+        started: true
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+        {{ else }}
+        state:
+          terminated:
+            exitCode: 0
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+            finishedAt: {{ $now | Quote }}
+        {{ end }}
+      {{ end }}
+      {{ with NodeIPsWith .spec.nodeName }}
+      hostIP: {{ index . 0 | Quote }}
+      hostIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-succeed
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: ['Running']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: In
+      values: ['Job']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Succeeded
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: 0
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+            finishedAt: {{ $now | Quote }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-remove
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: Exists
+  next:
+    delete: true
+`
+
+// schedulerConfig is kube-scheduler's configuration: no leader election
+// (there is one scheduler) and a client fast enough for large scenarios.
+// %s is the kubeconfig path.
+const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+`
