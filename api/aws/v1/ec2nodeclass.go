@@ -34,6 +34,12 @@ type EC2NodeClassList struct {
 }
 
 // EC2NodeClassSpec is the launch configuration of a node class.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.role) && self.role != '') != (has(self.instanceProfile) && self.instanceProfile != '')",message="exactly one of role and instanceProfile must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",message="amiFamily is required unless amiSelectorTerms holds an alias"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.startsWith({'AL2':'al2@','AL2023':'al2023@','Bottlerocket':'bottlerocket@','Custom':'-','Windows2019':'windows2019@','Windows2022':'windows2022@','Windows2025':'windows2025@'}[self.amiFamily]))",message="amiFamily must match the family of the amiSelectorTerms alias"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.role) || oldSelf.role == '' || (has(self.role) && self.role != '')",message="changing from role to instanceProfile is not supported"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.instanceProfile) || oldSelf.instanceProfile == '' || (has(self.instanceProfile) && self.instanceProfile != '')",message="changing from instanceProfile to role is not supported"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms find the subnets instances may launch in.
 	// +kubebuilder:validation:MinItems=1
@@ -54,8 +60,9 @@ type EC2NodeClassSpec struct {
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
 	// AMISelectorTerms find the AMIs instances boot from; with tag terms
-	// the newest matching image wins.
+	// the newest matching image wins. An alias term must be the only term.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:XValidation:rule="!self.exists(t, has(t.alias)) || size(self) == 1",message="an alias term must be the only amiSelectorTerms entry"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
@@ -69,20 +76,28 @@ type EC2NodeClassSpec struct {
 	UserData *string `json:"userData,omitempty"`
 	// Role is the IAM role nodes assume; dovetail manages an instance
 	// profile for it. Exactly one of role and instanceProfile.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Role string `json:"role,omitempty"`
 	// InstanceProfile is an existing IAM instance profile to launch with.
 	// Exactly one of role and instanceProfile.
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	InstanceProfile *string `json:"instanceProfile,omitempty"`
-	// Tags are put on instances, volumes and launch templates.
+	// Tags are put on instances, volumes and launch templates. Tags dovetail
+	// sets itself are refused.
+	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '')",message="tags must not have empty keys"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['karpenter.sh/nodepool','karpenter.sh/nodeclaim','karpenter.k8s.aws/ec2nodeclass','eks:eks-cluster-name']) && !k.startsWith('kubernetes.io/cluster/'))",message="tags may not set karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, eks:eks-cluster-name or kubernetes.io/cluster/*"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// Kubelet configures the kubelet on the nodes.
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
-	// BlockDeviceMappings are the instances' volumes.
+	// BlockDeviceMappings are the instances' volumes; at most one is the root
+	// volume.
 	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:XValidation:rule="self.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",message="at most one blockDeviceMappings entry may be the rootVolume"
 	// +optional
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
 	// InstanceStorePolicy says what to do with local NVMe instance stores.
@@ -101,9 +116,14 @@ type EC2NodeClassSpec struct {
 }
 
 // SubnetSelectorTerm finds subnets by tags or by ID.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="a subnet selector term needs tags or id"
+// +kubebuilder:validation:XValidation:rule="!(has(self.id) && has(self.tags))",message="id is mutually exclusive with tags in a subnet selector term"
 type SubnetSelectorTerm struct {
 	// Tags a subnet must carry ("*" matches any value).
 	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the subnet.
@@ -113,9 +133,15 @@ type SubnetSelectorTerm struct {
 }
 
 // SecurityGroupSelectorTerm finds security groups by tags, ID or name.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.name)",message="a security group selector term needs tags, id or name"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name))",message="id is mutually exclusive with tags and name in a security group selector term"
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || !has(self.tags)",message="name is mutually exclusive with tags in a security group selector term"
 type SecurityGroupSelectorTerm struct {
 	// Tags a security group must carry.
 	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the security group.
@@ -123,15 +149,21 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the security group.
+	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Name string `json:"name,omitempty"`
 }
 
 // CapacityReservationSelectorTerm finds capacity reservations by tags or ID,
 // optionally limited to an owning account.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="a capacity reservation selector term needs tags or id"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.ownerID))",message="id is mutually exclusive with tags and ownerID in a capacity reservation selector term"
 type CapacityReservationSelectorTerm struct {
 	// Tags a reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the reservation.
@@ -146,13 +178,26 @@ type CapacityReservationSelectorTerm struct {
 
 // AMISelectorTerm finds AMIs by alias, tags, ID, name, owner or SSM
 // parameter.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.alias) || has(self.tags) || has(self.id) || has(self.name) || has(self.ssmParameter)",message="an AMI selector term needs alias, tags, id, name or ssmParameter"
+// +kubebuilder:validation:XValidation:rule="!has(self.alias) || !(has(self.tags) || has(self.id) || has(self.name) || has(self.owner) || has(self.ssmParameter))",message="alias is mutually exclusive with the other fields of an AMI selector term"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name) || has(self.owner) || has(self.ssmParameter))",message="id is mutually exclusive with the other fields of an AMI selector term"
+// +kubebuilder:validation:XValidation:rule="!has(self.ssmParameter) || !(has(self.tags) || has(self.name) || has(self.owner))",message="ssmParameter is mutually exclusive with the other fields of an AMI selector term"
 type AMISelectorTerm struct {
-	// Alias is family@version, e.g. al2023@latest or al2023@v20240807.
-	// +kubebuilder:validation:MaxLength=30
+	// Alias is family@version: family one of al2, al2023, bottlerocket,
+	// windows2019, windows2022, windows2025; version "latest" or a version
+	// such as v20240807 (Windows families take "latest" only).
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+@[A-Za-z0-9._-]+$')",message="alias must have the form family@version, e.g. al2023@latest"
+	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']",message="alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="alias version must be latest for Windows families"
+	// +kubebuilder:validation:XValidation:rule="self.endsWith('@latest') || self.matches('@v?[0-9][A-Za-z0-9._-]*$')",message="alias version must be latest or a version such as v20240807"
 	// +optional
 	Alias string `json:"alias,omitempty"`
 	// Tags an AMI must carry.
 	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the AMI.
@@ -160,20 +205,30 @@ type AMISelectorTerm struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the AMI (wildcards allowed).
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Name string `json:"name,omitempty"`
 	// Owner is an account ID or an alias such as "self" or "amazon".
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Owner string `json:"owner,omitempty"`
 	// SSMParameter names an SSM parameter whose value is an AMI ID.
+	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
 // KubeletConfiguration is the subset of kubelet settings a node class may
 // set.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
+// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(k, k in self.evictionSoftGracePeriod))",message="every evictionSoft threshold needs an evictionSoftGracePeriod"
+// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft))",message="every evictionSoftGracePeriod needs an evictionSoft threshold"
 type KubeletConfiguration struct {
 	// ClusterDNS are the DNS server IPs pods use.
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=45
+	// +kubebuilder:validation:items:Pattern=`^[0-9A-Fa-f.:]+$`
 	// +optional
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// MaxPods caps the pods per node.
@@ -186,19 +241,29 @@ type KubeletConfiguration struct {
 	// +optional
 	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
 	// SystemReserved is kept back for the operating system.
+	// +kubebuilder:validation:MaxProperties=4
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu','memory','ephemeral-storage','pid'])",message="keys must be one of cpu, memory, ephemeral-storage, pid"
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// KubeReserved is kept back for Kubernetes daemons.
+	// +kubebuilder:validation:MaxProperties=4
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu','memory','ephemeral-storage','pid'])",message="keys must be one of cpu, memory, ephemeral-storage, pid"
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// EvictionHard are thresholds at which pods are evicted at once.
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])",message="keys must be one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
 	// +optional
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
 	// EvictionSoft are thresholds at which pods are evicted after a grace
 	// period.
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])",message="keys must be one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
 	// +optional
 	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
 	// EvictionSoftGracePeriod is the grace period of each soft threshold.
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])",message="keys must be one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
 	// +optional
 	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
 	// EvictionMaxPodGracePeriod caps pod termination grace during soft
@@ -269,6 +334,7 @@ type BlockDevice struct {
 	// +optional
 	Encrypted *bool `json:"encrypted,omitempty"`
 	// IOPS for io1, io2 and gp3 volumes.
+	// +kubebuilder:validation:Minimum=100
 	// +optional
 	IOPS *int64 `json:"iops,omitempty"`
 	// KMSKeyID is the key used to encrypt the volume.
@@ -278,11 +344,13 @@ type BlockDevice struct {
 	// +optional
 	SnapshotID *string `json:"snapshotID,omitempty"`
 	// Throughput of a gp3 volume in MiB/s.
+	// +kubebuilder:validation:Minimum=125
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
-	// VolumeSize is the volume size as a quantity, e.g. 20Gi.
+	// VolumeSize is the volume size as a quantity, e.g. 20Gi (at most 64Ti).
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:Pattern="^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && !quantity(string(self)).isGreaterThan(quantity('64Ti'))",message="volumeSize must be a positive quantity of at most 64Ti, e.g. 20Gi"
 	// +optional
 	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
 	// VolumeType is the EBS volume type.

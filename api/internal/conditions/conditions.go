@@ -1,8 +1,3 @@
-// Package conditions holds the pure condition bookkeeping shared by the API
-// packages: set a condition (moving lastTransitionTime only when the status
-// changes) and derive a root condition from its dependents.
-//
-// The time is always an argument; nothing here reads the clock.
 package conditions
 
 import (

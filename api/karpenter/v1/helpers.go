@@ -9,7 +9,7 @@ import (
 func NodeSelectorRequirements(reqs []NodeSelectorRequirementWithMinValues) []corev1.NodeSelectorRequirement {
 	out := make([]corev1.NodeSelectorRequirement, 0, len(reqs))
 	for _, r := range reqs {
-		out = append(out, *r.NodeSelectorRequirement.DeepCopy())
+		out = append(out, r.NodeSelectorRequirement())
 	}
 	return out
 }

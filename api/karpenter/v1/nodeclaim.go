@@ -24,6 +24,7 @@ type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
 	// +required
 	Spec NodeClaimSpec `json:"spec"`
 	// +optional
@@ -42,14 +43,23 @@ type NodeClaimList struct {
 // NodeClaimSpec is what a NodeClaim asks for. It is immutable.
 type NodeClaimSpec struct {
 	// Taints are put on the node.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on the node and expected to be removed by an
 	// agent on it.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the node's labels.
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != 'kubernetes.io/hostname')",message="requirements may not use kubernetes.io/hostname"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key in ['karpenter.sh/capacity-type','karpenter.sh/nodepool'] || !(x.key.startsWith('karpenter.sh/') || x.key.contains('.karpenter.sh/')))",message="requirements may not use keys in the karpenter.sh domain, except karpenter.sh/capacity-type and karpenter.sh/nodepool"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.key.startsWith('karpenter.k8s.aws/') || x.key.contains('.karpenter.k8s.aws/')) || x.key in ['karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type'])",message="requirements may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels"
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// Resources are the requests the node must be able to hold.
@@ -79,12 +89,20 @@ type ResourceRequirements struct {
 // NodeClassReference points at a provider node class.
 type NodeClassReference struct {
 	// Kind of the node class, e.g. EC2NodeClass.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
 	// +required
 	Kind string `json:"kind"`
 	// Name of the node class.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
 	// Group of the node class, e.g. karpenter.k8s.aws.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +required
 	Group string `json:"group"`
 }

@@ -72,10 +72,18 @@ type NodeClaimTemplate struct {
 // ObjectMeta is the metadata a NodePool puts on every node: labels and
 // annotations only.
 type ObjectMeta struct {
-	// Labels are put on every node of the pool.
+	// Labels are put on every node of the pool. The schema refuses
+	// restricted keys; key and value syntax are checked by RuntimeValidate
+	// (the CRD cost budget does not allow a regular expression over
+	// unbounded map keys and values).
+	// +kubebuilder:validation:MaxProperties=100
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x != 'kubernetes.io/hostname')",message="labels may not set kubernetes.io/hostname"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.startsWith('karpenter.sh/') || x.contains('.karpenter.sh/')))",message="labels may not use keys in the karpenter.sh domain"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.startsWith('karpenter.k8s.aws/') || x.contains('.karpenter.k8s.aws/')) || x in ['karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type'])",message="labels may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are put on every node of the pool.
+	// +kubebuilder:validation:MaxProperties=100
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -84,18 +92,30 @@ type ObjectMeta struct {
 // of a NodeClaim are decided when it is made.
 type NodeClaimTemplateSpec struct {
 	// Taints are put on every node of the pool.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on new nodes and expected to be removed by an
 	// agent on the node; pods need not tolerate them to be scheduled.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the labels of the pool's nodes: instance types,
 	// zones, capacity types, architectures and so on.
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != 'kubernetes.io/hostname')",message="requirements may not use kubernetes.io/hostname"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key == 'karpenter.sh/capacity-type' || !(x.key.startsWith('karpenter.sh/') || x.key.contains('.karpenter.sh/')))",message="requirements may not use keys in the karpenter.sh domain, except karpenter.sh/capacity-type"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.key.startsWith('karpenter.k8s.aws/') || x.key.contains('.karpenter.k8s.aws/')) || x.key in ['karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type'])",message="requirements may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels"
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
-	// NodeClassRef names the provider node class the nodes launch with.
+	// NodeClassRef names the provider node class the nodes launch with. Its
+	// group and kind cannot change.
+	// +kubebuilder:validation:XValidation:rule="self.group == oldSelf.group",message="nodeClassRef.group is immutable"
+	// +kubebuilder:validation:XValidation:rule="self.kind == oldSelf.kind",message="nodeClassRef.kind is immutable"
 	// +required
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod is how long a node's drain may take before its
@@ -155,9 +175,12 @@ const (
 
 // Budget limits the nodes of a pool that may be disrupted at once, always
 // or during a scheduled window.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(self.duration)",message="schedule and duration must be set together"
 type Budget struct {
 	// Reasons restricts the budget to these disruption reasons; empty means
 	// all reasons.
+	// +kubebuilder:validation:MaxItems=3
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is a count ("5") or a percentage of the pool's nodes ("10%",
@@ -166,7 +189,11 @@ type Budget struct {
 	// +kubebuilder:validation:Pattern=`^((100|[0-9]{1,2})%|[0-9]+)$`
 	Nodes string `json:"nodes"`
 	// Schedule is a cron expression (UTC) at which the budget becomes active
-	// for Duration. Without it the budget is always active.
+	// for Duration. Without it the budget is always active. Five fields
+	// (minute hour day-of-month month day-of-week) or one of @yearly,
+	// @annually, @monthly, @weekly, @daily, @midnight, @hourly.
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:XValidation:rule="self.matches('(?i)^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|([*]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]*)?(,([*]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]*)?)* +([*]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)* +([*]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?(,([*]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?)* +([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?)*)$')",message="schedule must be a cron expression with 5 fields (minute hour day-of-month month day-of-week) or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly"
 	// +optional
 	Schedule *string `json:"schedule,omitempty"`
 	// Duration is how long the budget stays active after each Schedule tick.
