@@ -35,11 +35,11 @@ type EC2NodeClassList struct {
 
 // EC2NodeClassSpec is the launch configuration of a node class.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.role) && self.role != '') != (has(self.instanceProfile) && self.instanceProfile != '')",message="exactly one of role and instanceProfile must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.role) && self.role != ”) != (has(self.instanceProfile) && self.instanceProfile != ”)",message="exactly one of role and instanceProfile must be set"
 // +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",message="amiFamily is required unless amiSelectorTerms holds an alias"
 // +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.startsWith({'AL2':'al2@','AL2023':'al2023@','Bottlerocket':'bottlerocket@','Custom':'-','Windows2019':'windows2019@','Windows2022':'windows2022@','Windows2025':'windows2025@'}[self.amiFamily]))",message="amiFamily must match the family of the amiSelectorTerms alias"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.role) || oldSelf.role == '' || (has(self.role) && self.role != '')",message="changing from role to instanceProfile is not supported"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.instanceProfile) || oldSelf.instanceProfile == '' || (has(self.instanceProfile) && self.instanceProfile != '')",message="changing from instanceProfile to role is not supported"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.role) || oldSelf.role == ” || (has(self.role) && self.role != ”)",message="changing from role to instanceProfile is not supported"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.instanceProfile) || oldSelf.instanceProfile == ” || (has(self.instanceProfile) && self.instanceProfile != ”)",message="changing from instanceProfile to role is not supported"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms find the subnets instances may launch in.
 	// +kubebuilder:validation:MinItems=1
