@@ -35,11 +35,11 @@ type EC2NodeClassList struct {
 
 // EC2NodeClassSpec is the launch configuration of a node class.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.role) && self.role != ”) != (has(self.instanceProfile) && self.instanceProfile != ”)",message="exactly one of role and instanceProfile must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.role) && size(self.role) > 0) != (has(self.instanceProfile) && size(self.instanceProfile) > 0)",message="exactly one of role and instanceProfile must be set"
 // +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",message="amiFamily is required unless amiSelectorTerms holds an alias"
 // +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.startsWith({'AL2':'al2@','AL2023':'al2023@','Bottlerocket':'bottlerocket@','Custom':'-','Windows2019':'windows2019@','Windows2022':'windows2022@','Windows2025':'windows2025@'}[self.amiFamily]))",message="amiFamily must match the family of the amiSelectorTerms alias"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.role) || oldSelf.role == ” || (has(self.role) && self.role != ”)",message="changing from role to instanceProfile is not supported"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.instanceProfile) || oldSelf.instanceProfile == ” || (has(self.instanceProfile) && self.instanceProfile != ”)",message="changing from instanceProfile to role is not supported"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.role) || size(oldSelf.role) == 0 || (has(self.role) && size(self.role) > 0)",message="changing from role to instanceProfile is not supported"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.instanceProfile) || size(oldSelf.instanceProfile) == 0 || (has(self.instanceProfile) && size(self.instanceProfile) > 0)",message="changing from instanceProfile to role is not supported"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms find the subnets instances may launch in.
 	// +kubebuilder:validation:MinItems=1
@@ -87,7 +87,7 @@ type EC2NodeClassSpec struct {
 	// Tags are put on instances, volumes and launch templates. Tags dovetail
 	// sets itself are refused.
 	// +kubebuilder:validation:MaxProperties=50
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '')",message="tags must not have empty keys"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0)",message="tags must not have empty keys"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['karpenter.sh/nodepool','karpenter.sh/nodeclaim','karpenter.k8s.aws/ec2nodeclass','eks:eks-cluster-name']) && !k.startsWith('kubernetes.io/cluster/'))",message="tags may not set karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, eks:eks-cluster-name or kubernetes.io/cluster/*"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -123,7 +123,7 @@ type SubnetSelectorTerm struct {
 	// Tags a subnet must carry ("*" matches any value).
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the subnet.
@@ -141,7 +141,7 @@ type SecurityGroupSelectorTerm struct {
 	// Tags a security group must carry.
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the security group.
@@ -163,7 +163,7 @@ type CapacityReservationSelectorTerm struct {
 	// Tags a reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the reservation.
@@ -197,7 +197,7 @@ type AMISelectorTerm struct {
 	// Tags an AMI must carry.
 	// +kubebuilder:validation:MaxProperties=20
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tags must not have empty keys or values"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the AMI.

@@ -44,14 +44,14 @@ type NodeClaimList struct {
 type NodeClaimSpec struct {
 	// Taints are put on the node.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on the node and expected to be removed by an
 	// agent on it.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`

@@ -93,14 +93,14 @@ type ObjectMeta struct {
 type NodeClaimTemplateSpec struct {
 	// Taints are put on every node of the pool.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on new nodes and expected to be removed by an
 	// agent on the node; pods need not tolerate them to be scheduled.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != '')",message="taint key must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
