@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/internal/cli/local"
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
 
@@ -33,7 +34,9 @@ func NewRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // subcommands lists the constructors of the top-level subcommands, in the
 // order help shows them.
-var subcommands = []func() *cobra.Command{}
+var subcommands = []func() *cobra.Command{
+	local.NewCmd,
+}
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
