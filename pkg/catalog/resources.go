@@ -48,17 +48,15 @@ const (
 	// Arm64ReservedMiB is memory arm64 (Graviton) kernels set aside for the
 	// contiguous memory allocator before the VM overhead is applied.
 	Arm64ReservedMiB = 64
-	// DefaultMaxPodsWithoutENILimit is the pod limit when the AMI family does
-	// not size pods from ENIs.
-	DefaultMaxPodsWithoutENILimit = 110
 )
 
-var (
-	// DefaultEphemeralVolumeSize is the EBS volume that backs ephemeral
-	// storage when the node class does not size it (20Gi for AL2, AL2023,
-	// Bottlerocket's data volume and Custom).
-	DefaultEphemeralVolumeSize = resource.MustParse("20Gi")
+// DefaultEphemeralVolumeGiB is the size of the EBS volume that backs
+// ephemeral storage when the node class does not size it (AL2, AL2023,
+// Custom, and Bottlerocket's data volume).
+const DefaultEphemeralVolumeGiB = 20
 
+var (
+	defaultEphemeralVolume       = *resource.NewQuantity(DefaultEphemeralVolumeGiB<<30, resource.BinarySI)
 	defaultKubeReservedEphemeral = resource.MustParse("1Gi")
 	defaultEvictionMemory        = resource.MustParse("100Mi")
 	defaultEvictionNodeFSPercent = 10.0
@@ -90,7 +88,7 @@ type KubeletSettings struct {
 	AMIFamily string
 	// EphemeralVolumeSize is the size of the EBS volume that holds ephemeral
 	// storage (the root volume, or Bottlerocket's data volume), as resolved
-	// from spec.blockDeviceMappings; nil means DefaultEphemeralVolumeSize.
+	// from spec.blockDeviceMappings; nil means DefaultEphemeralVolumeGiB.
 	EphemeralVolumeSize *resource.Quantity
 	// InstanceStorePolicy "RAID0" makes types with instance storage use it
 	// for ephemeral storage (spec.instanceStorePolicy).
@@ -234,17 +232,16 @@ type resolved struct {
 	raid0                     bool
 	vmOverhead                float64
 	reservedENIs              int
-	// AMI-family behaviour.
-	eniLimitedPods, eniLimitedMemoryOverhead, podsPerCoreEnabled bool
+	// AMI-family behaviour (every Linux family sizes pods from ENIs).
+	eniLimitedMemoryOverhead, podsPerCoreEnabled bool
 }
 
 func (s KubeletSettings) resolve() *resolved {
 	r := &resolved{
-		volume:                   DefaultEphemeralVolumeSize,
+		volume:                   defaultEphemeralVolume,
 		raid0:                    s.InstanceStorePolicy == InstanceStorePolicyRAID0,
 		vmOverhead:               DefaultVMMemoryOverheadPercent,
 		reservedENIs:             max(s.ReservedENIs, 0),
-		eniLimitedPods:           true,
 		eniLimitedMemoryOverhead: true,
 		podsPerCoreEnabled:       true,
 	}
@@ -380,14 +377,9 @@ func (t *Type) eniLimitedPods(reservedENIs int) int64 {
 }
 
 func (t *Type) pods(r *resolved) int64 {
-	var n int64
-	switch {
-	case r.maxPods != nil:
+	n := t.eniLimitedPods(r.reservedENIs)
+	if r.maxPods != nil {
 		n = *r.maxPods
-	case r.eniLimitedPods:
-		n = t.eniLimitedPods(r.reservedENIs)
-	default:
-		n = DefaultMaxPodsWithoutENILimit
 	}
 	if r.podsPerCore > 0 && r.podsPerCoreEnabled {
 		n = min(n, r.podsPerCore*int64(t.VCPU))
