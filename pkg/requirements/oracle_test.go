@@ -119,30 +119,41 @@ func someSat(preds ...func(v string, present bool) bool) bool {
 	return false
 }
 
+// exprSpace is what expressions are drawn from.
+type exprSpace struct {
+	values   []string // In/NotIn values
+	lo, hi   int      // bounds for Gt/Lt/Gte/Lte
+	maxExprs int
+}
+
+var defaultSpace = exprSpace{values: genValues, lo: -5, hi: 14, maxExprs: 3}
+
 // genExpr draws one valid expression.
-func genExpr(t *rapid.T, label string) expr {
+func (sp exprSpace) genExpr(t *rapid.T, label string) expr {
 	op := rapid.SampledFrom(validOperators).Draw(t, label+".op")
 	switch op {
 	case In:
-		return expr{op, rapid.SliceOfN(rapid.SampledFrom(genValues), 1, 4).Draw(t, label+".vals")}
+		return expr{op, rapid.SliceOfN(rapid.SampledFrom(sp.values), 1, 4).Draw(t, label+".vals")}
 	case NotIn:
-		return expr{op, rapid.SliceOfN(rapid.SampledFrom(genValues), 0, 4).Draw(t, label+".vals")}
+		return expr{op, rapid.SliceOfN(rapid.SampledFrom(sp.values), 0, 4).Draw(t, label+".vals")}
 	case Exists, DoesNotExist:
 		return expr{op: op}
 	default:
-		return expr{op, []string{strconv.Itoa(rapid.IntRange(-5, 14).Draw(t, label+".bound"))}}
+		return expr{op, []string{strconv.Itoa(rapid.IntRange(sp.lo, sp.hi).Draw(t, label+".bound"))}}
 	}
 }
 
-// genConj draws 1..3 expressions.
-func genConj(t *rapid.T, label string) conj {
-	n := rapid.IntRange(1, 3).Draw(t, label+".n")
+// genConj draws 1..maxExprs expressions.
+func (sp exprSpace) genConj(t *rapid.T, label string) conj {
+	n := rapid.IntRange(1, sp.maxExprs).Draw(t, label+".n")
 	c := make(conj, n)
 	for i := range c {
-		c[i] = genExpr(t, fmt.Sprintf("%s[%d]", label, i))
+		c[i] = sp.genExpr(t, fmt.Sprintf("%s[%d]", label, i))
 	}
 	return c
 }
+
+func genConj(t *rapid.T, label string) conj { return defaultSpace.genConj(t, label) }
 
 // build turns a conjunction into a Requirement through New and Intersection.
 func (c conj) build(key string) (*Requirement, error) {
@@ -218,4 +229,77 @@ func (k keyed) String() string {
 		fmt.Fprintf(&b, "%s:%v ", key, k[key])
 	}
 	return b.String()
+}
+
+// oracleCanonical rebuilds, from nothing but the oracle's verdicts on the
+// check universe, an expression list for the same set as c, in the canonical
+// shape the package documents: finite values, or a complement that is
+// unbounded (a fresh non-integer "zz" is allowed) or bounded (fresh padded
+// integers "00n" mark the bounds), with its exclusions. Values in c must come
+// from genValues and bounds from -5..14.
+func oracleCanonical(c conj) conj {
+	absent := c.sat("", false)
+	padded := func(n int) string {
+		if n < 0 {
+			return "-00" + strconv.Itoa(-n)
+		}
+		return "00" + strconv.Itoa(n)
+	}
+	switch {
+	case c.sat("zz", true):
+		var excl []string
+		for _, v := range genValues {
+			if !c.sat(v, true) {
+				excl = append(excl, v)
+			}
+		}
+		if absent {
+			return conj{{NotIn, excl}}
+		}
+		out := conj{{op: Exists}}
+		if len(excl) > 0 {
+			out = append(out, expr{NotIn, excl})
+		}
+		return out
+	case slices.ContainsFunc([]int{-7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		func(n int) bool { return c.sat(padded(n), true) }):
+		lo, hi := 100, -100
+		for n := -7; n <= 16; n++ {
+			if c.sat(padded(n), true) {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+		}
+		var out conj
+		if lo > -7 {
+			out = append(out, expr{Gte, []string{strconv.Itoa(lo)}})
+		}
+		if hi < 16 {
+			out = append(out, expr{Lte, []string{strconv.Itoa(hi)}})
+		}
+		var excl []string
+		for _, v := range genValues {
+			if n, err := strconv.Atoi(v); err == nil && n >= lo && n <= hi && !c.sat(v, true) {
+				excl = append(excl, v)
+			}
+		}
+		if len(excl) > 0 {
+			out = append(out, expr{NotIn, excl})
+		}
+		return out
+	default:
+		var vals []string
+		for _, v := range genValues {
+			if c.sat(v, true) {
+				vals = append(vals, v)
+			}
+		}
+		switch {
+		case len(vals) > 0:
+			return conj{{In, vals}}
+		case absent:
+			return conj{{op: DoesNotExist}}
+		default: // unsatisfiable
+			return conj{{Exists, nil}, {op: DoesNotExist}}
+		}
+	}
 }

@@ -92,6 +92,32 @@ func TestPropertyIntersectionAlgebra(t *testing.T) {
 	})
 }
 
+// TestPropertyCanonical checks that the canonical form is unique: whatever
+// expressions built a requirement, it is Equal to (and prints like) the one
+// rebuilt from the oracle's verdicts alone, and two requirements allow the
+// same labels exactly when they are Equal. The tiny space makes equal sets
+// built in different ways common.
+func TestPropertyCanonical(t *testing.T) {
+	tiny := exprSpace{values: []string{"1", "2", "05", "a"}, lo: 0, hi: 3, maxExprs: 3}
+	rapid.Check(t, func(t *rapid.T) {
+		space := rapid.SampledFrom([]exprSpace{tiny, defaultSpace}).Draw(t, "space")
+		ca := space.genConj(t, "a")
+		a := ca.mustBuild(t, "k.io/x")
+		canon := oracleCanonical(ca)
+		if c := canon.mustBuild(t, "k.io/x"); !a.Equal(c) || a.String() != c.String() {
+			t.Fatalf("%v built from %v; the oracle's canonical %v builds %v", a, ca, canon, c)
+		}
+		b := space.genConj(t, "b").mustBuild(t, "k.io/x")
+		same := a.AllowsAbsent() == b.AllowsAbsent()
+		for _, v := range checkUniverse {
+			same = same && a.Has(v) == b.Has(v)
+		}
+		if same != a.Equal(b) || same != (a.String() == b.String()) {
+			t.Fatalf("%v and %v: same labels %v, Equal %v", a, b, same, a.Equal(b))
+		}
+	})
+}
+
 func TestPropertyMinValuesIsMax(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ma, mb := rapid.IntRange(0, 3).Draw(t, "ma"), rapid.IntRange(0, 3).Draw(t, "mb")
