@@ -48,7 +48,7 @@ func (rs Requirements) CompatibleWith(o Requirements, opts CompatibleOptions) er
 				}
 			} else if !in.absent {
 				return &IncompatibleError{Key: in.key, Reason: ReasonUndefined, Incoming: in,
-					hintFrom: hintSource{reqs: a, extra: opts.HintKeys}}
+					hintFrom: hintSource{reqs: a, caller: callerHint(in.key, opts.HintKeys, nil)}}
 			}
 			j++
 		default:
@@ -73,7 +73,7 @@ func (rs Requirements) Matches(labels map[string]string) error {
 		switch {
 		case !ok && !r.absent:
 			return &IncompatibleError{Key: r.key, Reason: ReasonLabelMissing, Incoming: r,
-				hintFrom: hintSource{labels: labels}}
+				hintFrom: hintSource{caller: callerHint(r.key, nil, labels)}}
 		case ok && !r.Has(v):
 			return &IncompatibleError{Key: r.key, Reason: ReasonLabelValue, Incoming: r, Value: v, HasValue: true}
 		}

@@ -78,6 +78,23 @@
 //   - Has on a finite set never allocates (linear scan up to 8 values,
 //     bisection beyond); Compatible and Matches allocate only on failure.
 //
+// # Where this differs from Kubernetes and Karpenter
+//
+// Deliberate choices, each covered by a test:
+//   - Keys must be label keys and In/NotIn values label values, as the
+//     Kubernetes scheduler requires; Gt/Lt/Gte/Lte take any base-10 int64
+//     ("-3", "+5", "007"), where Kubernetes also demands a label value (so no
+//     sign) and the Karpenter CRD a non-negative number. Those schema rules
+//     belong to the API layer.
+//   - NotIn without values is accepted and allows everything, absence
+//     included (Kubernetes rejects it in pod specs).
+//   - minValues with In is checked against the distinct values, and is
+//     rejected with DoesNotExist, which has nothing to count.
+//   - An empty node selector term is an error (ErrEmptyTerm), not an empty
+//     Requirements; matchFields on metadata.name becomes the pseudo key
+//     NodeNameKey, which no node side defines, so such pods are compatible
+//     with no NodePool unless the caller marks the key open.
+//
 // # Wire form
 //
 // A canonical requirement may need up to three corev1 expressions (e.g.

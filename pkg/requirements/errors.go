@@ -177,10 +177,25 @@ type IncompatibleError struct {
 	hintFrom hintSource
 }
 
+// hintSource holds what Hint needs. Requirements are immutable, so they are
+// kept by reference and scanned lazily; candidates from caller-owned data
+// (HintKeys, the labels map) are narrowed to their best one when the error is
+// built, so a caller modifying them later cannot race with Hint.
 type hintSource struct {
 	reqs   []*Requirement
-	extra  []string
-	labels map[string]string
+	caller string
+}
+
+// callerHint returns the best hint for key among caller-owned candidates.
+func callerHint(key string, extra []string, labels map[string]string) string {
+	h := newHinter(key)
+	for _, k := range extra {
+		h.consider(k)
+	}
+	for k := range labels {
+		h.consider(k) // order-independent: ties are broken by key
+	}
+	return h.best
 }
 
 // Unwrap returns ErrIncompatible.
@@ -198,12 +213,7 @@ func (e *IncompatibleError) Hint() string {
 	for _, r := range e.hintFrom.reqs {
 		h.consider(r.key)
 	}
-	for _, k := range e.hintFrom.extra {
-		h.consider(k)
-	}
-	for k := range e.hintFrom.labels {
-		h.consider(k) // order-independent: ties are broken by key
-	}
+	h.consider(e.hintFrom.caller)
 	for _, k := range wellKnownKeys {
 		h.consider(k)
 	}

@@ -172,6 +172,12 @@ func (rs Requirements) Get(key string) *Requirement {
 	return nil
 }
 
+// Equal reports whether rs and o constrain the same keys with Equal
+// requirements.
+func (rs Requirements) Equal(o Requirements) bool {
+	return slices.EqualFunc(rs.reqs, o.reqs, (*Requirement).Equal)
+}
+
 // Has reports whether rs holds a requirement for key.
 func (rs Requirements) Has(key string) bool { return rs.Get(key) != nil }
 

@@ -215,6 +215,16 @@ func TestMatches(t *testing.T) {
 			}
 		})
 	}
+	// The hint does not read the caller's map after Matches returns.
+	labels := without("topology.kubernetes.io/zone")
+	labels["topology.kubernetes.io/zonne"] = "a"
+	err := rs.Matches(labels)
+	delete(labels, "topology.kubernetes.io/zonne")
+	labels["topology.kubernetes.io/zo"] = "a"
+	var hinted *IncompatibleError
+	if !errors.As(err, &hinted) || hinted.Hint() != "topology.kubernetes.io/zonne" {
+		t.Fatalf("hint changed with the caller's map: %v", err)
+	}
 	// Two failing keys: the smaller one is reported, whatever the map order.
 	twoBad := with("example.com/gpu", "true")
 	twoBad["kubernetes.io/arch"] = "s390x"
@@ -256,8 +266,11 @@ func TestRequirementsAddIntersectsAndCopiesAreIndependent(t *testing.T) {
 	// Insertion order does not matter.
 	x := NewRequirements(rq("c.io/k", In, "a"), rq("a.io/k", In, "a"), rq("b.io/k", In, "a"), rq("a.io/k", In, "a", "b"))
 	y := NewRequirements(rq("a.io/k", In, "b", "a"), rq("b.io/k", In, "a"), rq("c.io/k", In, "a"), rq("a.io/k", In, "a"))
-	if x.String() != y.String() {
+	if x.String() != y.String() || !x.Equal(y) {
 		t.Fatalf("order-dependent: %s vs %s", x, y)
+	}
+	if x.Equal(a) || !(Requirements{}).Equal(NewRequirements()) {
+		t.Fatal("Equal")
 	}
 	var keys []string
 	for r := range x.All() {
