@@ -109,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "bad time", body: `{"source":"aws.ec2","detail-type":"x","time":"yesterday"}`, wantField: "time"},
 		{name: "spot without detail", body: `{"source":"aws.ec2","detail-type":"` + DetailTypeSpotInterruption + `"}`, wantField: "detail"},
 		{name: "spot with a bad id", body: event(SourceEC2, DetailTypeSpotInterruption, `{"instance-id":"i-xyz"}`), wantField: "detail.instance-id"},
-		{name: "state change without state", body: event(SourceEC2, DetailTypeStateChange, `{"instance-id":"` + id1 + `"}`), wantField: "detail.state"},
+		{name: "state change without state", body: event(SourceEC2, DetailTypeStateChange, `{"instance-id":"`+id1+`"}`), wantField: "detail.state"},
 		{name: "scheduled change without instances", body: event(SourceHealth, DetailTypeHealthEvent, `{"service":"EC2","eventTypeCategory":"scheduledChange","affectedEntities":[{"entityValue":"vol-1"}]}`), wantField: "detail.affectedEntities"},
 		{name: "too large", body: `{"source":"` + strings.Repeat("a", MaxBodyBytes) + `"}`},
 	}
