@@ -86,8 +86,11 @@ func TestPropertyIntersectionAlgebra(t *testing.T) {
 		if got := ab.Satisfiable(); got != want {
 			t.Fatalf("(%v)∩(%v) = %v, Satisfiable %v, oracle %v", a, b, ab, got, want)
 		}
-		if got := intersects(a, b); got != want {
-			t.Fatalf("intersects(%v, %v) = %v, oracle %v", a, b, got, want)
+		if got := a.Intersects(b); got != want {
+			t.Fatalf("%v.Intersects(%v) = %v, oracle %v", a, b, got, want)
+		}
+		if a.Intersects(nil) != a.Satisfiable() || (*Requirement)(nil).Intersects(b) != b.Satisfiable() {
+			t.Fatalf("Intersects with nil disagrees with Satisfiable for %v, %v", a, b)
 		}
 	})
 }

@@ -681,6 +681,19 @@ func filterAllowed(vs []string, c *Requirement) []string {
 	return out
 }
 
+// Intersects reports whether some node satisfies both r and o: they share a
+// value, or both allow absence. It equals r.Intersection(o).Satisfiable()
+// but never allocates. nil is unconstrained.
+func (r *Requirement) Intersects(o *Requirement) bool {
+	switch {
+	case r == nil:
+		return o.Satisfiable()
+	case o == nil:
+		return r.Satisfiable()
+	}
+	return intersects(r, o)
+}
+
 // intersects reports, without allocating, whether some node satisfies both
 // r and o: a common value, or absence allowed by both.
 func intersects(r, o *Requirement) bool {
