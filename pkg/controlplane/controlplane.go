@@ -272,7 +272,7 @@ func (c *ControlPlane) prepareDir() error {
 	// lock), but the kernel may still be delivering the death signal to its
 	// children.
 	killStale(c.dir, c.binDir)
-	for _, sub := range []string{"etcd", "pki", "logs", "config", "kubeconfigs", "kubeconfig"} {
+	for _, sub := range []string{"etcd", "pki", "logs", "config", "kubeconfigs", "kubeconfig", "kubectl-cache"} {
 		if err := os.RemoveAll(filepath.Join(c.dir, sub)); err != nil {
 			return fmt.Errorf("cleaning %s: %w", c.dir, err)
 		}
@@ -717,13 +717,17 @@ func poll(ctx context.Context, timeout time.Duration, cond func(context.Context)
 	}
 }
 
+// listenFree binds a free loopback port; tests replace it to provoke a port
+// clash.
+var listenFree = func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
 // freePorts returns n distinct free loopback ports. They are only probed:
 // another process may take one before the component binds it, which launch
 // detects and recovers from.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := listenFree()
 		if err != nil {
 			return nil, fmt.Errorf("finding a free port: %w", err)
 		}
@@ -782,9 +786,11 @@ func (c *ControlPlane) LogPath(component string) string {
 func (c *ControlPlane) BinDir() string { return c.binDir }
 
 // Kubectl returns the pinned kubectl, set up to talk to this control plane
-// as admin, ready to run.
+// as admin, ready to run. Its discovery cache lives in Dir, not in the
+// user's home. A later --kubeconfig argument overrides the admin one.
 func (c *ControlPlane) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, filepath.Join(c.binDir, "kubectl"), append([]string{"--kubeconfig=" + c.kubeconfig}, args...)...)
+	pre := []string{"--kubeconfig=" + c.kubeconfig, "--cache-dir=" + filepath.Join(c.dir, "kubectl-cache")}
+	return exec.CommandContext(ctx, filepath.Join(c.binDir, "kubectl"), append(pre, args...)...)
 }
 
 // RESTConfigFor returns a client configuration that authenticates as user

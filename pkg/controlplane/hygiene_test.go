@@ -31,7 +31,7 @@ const (
 // (etcd and kube-apiserver only, to be quick) in the given directory.
 func helperMain(m *testing.M, mode string) int {
 	switch mode {
-	case "block":
+	case "block", "fail":
 		return controlplanetest.Main(m, controlplane.Options{Dir: os.Getenv(helperDirEnv), SkipCRDs: true}, &cp)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", helperEnv, mode)
@@ -39,25 +39,41 @@ func helperMain(m *testing.M, mode string) int {
 	}
 }
 
-// TestChildrenDieWithTestBinary runs this test binary as a helper whose test
-// blocks with a control plane running, ends it the two ways that skip every
-// deferred cleanup (go test's -timeout panic and SIGKILL), and checks that
-// no component survives it.
+// TestChildrenDieWithTestBinary runs this test binary as a helper with a
+// control plane, ends the helper's tests the ways a test run ends badly
+// (a failing test; go test's -timeout panic and SIGKILL, which skip every
+// deferred cleanup), and checks that no component survives it.
 func TestChildrenDieWithTestBinary(t *testing.T) {
-	if os.Getenv(helperEnv) == "block" {
-		// The helper's role: announce the control plane, then wait to die.
+	switch os.Getenv(helperEnv) {
+	case "block": // the helper's role: announce the control plane, wait to die
 		fmt.Println(helperReady)
 		<-t.Context().Done()
+		return
+	case "fail":
+		fmt.Println(helperReady)
+		t.Error("failing on purpose")
 		return
 	}
 	for _, tc := range []struct {
 		name    string
+		mode    string                   // the helper's role
 		timeout string                   // the helper's -test.timeout
-		kill    func(*os.Process)        // how the parent ends it, nil to let it time out
+		kill    func(*os.Process)        // how the parent ends it, nil to let it end
 		check   func(*testing.T, string) // on the helper's output
 	}{
 		{
+			name:    "failing test",
+			mode:    "fail",
+			timeout: "10m",
+			check: func(t *testing.T, out string) {
+				if !strings.Contains(out, "failing on purpose") || !strings.Contains(out, "control plane stopped") {
+					t.Errorf("helper did not fail and then stop its control plane:\n%s", out)
+				}
+			},
+		},
+		{
 			name:    "go test timeout",
+			mode:    "block",
 			timeout: "2s",
 			check: func(t *testing.T, out string) {
 				if !strings.Contains(out, "test timed out") {
@@ -67,6 +83,7 @@ func TestChildrenDieWithTestBinary(t *testing.T) {
 		},
 		{
 			name:    "SIGKILL",
+			mode:    "block",
 			timeout: "10m",
 			kill:    func(p *os.Process) { _ = p.Kill() },
 		},
@@ -74,13 +91,17 @@ func TestChildrenDieWithTestBinary(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChildrenDieWithTestBinary$", "-test.timeout="+tc.timeout, "-test.v")
-			cmd.Env = append(os.Environ(), helperEnv+"=block", helperDirEnv+"="+dir)
+			cmd.Env = append(os.Environ(), helperEnv+"="+tc.mode, helperDirEnv+"="+dir)
 			out := startHelper(t, cmd)
 
+			// The helper's components, found by the directory in their
+			// arguments (the helper itself only has it in its environment).
 			pids := controlplane.ProcessesUsing(dir)
-			names := commands(pids)
-			if !contains(names, "etcd") || !contains(names, "kube-apiserver") {
-				t.Fatalf("helper's components: %v, want etcd and kube-apiserver", names)
+			if tc.mode == "block" {
+				names := commands(pids)
+				if !contains(names, "etcd") || !contains(names, "kube-apiserver") {
+					t.Fatalf("helper's components: %v, want etcd and kube-apiserver", names)
+				}
 			}
 			if tc.kill != nil {
 				tc.kill(cmd.Process)
@@ -221,11 +242,38 @@ func TestDirInUse(t *testing.T) {
 // directory, kills its API server behind its back, and checks that the
 // death is reported and that Close still cleans up everything.
 func TestExitedAndClose(t *testing.T) {
+	// Two temporary directories of other control planes: one abandoned
+	// (its lock is free), one live (held). Start sweeps only the first.
+	abandoned, err := os.MkdirTemp("", "dovetail-controlplane-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(abandoned)
+	if err := os.WriteFile(filepath.Join(abandoned, ".lock"), []byte("999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.MkdirTemp("", "dovetail-controlplane-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(live)
+	held, err := controlplane.LockDir(live, filepath.Join(live, ".lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+
 	c, err := controlplane.Start(t.Context(), controlplane.Options{SkipCRDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if _, err := os.Stat(abandoned); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("abandoned temporary directory %s not swept (stat: %v)", abandoned, err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live control plane's directory was swept: %v", err)
+	}
 	if c.Err() != nil {
 		t.Fatalf("Err() = %v before anything died", c.Err())
 	}

@@ -47,7 +47,7 @@ type UpOptions struct {
 
 // NewCmdUp builds `local up`. runF replaces upRun in tests; nil runs it.
 func NewCmdUp(runF func(context.Context, *UpOptions) error) *cobra.Command {
-	opts := &UpOptions{Now: time.Now}
+	opts := &UpOptions{Now: time.Now, Components: defaultComponents()}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local control plane with dovetail's CRDs and keep it running",
