@@ -84,9 +84,30 @@ type Type struct {
 	OnDemandSupported, SpotSupported, CapacityBlockSupported bool
 	// CurrentGeneration is EC2's current-generation flag.
 	CurrentGeneration bool
-	// EncryptionInTransit, NitroEnclaves, FreeTierEligible and Hibernation
-	// are EC2's flags of the same names.
+	// EncryptionInTransit, NitroEnclaves, FreeTierEligible, Hibernation,
+	// DedicatedHosts and AutoRecovery are EC2's flags of the same names.
 	EncryptionInTransit, NitroEnclaves, FreeTierEligible, Hibernation bool
+	DedicatedHosts, AutoRecovery                                      bool
+
+	// The remaining fields are EC2 facts that only the local emulator uses
+	// (it serves them in DescribeInstanceTypes).
+
+	// ENASupport, EBSNVMeSupport, NitroTPMSupport and InstanceStorageNVMe are
+	// "required", "supported" or "unsupported" (InstanceStorageNVMe is empty
+	// without instance storage).
+	ENASupport, EBSNVMeSupport, NitroTPMSupport, InstanceStorageNVMe string
+	// MaxEBSAttachments, EBSBaselineIOPS and EBSMaximumIOPS are 0 where
+	// unknown.
+	MaxEBSAttachments, EBSBaselineIOPS, EBSMaximumIOPS int
+	// InstanceStorageDisks lists the instance-store disks.
+	InstanceStorageDisks []Disk
+	// NetworkCardList describes each network card; DefaultNetworkCardIndex
+	// names the one MaxENIs refers to.
+	NetworkCardList         []NetworkCard
+	DefaultNetworkCardIndex int
+	// BootModes, VirtualizationTypes, RootDeviceTypes and PlacementStrategies
+	// are EC2's supported values, sorted.
+	BootModes, VirtualizationTypes, RootDeviceTypes, PlacementStrategies []string
 
 	labels map[string]string // built once by the catalog, copied by Labels
 }
@@ -114,6 +135,22 @@ type Accelerator struct {
 	// CoresPerDevice is the NeuronCore count of one Neuron device (0 for
 	// other kinds).
 	CoresPerDevice int
+}
+
+// Disk is one kind of instance-store disk of a type.
+type Disk struct {
+	Count, SizeGB int
+	// Type is "ssd" or "hdd".
+	Type string
+}
+
+// NetworkCard is one network card of a type.
+type NetworkCard struct {
+	Index, MaxENIs int
+	// BaselineMbps and PeakMbps are the card's bandwidth.
+	BaselineMbps, PeakMbps int
+	// Performance is EC2's description ("100 Gigabit").
+	Performance string
 }
 
 // Accelerator kinds.
@@ -234,6 +271,23 @@ func fromFormat(t *Type, s *format.Type) {
 		NitroEnclaves:       s.Flags&format.FlagNitroEnclaves != 0,
 		FreeTierEligible:    s.Flags&format.FlagFreeTier != 0,
 		Hibernation:         s.Flags&format.FlagHibernation != 0,
+		DedicatedHosts:      s.Flags&format.FlagDedicatedHosts != 0,
+		AutoRecovery:        s.Flags&format.FlagAutoRecovery != 0,
+
+		ENASupport: s.ENASupport, EBSNVMeSupport: s.EBSNVMeSupport, NitroTPMSupport: s.NitroTPMSupport,
+		InstanceStorageNVMe: s.InstanceStorageNVMe,
+		MaxEBSAttachments:   s.MaxEBSAttachments, EBSBaselineIOPS: s.EBSBaselineIOPS, EBSMaximumIOPS: s.EBSMaximumIOPS,
+		DefaultNetworkCardIndex: s.DefaultNetworkCardIndex,
+		BootModes:               s.BootModes, VirtualizationTypes: s.VirtualizationTypes,
+		RootDeviceTypes: s.RootDeviceTypes, PlacementStrategies: s.PlacementStrategies,
+	}
+	for _, d := range s.Disks {
+		t.InstanceStorageDisks = append(t.InstanceStorageDisks, Disk{Count: d.Count, SizeGB: d.SizeGB, Type: d.Type})
+	}
+	for _, c := range s.Cards {
+		t.NetworkCardList = append(t.NetworkCardList, NetworkCard{
+			Index: c.Index, MaxENIs: c.MaxENIs, BaselineMbps: c.BaselineMbps, PeakMbps: c.PeakMbps, Performance: c.Performance,
+		})
 	}
 	for _, uc := range s.UsageClasses {
 		switch uc {

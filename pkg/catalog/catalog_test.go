@@ -33,6 +33,16 @@ func TestBuiltinKnownTypes(t *testing.T) {
 			if ty.Family != "m5" || ty.Size != "large" || ty.Category != "m" || ty.Generation != 5 || ty.CPUManufacturer != "intel" {
 				t.Errorf("got family %s size %s category %s generation %d cpu %s", ty.Family, ty.Size, ty.Category, ty.Generation, ty.CPUManufacturer)
 			}
+			// DescribeInstanceTypes facts the emulator serves.
+			if ty.MaxEBSAttachments != 27 || ty.ENASupport != "required" || ty.EBSNVMeSupport != "required" ||
+				!slices.Equal(ty.BootModes, []string{"legacy-bios", "uefi"}) || !slices.Equal(ty.VirtualizationTypes, []string{"hvm"}) ||
+				!slices.Equal(ty.PlacementStrategies, []string{"cluster", "partition", "spread"}) || !ty.DedicatedHosts || !ty.AutoRecovery {
+				t.Errorf("got attachments %d ena %s nvme %s boot %v virt %v placement %v dedicated %v recovery %v", ty.MaxEBSAttachments,
+					ty.ENASupport, ty.EBSNVMeSupport, ty.BootModes, ty.VirtualizationTypes, ty.PlacementStrategies, ty.DedicatedHosts, ty.AutoRecovery)
+			}
+			if want := []NetworkCard{{Index: 0, MaxENIs: 3, BaselineMbps: 750, PeakMbps: 10000, Performance: "Up to 10 Gigabit"}}; !slices.Equal(ty.NetworkCardList, want) {
+				t.Errorf("network cards %+v", ty.NetworkCardList)
+			}
 		}},
 		{"m7g.large", func(t *testing.T, ty *Type) {
 			if ty.VCPU != 2 || ty.MemoryMiB != 8192 || ty.Arch != "arm64" || ty.CPUManufacturer != "aws" {
@@ -46,6 +56,9 @@ func TestBuiltinKnownTypes(t *testing.T) {
 			// 64 ENIs over 32 cards, 2 on the default card.
 			if ty.MaxENIs != 2 || ty.MaxENIsAllCards != 64 || ty.NetworkCards != 32 || !ty.EFA || ty.EFAInterfaces != 32 {
 				t.Errorf("got enis %d/%d cards %d efa %v/%d", ty.MaxENIs, ty.MaxENIsAllCards, ty.NetworkCards, ty.EFA, ty.EFAInterfaces)
+			}
+			if len(ty.NetworkCardList) != 32 || ty.NetworkCardList[31] != (NetworkCard{Index: 31, MaxENIs: 2, BaselineMbps: 100000, PeakMbps: 100000, Performance: "100 Gigabit"}) {
+				t.Errorf("network cards %+v", ty.NetworkCardList)
 			}
 		}},
 		{"inf2.xlarge", func(t *testing.T, ty *Type) {
@@ -64,8 +77,9 @@ func TestBuiltinKnownTypes(t *testing.T) {
 			}
 		}},
 		{"m5d.large", func(t *testing.T, ty *Type) {
-			if ty.LocalNVMeGiB != 75 {
-				t.Errorf("local NVMe %d, want 75", ty.LocalNVMeGiB)
+			if ty.LocalNVMeGiB != 75 || ty.InstanceStorageGB != 75 || ty.InstanceStorageNVMe != "required" ||
+				!slices.Equal(ty.InstanceStorageDisks, []Disk{{Count: 1, SizeGB: 75, Type: "ssd"}}) {
+				t.Errorf("local NVMe %d, storage %d %s %+v", ty.LocalNVMeGiB, ty.InstanceStorageGB, ty.InstanceStorageNVMe, ty.InstanceStorageDisks)
 			}
 		}},
 		{"m5.metal", func(t *testing.T, ty *Type) {

@@ -10,7 +10,8 @@
 //
 //	magic "DVTLCAT\x01"
 //	string table: count, then each string
-//	types:        count, then each Type (strings as table indices)
+//	types:        count, then each Type: its strings (as table indices),
+//	              integers, string lists, disks, network cards and flags
 //	regions:      count, then each Region:
 //	                name, price count, then (type-index delta, micro-USD) pairs,
 //	                zone count, then each zone: name, id, offered-type bitset

@@ -60,7 +60,28 @@ type Type struct {
 	EBSMaximumMbps       int
 	UsageClasses         []string
 
+	// EC2 facts the local emulator serves in DescribeInstanceTypes.
+	ENASupport, EBSNVMeSupport, NitroTPMSupport, InstanceStorageNVMe string
+	MaxEBSAttachments, EBSBaselineIOPS, EBSMaximumIOPS               int
+	DefaultNetworkCardIndex                                          int
+	BootModes, VirtualizationTypes, RootDeviceTypes                  []string
+	PlacementStrategies                                              []string
+	Disks                                                            []Disk
+	Cards                                                            []NetworkCard
+
 	Flags Flags
+}
+
+// Disk is one kind of instance-store disk.
+type Disk struct {
+	Count, SizeGB int
+	Type          string
+}
+
+// NetworkCard is one network card; bandwidths are in Mbps.
+type NetworkCard struct {
+	Index, MaxENIs, BaselineMbps, PeakMbps int
+	Performance                            string
 }
 
 // Flags are the boolean facts of a type, packed into one varint.
@@ -78,6 +99,8 @@ const (
 	FlagIPv6
 	FlagFreeTier
 	FlagHibernation
+	FlagDedicatedHosts
+	FlagAutoRecovery
 )
 
 // Region holds one region's prices and zones.
@@ -130,11 +153,20 @@ func Encode(f *File) ([]byte, error) {
 	// First pass: collect strings in order of first use, so the table and
 	// therefore the output are deterministic.
 	for i := range f.Types {
-		for _, s := range typeStrings(&f.Types[i]) {
+		t := &f.Types[i]
+		for _, s := range typeStrings(t) {
 			e.intern(*s)
 		}
-		for _, s := range f.Types[i].UsageClasses {
-			e.intern(s)
+		for _, l := range typeStringLists(t) {
+			for _, s := range *l {
+				e.intern(s)
+			}
+		}
+		for _, d := range t.Disks {
+			e.intern(d.Type)
+		}
+		for _, c := range t.Cards {
+			e.intern(c.Performance)
 		}
 	}
 	for _, r := range f.Regions {
@@ -162,9 +194,30 @@ func Encode(f *File) ([]byte, error) {
 			}
 			out = binary.AppendUvarint(out, uint64(v))
 		}
-		out = binary.AppendUvarint(out, uint64(len(t.UsageClasses)))
-		for _, s := range t.UsageClasses {
-			out = binary.AppendUvarint(out, uint64(e.index[s]))
+		for _, l := range typeStringLists(t) {
+			out = binary.AppendUvarint(out, uint64(len(*l)))
+			for _, s := range *l {
+				out = binary.AppendUvarint(out, uint64(e.index[s]))
+			}
+		}
+		out = binary.AppendUvarint(out, uint64(len(t.Disks)))
+		for _, d := range t.Disks {
+			if d.Count < 0 || d.SizeGB < 0 || d.Count > maxInt || d.SizeGB > maxInt {
+				return nil, fmt.Errorf("type %q: disk count or size out of range", t.Name)
+			}
+			out = binary.AppendUvarint(out, uint64(d.Count))
+			out = binary.AppendUvarint(out, uint64(d.SizeGB))
+			out = binary.AppendUvarint(out, uint64(e.index[d.Type]))
+		}
+		out = binary.AppendUvarint(out, uint64(len(t.Cards)))
+		for _, c := range t.Cards {
+			for _, v := range []int{c.Index, c.MaxENIs, c.BaselineMbps, c.PeakMbps} {
+				if v < 0 || v > maxInt {
+					return nil, fmt.Errorf("type %q: network card %d: value %d out of range", t.Name, c.Index, v)
+				}
+				out = binary.AppendUvarint(out, uint64(v))
+			}
+			out = binary.AppendUvarint(out, uint64(e.index[c.Performance]))
 		}
 		out = binary.AppendUvarint(out, uint64(t.Flags))
 	}
@@ -218,7 +271,13 @@ func typeStrings(t *Type) []*string {
 		&t.GPUName, &t.GPUManufacturer,
 		&t.AcceleratorKind, &t.AcceleratorName, &t.AcceleratorManufacturer,
 		&t.Hypervisor, &t.NetworkPerformance, &t.EBSOptimizedSupport,
+		&t.ENASupport, &t.EBSNVMeSupport, &t.NitroTPMSupport, &t.InstanceStorageNVMe,
 	}
+}
+
+// typeStringLists fixes the order of the string-list fields on disk.
+func typeStringLists(t *Type) []*[]string {
+	return []*[]string{&t.UsageClasses, &t.BootModes, &t.VirtualizationTypes, &t.RootDeviceTypes, &t.PlacementStrategies}
 }
 
 // intFieldPtrs lists the int fields of a Type in their on-disk order; the
@@ -230,6 +289,7 @@ func intFieldPtrs(t *Type) []*int {
 		&t.LocalNVMeGiB, &t.InstanceStorageGB, &t.NetworkBandwidthMbps, &t.NetworkCards,
 		&t.MaxENIsAllCards, &t.MaxENIs, &t.IPv4PerENI, &t.IPv6PerENI, &t.BranchENIs,
 		&t.EFAInterfaces, &t.EBSBaselineMbps, &t.EBSMaximumMbps,
+		&t.MaxEBSAttachments, &t.EBSBaselineIOPS, &t.EBSMaximumIOPS, &t.DefaultNetworkCardIndex,
 	}
 }
 
@@ -243,7 +303,7 @@ func typeInts(t *Type) []int64 {
 }
 
 // intFields is the number of integers typeInts returns.
-const intFields = 23
+const intFields = 27
 
 func setTypeInts(t *Type, v []uint64) {
 	ptrs := intFieldPtrs(t)
@@ -301,9 +361,21 @@ func Decode(data []byte) (*File, error) {
 			break
 		}
 		setTypeInts(t, ints[:])
-		nUC := d.count("usage class count")
-		for j := 0; j < nUC && d.err == nil; j++ {
-			t.UsageClasses = append(t.UsageClasses, str("usage class"))
+		for _, l := range typeStringLists(t) {
+			n := d.count("string list length")
+			for j := 0; j < n && d.err == nil; j++ {
+				*l = append(*l, str("string list entry"))
+			}
+		}
+		nDisks := d.count("disk count")
+		for j := 0; j < nDisks && d.err == nil; j++ {
+			t.Disks = append(t.Disks, Disk{Count: d.int("disk count"), SizeGB: d.int("disk size"), Type: str("disk type")})
+		}
+		nCards := d.count("network card count")
+		for j := 0; j < nCards && d.err == nil; j++ {
+			c := NetworkCard{Index: d.int("card index"), MaxENIs: d.int("card ENIs"), BaselineMbps: d.int("card baseline"), PeakMbps: d.int("card peak")}
+			c.Performance = str("card performance")
+			t.Cards = append(t.Cards, c)
 		}
 		t.Flags = Flags(d.uvarint("type flags"))
 	}
@@ -370,6 +442,16 @@ func (d *decoder) uvarint(what string) uint64 {
 	}
 	d.off += n
 	return v
+}
+
+// int reads a varint bounded by maxInt.
+func (d *decoder) int(what string) int {
+	v := d.uvarint(what)
+	if d.err == nil && v > maxInt {
+		d.fail(what, fmt.Errorf("value %d too large", v))
+		return 0
+	}
+	return int(v)
 }
 
 // count reads a length and checks it against the bytes left, so a corrupt

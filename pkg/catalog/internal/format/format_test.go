@@ -29,6 +29,14 @@ func genFile(t *rapid.T) *File {
 		if n := rapid.IntRange(0, 3).Draw(t, "usage classes"); n > 0 {
 			ty.UsageClasses = []string{"capacity-block", "on-demand", "spot"}[:n]
 		}
+		ty.BootModes = rapid.SliceOfN(str, 0, 2).Draw(t, "boot modes")
+		ty.ENASupport, ty.MaxEBSAttachments = str.Draw(t, "ena"), small.Draw(t, "attachments")
+		for j := 0; j < rapid.IntRange(0, 2).Draw(t, "disks"); j++ {
+			ty.Disks = append(ty.Disks, Disk{Count: small.Draw(t, "disk count"), SizeGB: small.Draw(t, "disk size"), Type: str.Draw(t, "disk type")})
+		}
+		for j := 0; j < rapid.IntRange(0, 3).Draw(t, "cards"); j++ {
+			ty.Cards = append(ty.Cards, NetworkCard{Index: j, MaxENIs: small.Draw(t, "card enis"), BaselineMbps: small.Draw(t, "base"), PeakMbps: small.Draw(t, "peak"), Performance: str.Draw(t, "perf")})
+		}
 		f.Types = append(f.Types, ty)
 	}
 	nRegions := rapid.IntRange(0, 4).Draw(t, "regions")
@@ -79,8 +87,17 @@ func normalise(f *File) *File {
 	out := *f
 	out.Types = append([]Type(nil), f.Types...)
 	for i := range out.Types {
-		if len(out.Types[i].UsageClasses) == 0 {
-			out.Types[i].UsageClasses = nil
+		ty := &out.Types[i]
+		for _, l := range typeStringLists(ty) {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+		if len(ty.Disks) == 0 {
+			ty.Disks = nil
+		}
+		if len(ty.Cards) == 0 {
+			ty.Cards = nil
 		}
 	}
 	if len(out.Types) == 0 {
@@ -108,6 +125,8 @@ func TestEncodeRejects(t *testing.T) {
 		f    *File
 	}{
 		{"negative integer", &File{Types: []Type{{Name: "a.large", VCPU: -1}}}},
+		{"negative disk size", &File{Types: []Type{{Name: "a.large", Disks: []Disk{{Count: 1, SizeGB: -1}}}}}},
+		{"negative card bandwidth", &File{Types: []Type{{Name: "a.large", Cards: []NetworkCard{{BaselineMbps: -1}}}}}},
 		{"price for an unknown type", &File{Types: one, Regions: []Region{{Name: "r", Prices: []Price{{Type: 1, MicroUSD: 1}}}}}},
 		{"prices out of order", &File{Types: append(one, Type{Name: "b.large"}), Regions: []Region{{Name: "r", Prices: []Price{{Type: 1, MicroUSD: 1}, {Type: 0, MicroUSD: 1}}}}}},
 		{"zero price", &File{Types: one, Regions: []Region{{Name: "r", Prices: []Price{{Type: 0, MicroUSD: 0}}}}}},

@@ -191,9 +191,36 @@ func convertType(rt *rawType) (t format.Type, reason string, err error) {
 		EBSBaselineMbps:      rt.EBSBaselineBandwidthMbps,
 		EBSMaximumMbps:       rt.EBSMaximumBandwidthMbps,
 		UsageClasses:         slices.Sorted(slices.Values(rt.SupportedUsageClasses)),
+
+		ENASupport:              rt.ENASupport,
+		EBSNVMeSupport:          rt.EBSNVMeSupport,
+		NitroTPMSupport:         rt.NitroTPMSupport,
+		MaxEBSAttachments:       rt.MaxEBSAttachments,
+		EBSBaselineIOPS:         rt.EBSBaselineIOPS,
+		EBSMaximumIOPS:          rt.EBSMaximumIOPS,
+		DefaultNetworkCardIndex: rt.DefaultNetworkCardIndex,
+		BootModes:               slices.Sorted(slices.Values(rt.BootModes)),
+		VirtualizationTypes:     slices.Sorted(slices.Values(rt.VirtualizationTypes)),
+		RootDeviceTypes:         slices.Sorted(slices.Values(rt.RootDeviceTypes)),
+		PlacementStrategies:     slices.Sorted(slices.Values(rt.PlacementStrategies)),
 	}
 	if rt.InstanceStorage != nil {
 		t.InstanceStorageGB = rt.InstanceStorage.TotalSizeGB
+		t.InstanceStorageNVMe = rt.InstanceStorage.NVMeSupport
+		for _, d := range rt.InstanceStorage.Disks {
+			t.Disks = append(t.Disks, format.Disk{Count: d.Count, SizeGB: d.SizeGB, Type: d.Type})
+		}
+	}
+	for _, c := range rt.NetworkCards {
+		base, err := wholeMbps(c.BaselineBandwidthGbps)
+		if err != nil {
+			return t, "", fmt.Errorf("network card %d: baselineBandwidthGbps: %w", c.Index, err)
+		}
+		peak, err := wholeMbps(c.PeakBandwidthGbps)
+		if err != nil {
+			return t, "", fmt.Errorf("network card %d: peakBandwidthGbps: %w", c.Index, err)
+		}
+		t.Cards = append(t.Cards, format.NetworkCard{Index: c.Index, MaxENIs: c.MaxENIs, BaselineMbps: base, PeakMbps: peak, Performance: c.NetworkPerformance})
 	}
 	if g := rt.GPUs; g != nil {
 		t.GPUCount, t.GPUName, t.GPUManufacturer, t.GPUMemoryMiB = g.Count, g.Name, g.Manufacturer, g.MemoryMiB
@@ -225,6 +252,8 @@ func convertType(rt *rawType) (t format.Type, reason string, err error) {
 		{rt.IPv6Supported, format.FlagIPv6},
 		{rt.FreeTierEligible, format.FlagFreeTier},
 		{rt.HibernationSupported, format.FlagHibernation},
+		{rt.DedicatedHostsSupported, format.FlagDedicatedHosts},
+		{rt.AutoRecoverySupported, format.FlagAutoRecovery},
 	} {
 		if fl.on {
 			t.Flags |= fl.flag
@@ -253,6 +282,16 @@ func efaInterfaces(rt *rawType) int {
 		}
 	}
 	return n
+}
+
+// wholeMbps converts Gbps to Mbps, which must come out whole so that it is
+// stored exactly.
+func wholeMbps(gbps float64) (int, error) {
+	mbps := math.Round(gbps * 1000)
+	if gbps < 0 || math.Abs(mbps-gbps*1000) > 1e-6 {
+		return 0, fmt.Errorf("%v Gbps is not a whole number of Mbps", gbps)
+	}
+	return int(mbps), nil
 }
 
 func eniMaxPods(enis, ipv4PerENI int) int { return enis*(ipv4PerENI-1) + 2 }

@@ -88,8 +88,10 @@ func TestGeneratedCatalogContents(t *testing.T) {
 	if m5.VCPU != 2 || m5.MemoryMiB != 8192 || m5.ENIMaxPods != 29 || m5.Arch != "amd64" || m5.BranchENIs != 9 {
 		t.Errorf("m5.large = %+v", m5)
 	}
-	if p6, _ := c.Type("p6-b300.48xlarge"); p6.EFAInterfaces != 16 || p6.NetworkCards != 17 {
-		t.Errorf("p6-b300.48xlarge: %d EFA interfaces on %d cards, want 16 on 17 (card 0 is ENA-only)", p6.EFAInterfaces, p6.NetworkCards)
+	if p6, _ := c.Type("p6-b300.48xlarge"); p6.EFAInterfaces != 16 || p6.NetworkCards != 17 || len(p6.NetworkCardList) != 17 ||
+		p6.NetworkCardList[0].BaselineMbps != 350000 || p6.NetworkCardList[1].BaselineMbps != 400000 {
+		t.Errorf("p6-b300.48xlarge: %d EFA interfaces on %d cards (%+v), want 16 on 17 (card 0 is a slower ENA-only card)",
+			p6.EFAInterfaces, p6.NetworkCards, p6.NetworkCardList[:2])
 	}
 	if p, ok := c.OnDemandPrice("us-east-1", "m7g.large"); !ok || p != 0.0816 {
 		t.Errorf("m7g.large price %v %v", p, ok)
@@ -177,6 +179,11 @@ func TestGenerateReportsBadInput(t *testing.T) {
 		{"price with too many decimals", pricesFile,
 			func(s string) string { return strings.Replace(s, `"m5.large": 0.096`, `"m5.large": 0.0960001`, 1) },
 			[]string{"on-demand-prices.json", "us-east-1", "m5.large", "more than 6 decimals"}},
+		{"card bandwidth not whole Mbps", typesFile,
+			func(s string) string {
+				return strings.Replace(s, `"baselineBandwidthGbps":0.75,`, `"baselineBandwidthGbps":0.7505,`, 1)
+			},
+			[]string{"instance-types.json:", "baselineBandwidthGbps", "Mbps"}},
 		{"zone names and ids do not pair", offeringsFile,
 			func(s string) string { return strings.Replace(s, `"use1-az6": [`, `"use1-az6": ["x1.fake",`, 1) },
 			[]string{"instance-type-offerings.json", "us-east-1"}},

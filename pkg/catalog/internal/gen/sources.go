@@ -51,22 +51,42 @@ type rawType struct {
 	} `json:"accelerators"`
 	LocalNVMeGiB    int `json:"localNvmeGiB"`
 	InstanceStorage *struct {
-		TotalSizeGB int    `json:"totalSizeGB"`
+		TotalSizeGB int `json:"totalSizeGB"`
+		Disks       []struct {
+			Count  int    `json:"count"`
+			SizeGB int    `json:"sizeGB"`
+			Type   string `json:"type"`
+		} `json:"disks"`
 		NVMeSupport string `json:"nvmeSupport"`
 	} `json:"instanceStorage"`
-	NetworkPerformance   string `json:"networkPerformance"`
-	NetworkBandwidthMbps int    `json:"networkBandwidthMbps"`
-	MaxENIs              int    `json:"maxENIs"`
-	MaxENIsDefaultCard   int    `json:"maxENIsDefaultCard"`
-	IPv4PerENI           int    `json:"ipv4PerENI"`
-	IPv6PerENI           int    `json:"ipv6PerENI"`
-	IPv6Supported        bool   `json:"ipv6Supported"`
-	MaxNetworkCards      int    `json:"maxNetworkCards"`
-	NetworkCards         []struct {
+	NetworkPerformance      string `json:"networkPerformance"`
+	NetworkBandwidthMbps    int    `json:"networkBandwidthMbps"`
+	MaxENIs                 int    `json:"maxENIs"`
+	MaxENIsDefaultCard      int    `json:"maxENIsDefaultCard"`
+	IPv4PerENI              int    `json:"ipv4PerENI"`
+	IPv6PerENI              int    `json:"ipv6PerENI"`
+	IPv6Supported           bool   `json:"ipv6Supported"`
+	MaxNetworkCards         int    `json:"maxNetworkCards"`
+	DefaultNetworkCardIndex int    `json:"defaultNetworkCardIndex"`
+	NetworkCards            []struct {
 		Index                 int     `json:"index"`
 		MaxENIs               int     `json:"maxENIs"`
 		BaselineBandwidthGbps float64 `json:"baselineBandwidthGbps"`
+		PeakBandwidthGbps     float64 `json:"peakBandwidthGbps"`
+		NetworkPerformance    string  `json:"networkPerformance"`
 	} `json:"networkCards"`
+	ENASupport                   string   `json:"enaSupport"`
+	EBSNVMeSupport               string   `json:"ebsNvmeSupport"`
+	NitroTPMSupport              string   `json:"nitroTpmSupport"`
+	MaxEBSAttachments            int      `json:"maxEbsAttachments"`
+	EBSBaselineIOPS              int      `json:"ebsBaselineIops"`
+	EBSMaximumIOPS               int      `json:"ebsMaximumIops"`
+	BootModes                    []string `json:"supportedBootModes"`
+	VirtualizationTypes          []string `json:"supportedVirtualizationTypes"`
+	RootDeviceTypes              []string `json:"supportedRootDeviceTypes"`
+	PlacementStrategies          []string `json:"placementGroupStrategies"`
+	DedicatedHostsSupported      bool     `json:"dedicatedHostsSupported"`
+	AutoRecoverySupported        bool     `json:"autoRecoverySupported"`
 	EFASupported                 bool     `json:"efaSupported"`
 	EncryptionInTransitSupported bool     `json:"encryptionInTransitSupported"`
 	TrunkingCompatible           bool     `json:"trunkingCompatible"`
