@@ -24,7 +24,8 @@ type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	// +kubebuilder:validation:XValidation:rule="self.requirements == oldSelf.requirements && self.nodeClassRef == oldSelf.nodeClassRef && has(self.taints) == has(oldSelf.taints) && (!has(self.taints) || self.taints == oldSelf.taints) && has(self.startupTaints) == has(oldSelf.startupTaints) && (!has(self.startupTaints) || self.startupTaints == oldSelf.startupTaints) && has(self.expireAfter) == has(oldSelf.expireAfter) && (!has(self.expireAfter) || self.expireAfter == oldSelf.expireAfter) && has(self.resources) == has(oldSelf.resources) && (!has(self.resources) || self.resources == oldSelf.resources)",message="spec is immutable"
+	// +kubebuilder:validation:XValidation:rule="has(self.terminationGracePeriod) == has(oldSelf.terminationGracePeriod) && (!has(self.terminationGracePeriod) || duration(self.terminationGracePeriod) == duration(oldSelf.terminationGracePeriod))",message="spec is immutable (terminationGracePeriod)",fieldPath=".terminationGracePeriod"
 	// +required
 	Spec NodeClaimSpec `json:"spec"`
 	// +optional
@@ -40,7 +41,12 @@ type NodeClaimList struct {
 	Items           []NodeClaim `json:"items"`
 }
 
-// NodeClaimSpec is what a NodeClaim asks for. It is immutable.
+// NodeClaimSpec is what a NodeClaim asks for. It is immutable: the
+// apiserver refuses any change, comparing terminationGracePeriod as a
+// duration (so "90m" and "1h30m0s" are the same) and everything else as
+// written. Quantities in resources.requests are compared as written too, so
+// change NodeClaims with a patch (client.MergeFrom) rather than a full Update
+// when the spec may not have been written by these Go types.
 type NodeClaimSpec struct {
 	// Taints are put on the node.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"

@@ -64,7 +64,7 @@ type NodePoolSpec struct {
 // NodeClaimTemplate is the part of a NodePool copied into each NodeClaim.
 type NodeClaimTemplate struct {
 	// +optional
-	ObjectMeta `json:"metadata,omitempty"`
+	ObjectMeta `json:"metadata,omitempty,omitzero"`
 	// +required
 	Spec NodeClaimTemplateSpec `json:"spec"`
 }
