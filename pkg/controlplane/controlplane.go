@@ -615,6 +615,9 @@ func (c *ControlPlane) launch(ctx context.Context, comp component) (*process, er
 			return p, nil
 		}
 		p.stop(5 * time.Second)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("starting %s: interrupted: %w", comp.name, context.Cause(ctx))
+		}
 		if errors.Is(err, errPortInUse) && attempt < maxAttempts {
 			c.logf("%s lost a port to another process; retrying on new ports", comp.name)
 			continue

@@ -92,7 +92,7 @@ func TestChildrenDieWithTestBinary(t *testing.T) {
 			dir := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChildrenDieWithTestBinary$", "-test.timeout="+tc.timeout, "-test.v")
 			cmd.Env = append(os.Environ(), helperEnv+"="+tc.mode, helperDirEnv+"="+dir)
-			out := startHelper(t, cmd)
+			out, stdoutDone := startHelper(t, cmd)
 
 			// The helper's components, found by the directory in their
 			// arguments (the helper itself only has it in its environment).
@@ -106,6 +106,7 @@ func TestChildrenDieWithTestBinary(t *testing.T) {
 			if tc.kill != nil {
 				tc.kill(cmd.Process)
 			}
+			<-stdoutDone // all output read before Wait closes the pipe
 			err := cmd.Wait()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.Success() {
@@ -120,8 +121,9 @@ func TestChildrenDieWithTestBinary(t *testing.T) {
 }
 
 // startHelper starts cmd and waits until it printed helperReady. The
-// returned buffer keeps collecting its output.
-func startHelper(t *testing.T, cmd *exec.Cmd) *syncBuffer {
+// returned buffer keeps collecting its output; the channel is closed once
+// stdout reached its end.
+func startHelper(t *testing.T, cmd *exec.Cmd) (*syncBuffer, <-chan struct{}) {
 	t.Helper()
 	out := &syncBuffer{}
 	stdout, err := cmd.StdoutPipe()
@@ -134,7 +136,9 @@ func startHelper(t *testing.T, cmd *exec.Cmd) *syncBuffer {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	ready := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		sc := bufio.NewScanner(stdout)
 		signalled := false
 		for sc.Scan() {
@@ -147,10 +151,16 @@ func startHelper(t *testing.T, cmd *exec.Cmd) *syncBuffer {
 	}()
 	select {
 	case <-ready:
+	case <-done:
+		select {
+		case <-ready: // it was ready, then ended at once ("fail" mode)
+		default:
+			t.Fatalf("helper ended before it was ready:\n%s", out.String())
+		}
 	case <-time.After(controlplanetest.StartTimeout):
 		t.Fatalf("helper never became ready:\n%s", out.String())
 	}
-	return out
+	return out, done
 }
 
 // waitGone fails the test unless every process in pids (and any other

@@ -131,18 +131,28 @@ func startUp(t *testing.T, args ...string) *up {
 }
 
 // waitReady waits for the ready line and returns it with the time it took.
+// It also waits for the progress line local up writes just before it:
+// stdout and stderr are separate pipes, read in no particular order.
 func (u *up) waitReady() (string, time.Duration) {
 	u.t.Helper()
 	begin := time.Now()
 	deadline := time.After(readyTimeout)
+	var ready string
+	var took time.Duration
 	for {
-		for _, l := range u.stdout.get() {
-			if strings.HasPrefix(l, "ready: ") {
-				return l, time.Since(begin)
+		if ready == "" {
+			for _, l := range u.stdout.get() {
+				if strings.HasPrefix(l, "ready: ") {
+					ready, took = l, time.Since(begin)
+				}
 			}
+		}
+		if ready != "" && strings.Contains(u.stderr.String(), "local stack ready in") {
+			return ready, took
 		}
 		select {
 		case <-u.stdout.added:
+		case <-u.stderr.added:
 		case <-u.done:
 			u.t.Fatalf("local up exited (%v) before it was ready\nstderr:\n%s", u.err, u.stderr)
 		case <-deadline:
@@ -392,4 +402,34 @@ func TestUpBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpInterruptedDuringStart signals `local up` while the API server is
+// still starting: it must give up, say so, and leave nothing behind.
+func TestUpInterruptedDuringStart(t *testing.T) {
+	dir := t.TempDir()
+	u := startUp(t, "local", "up", "--dir", dir)
+	deadline := time.After(readyTimeout)
+	for !strings.Contains(u.stderr.String(), "starting kube-apiserver") {
+		select {
+		case <-u.stderr.added:
+		case <-u.done:
+			t.Fatalf("local up exited early: %v\n%s", u.err, u.stderr)
+		case <-deadline:
+			t.Fatalf("local up never started the API server:\n%s", u.stderr)
+		}
+	}
+	if err := u.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := u.wait(); code != cmdutil.ExitError {
+		t.Errorf("exit code %d, want %d\nstderr:\n%s", code, cmdutil.ExitError, u.stderr)
+	}
+	if !strings.Contains(u.stderr.String(), "interrupted") {
+		t.Errorf("no word of the interruption:\n%s", u.stderr)
+	}
+	if len(u.stdout.get()) != 0 {
+		t.Errorf("stdout %q, want nothing (never ready)", u.stdout.get())
+	}
+	noProcessesLeft(t, dir, 0)
 }
