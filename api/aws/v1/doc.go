@@ -20,7 +20,9 @@
 // the markers here) and is enforced by the apiserver: exactly one of role
 // and instanceProfile, non-empty selector terms, an amiFamily unless an alias
 // is given, and so on. Defaults (the instance metadata options) are applied
-// by the apiserver.
+// by the apiserver. What CEL's cost budget cannot afford (parsing kubelet
+// reserved quantities and eviction thresholds) EC2NodeClass.RuntimeValidate
+// checks, returning a field.ErrorList.
 //
 // # What does not live here
 //

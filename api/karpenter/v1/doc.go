@@ -24,6 +24,17 @@
 // WhenEmptyOrUnderutilized, consolidateAfter 0s, budgets [{nodes: "10%"}]) are
 // applied by the apiserver, not by Go code.
 //
+// A few checks cannot be afforded by CEL's cost budget (regular expressions
+// over the unbounded strings of template label keys and values and of
+// corev1.Taint): NodePool.RuntimeValidate and NodeClaim.RuntimeValidate do
+// them and return a field.ErrorList for the ValidationSucceeded condition.
+//
+// NodeClaim specs are immutable. The rule compares terminationGracePeriod as
+// a duration and NillableDuration keeps the text it was read from, but
+// quantities are compared as written and Go re-spells them ("1000m" becomes
+// "1"): change NodeClaims with a patch (client.MergeFrom), not a full
+// Update, unless the spec was written by these types.
+//
 // # What does not live here
 //
 // No client code and no business logic: the helpers in this package are pure
