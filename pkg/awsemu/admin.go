@@ -1,0 +1,266 @@
+package awsemu
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// adminPrefix is the path prefix of the emulator's admin API. AWS SDK
+// requests never use it.
+const adminPrefix = "/_dovetail/"
+
+// Admin API (JSON in, JSON out):
+//
+//	GET  /_dovetail/health              {"ok":true,"endpoint":...,"region":...,"clusterName":...}
+//	GET  /_dovetail/faults              Faults
+//	POST /_dovetail/faults/ice          ICERule            -> Faults
+//	POST /_dovetail/faults/throttle     ThrottleRequest    -> Faults
+//	POST /_dovetail/faults/clear        {}                 -> Faults
+//	POST /_dovetail/interrupt           InterruptRequest   -> {"ok":true}
+//	GET  /_dovetail/instances           []Instance
+//	GET  /_dovetail/calls               []Call
+//
+// Errors are {"error": "..."} with status 400 (bad input), 404 (unknown
+// instance or path) or 405 (wrong method).
+
+// ThrottleRequest is the body of POST /_dovetail/faults/throttle.
+type ThrottleRequest struct {
+	Fraction float64 `json:"fraction"`
+	Seed     int64   `json:"seed"`
+}
+
+// InterruptRequest is the body of POST /_dovetail/interrupt.
+type InterruptRequest struct {
+	Target string `json:"target"`
+	Kind   string `json:"kind"`
+}
+
+// Health is the answer of GET /_dovetail/health.
+type Health struct {
+	OK          bool   `json:"ok"`
+	Endpoint    string `json:"endpoint"`
+	Region      string `json:"region"`
+	ClusterName string `json:"clusterName"`
+	QueueURL    string `json:"queueUrl"`
+}
+
+type adminError struct {
+	Error string `json:"error"`
+}
+
+func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimPrefix(r.URL.Path, adminPrefix)
+	reply := func(status int, v any) {
+		b, _ := json.Marshal(v)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
+	}
+	fail := func(status int, format string, args ...any) {
+		reply(status, adminError{Error: fmt.Sprintf(format, args...)})
+	}
+	method := func(m string) bool {
+		if r.Method != m {
+			fail(http.StatusMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, m)
+			return false
+		}
+		return true
+	}
+	decode := func(v any) bool {
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+			fail(http.StatusBadRequest, "decoding the request body: %v", err)
+			return false
+		}
+		return true
+	}
+	switch path {
+	case "health":
+		if method(http.MethodGet) {
+			q, _ := e.QueueURL(e.opts.ClusterName)
+			reply(http.StatusOK, Health{OK: true, Endpoint: e.endpoint, Region: e.opts.Region, ClusterName: e.opts.ClusterName, QueueURL: q})
+		}
+	case "faults":
+		if method(http.MethodGet) {
+			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/ice":
+		var rule ICERule
+		if method(http.MethodPost) && decode(&rule) {
+			if rule.CapacityType != "" && rule.CapacityType != "spot" && rule.CapacityType != "on-demand" {
+				fail(http.StatusBadRequest, "capacityType %q: valid values are spot, on-demand (or empty for both)", rule.CapacityType)
+				return
+			}
+			e.InjectICE(rule.InstanceType, rule.Zone, rule.CapacityType)
+			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/throttle":
+		var tr ThrottleRequest
+		if method(http.MethodPost) && decode(&tr) {
+			if tr.Fraction < 0 || tr.Fraction > 1 {
+				fail(http.StatusBadRequest, "fraction %v: must be between 0 and 1", tr.Fraction)
+				return
+			}
+			e.SetThrottle(tr.Fraction, tr.Seed)
+			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/clear":
+		if method(http.MethodPost) {
+			e.ClearFaults()
+			reply(http.StatusOK, e.Faults())
+		}
+	case "interrupt":
+		var ir InterruptRequest
+		if method(http.MethodPost) && decode(&ir) {
+			err := e.Interrupt(ir.Target, ir.Kind)
+			switch {
+			case err == nil:
+				reply(http.StatusOK, map[string]bool{"ok": true})
+			case errors.Is(err, ErrUnknownTarget):
+				fail(http.StatusNotFound, "%v", err)
+			default:
+				fail(http.StatusBadRequest, "%v", err)
+			}
+		}
+	case "instances":
+		if method(http.MethodGet) {
+			reply(http.StatusOK, e.Instances())
+		}
+	case "calls":
+		if method(http.MethodGet) {
+			reply(http.StatusOK, e.Calls())
+		}
+	default:
+		fail(http.StatusNotFound, "unknown admin path %s", r.URL.Path)
+	}
+}
+
+// AdminClient talks to a running emulator's admin API (for `dovetail local
+// fault|interrupt`).
+type AdminClient struct {
+	// Endpoint is the emulator's base URL (AWS_ENDPOINT_URL).
+	Endpoint string
+	// HTTP is the client to use; nil means one with a 30 s timeout.
+	HTTP *http.Client
+}
+
+// ErrAdmin wraps errors the admin API reports.
+var ErrAdmin = errors.New("awsemu admin")
+
+// AdminStatusError is an error answer of the admin API.
+type AdminStatusError struct {
+	Status  int
+	Message string
+}
+
+func (e *AdminStatusError) Error() string {
+	return fmt.Sprintf("%v: %s (HTTP %d)", ErrAdmin, e.Message, e.Status)
+}
+
+func (e *AdminStatusError) Unwrap() error { return ErrAdmin }
+
+func (c *AdminClient) do(ctx context.Context, method, path string, in, out any) error {
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.Endpoint, "/")+adminPrefix+path, body)
+	if err != nil {
+		return fmt.Errorf("awsemu admin: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("awsemu admin: reaching the emulator at %s: %w", c.Endpoint, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("awsemu admin: reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var ae adminError
+		if json.Unmarshal(b, &ae) != nil || ae.Error == "" {
+			ae.Error = strings.TrimSpace(string(b))
+		}
+		return &AdminStatusError{Status: resp.StatusCode, Message: ae.Error}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("awsemu admin: decoding the answer of %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Health checks that the emulator answers.
+func (c *AdminClient) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.do(ctx, http.MethodGet, "health", nil, &h)
+	return h, err
+}
+
+// InjectICE adds an insufficient-capacity rule.
+func (c *AdminClient) InjectICE(ctx context.Context, rule ICERule) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/ice", rule, &f)
+	return f, err
+}
+
+// SetThrottle throttles a fraction of API calls.
+func (c *AdminClient) SetThrottle(ctx context.Context, fraction float64, seed int64) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/throttle", ThrottleRequest{Fraction: fraction, Seed: seed}, &f)
+	return f, err
+}
+
+// ClearFaults removes every injected fault.
+func (c *AdminClient) ClearFaults(ctx context.Context) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/clear", struct{}{}, &f)
+	return f, err
+}
+
+// Faults reads the injected faults.
+func (c *AdminClient) Faults(ctx context.Context) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodGet, "faults", nil, &f)
+	return f, err
+}
+
+// Interrupt sends an interruption (see Emulator.Interrupt).
+func (c *AdminClient) Interrupt(ctx context.Context, target, kind string) error {
+	return c.do(ctx, http.MethodPost, "interrupt", InterruptRequest{Target: target, Kind: kind}, nil)
+}
+
+// Instances lists the emulated instances.
+func (c *AdminClient) Instances(ctx context.Context) ([]Instance, error) {
+	var out []Instance
+	err := c.do(ctx, http.MethodGet, "instances", nil, &out)
+	return out, err
+}
+
+// Calls lists the recorded API calls.
+func (c *AdminClient) Calls(ctx context.Context) ([]Call, error) {
+	var out []Call
+	err := c.do(ctx, http.MethodGet, "calls", nil, &out)
+	return out, err
+}

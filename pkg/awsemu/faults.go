@@ -1,0 +1,112 @@
+package awsemu
+
+import (
+	"math/rand/v2"
+	"sort"
+)
+
+// ICERule makes launches fail with InsufficientInstanceCapacity. An empty
+// field matches anything.
+type ICERule struct {
+	InstanceType string `json:"instanceType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+}
+
+func (r ICERule) matches(instanceType, zone, capacityType string) bool {
+	return (r.InstanceType == "" || r.InstanceType == instanceType) &&
+		(r.Zone == "" || r.Zone == zone) &&
+		(r.CapacityType == "" || r.CapacityType == capacityType)
+}
+
+// Faults is the injected fault state, as the admin API reports it.
+type Faults struct {
+	ICE              []ICERule `json:"ice"`
+	ThrottleFraction float64   `json:"throttleFraction"`
+	ThrottleSeed     int64     `json:"throttleSeed"`
+}
+
+type faultState struct {
+	ice      []ICERule
+	fraction float64
+	seed     int64
+	rng      *rand.Rand
+}
+
+// throttled draws whether the next call is throttled. Callers hold mu.
+func (f *faultState) throttled() bool {
+	if f.fraction <= 0 || f.rng == nil {
+		return false
+	}
+	return f.rng.Float64() < f.fraction
+}
+
+func (f *faultState) iced(instanceType, zone, capacityType string) bool {
+	for _, r := range f.ice {
+		if r.matches(instanceType, zone, capacityType) {
+			return true
+		}
+	}
+	return false
+}
+
+// InjectICE makes every launch of a matching (type, zone, capacity type)
+// fail with InsufficientInstanceCapacity until ClearFaults. An empty
+// argument matches anything.
+func (e *Emulator) InjectICE(instanceType, zone, capacityType string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rule := ICERule{InstanceType: instanceType, Zone: zone, CapacityType: capacityType}
+	for _, r := range e.faults.ice {
+		if r == rule {
+			return
+		}
+	}
+	e.faults.ice = append(e.faults.ice, rule)
+	sort.Slice(e.faults.ice, func(i, j int) bool {
+		a, b := e.faults.ice[i], e.faults.ice[j]
+		if a.InstanceType != b.InstanceType {
+			return a.InstanceType < b.InstanceType
+		}
+		if a.Zone != b.Zone {
+			return a.Zone < b.Zone
+		}
+		return a.CapacityType < b.CapacityType
+	})
+}
+
+// SetThrottle throttles the given fraction (0..1) of all API calls from
+// now on. Which calls are throttled is a pure function of seed and the
+// order of calls, so a test that makes the same calls sees the same
+// throttles. A fraction of 0 turns throttling off.
+func (e *Emulator) SetThrottle(fraction float64, seed int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if fraction < 0 {
+		fraction = 0
+	}
+	if fraction > 1 {
+		fraction = 1
+	}
+	e.faults.fraction = fraction
+	e.faults.seed = seed
+	e.faults.rng = rand.New(rand.NewPCG(uint64(seed), 0x7468726f))
+}
+
+// ClearFaults removes every injected fault (ICE rules and throttling).
+func (e *Emulator) ClearFaults() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults = faultState{}
+}
+
+// Faults returns the injected faults.
+func (e *Emulator) Faults() Faults {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Faults{
+		ICE:              append([]ICERule{}, e.faults.ice...),
+		ThrottleFraction: e.faults.fraction,
+		ThrottleSeed:     e.faults.seed,
+	}
+}

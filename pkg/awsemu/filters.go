@@ -1,0 +1,187 @@
+package awsemu
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// filter is one EC2 Filter: Name and its Values (OR-ed). Filters are AND-ed.
+type filter struct {
+	Name   string
+	Values []string
+}
+
+func parseFilters(p params) ([]filter, *apiError) {
+	var out []filter
+	for i, f := range p.Items("Filter") {
+		name := f.Get("Name")
+		if name == "" {
+			return nil, errMissingParameter(fmt.Sprintf("Filter.%d.Name", i+1))
+		}
+		out = append(out, filter{Name: name, Values: f.Strings("Value")})
+	}
+	return out, nil
+}
+
+// fieldFunc returns the values of an object for a filter name; known is
+// false for a filter name the resource does not support.
+type fieldFunc func(name string) (values []string, known bool)
+
+// matchFilters reports whether an object passes every filter. Tag filters
+// (tag:KEY, tag-key, tag-value) are answered from tags.
+func matchFilters(filters []filter, tags map[string]string, fields fieldFunc) (bool, *apiError) {
+	for _, f := range filters {
+		var vals []string
+		switch {
+		case strings.HasPrefix(f.Name, "tag:"):
+			if v, ok := tags[f.Name[len("tag:"):]]; ok {
+				vals = []string{v}
+			}
+		case f.Name == "tag-key":
+			vals = sortedKeys(tags)
+		case f.Name == "tag-value":
+			for _, k := range sortedKeys(tags) {
+				vals = append(vals, tags[k])
+			}
+		default:
+			v, known := fields(f.Name)
+			if !known {
+				return false, newAPIError("InvalidParameterValue", 400, "The filter '%s' is invalid", f.Name)
+			}
+			vals = v
+		}
+		if !anyMatch(f.Values, vals) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func anyMatch(patterns, vals []string) bool {
+	for _, p := range patterns {
+		for _, v := range vals {
+			if wildcardMatch(p, v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wildcardMatch matches EC2 filter wildcards: * is any sequence, ? any one
+// character, and a backslash escapes the next character.
+func wildcardMatch(pattern, s string) bool {
+	if !strings.ContainsAny(pattern, `*?\`) {
+		return pattern == s
+	}
+	p := []rune(pattern)
+	r := []rune(s)
+	// Iterative matcher with one backtracking point for the last star.
+	pi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(r) {
+		if pi < len(p) {
+			switch {
+			case p[pi] == '*':
+				star, mark = pi, si
+				pi++
+				continue
+			case p[pi] == '?':
+				pi++
+				si++
+				continue
+			case p[pi] == '\\' && pi+1 < len(p):
+				if p[pi+1] == r[si] {
+					pi += 2
+					si++
+					continue
+				}
+			case p[pi] == r[si]:
+				pi++
+				si++
+				continue
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		pi = star + 1
+		mark++
+		si = mark
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+func boolStr(b bool) string { return strconv.FormatBool(b) }
+
+// page is a pagination request: where to start and how many to return.
+type page struct {
+	start int
+	size  int
+}
+
+// pageLimits are an operation's MaxResults bounds and default page size.
+type pageLimits struct {
+	min, max, def int
+}
+
+// parsePage validates MaxResults and NextToken for an operation. The token
+// is opaque to clients; it names the operation so a token from another
+// operation is rejected.
+func parsePage(p params, op string, lim pageLimits) (page, *apiError) {
+	pg := page{size: lim.def}
+	if n, ok, err := p.Int("MaxResults"); err != nil {
+		return pg, err
+	} else if ok {
+		if n < int64(lim.min) || n > int64(lim.max) {
+			return pg, errInvalidParameterValue("MaxResults", strconv.FormatInt(n, 10),
+				fmt.Sprintf("Expecting a value between %d and %d.", lim.min, lim.max))
+		}
+		pg.size = int(n)
+	}
+	if tok := p.Get("NextToken"); tok != "" {
+		start, ok := decodeToken(op, tok)
+		if !ok {
+			return pg, errInvalidParameterValue("NextToken", tok, "The token is invalid.")
+		}
+		pg.start = start
+	}
+	return pg, nil
+}
+
+// slice returns the bounds of this page within n items and the token for
+// the next page ("" when this is the last).
+func (pg page) slice(op string, n int) (from, to int, next string) {
+	from = min(pg.start, n)
+	to = n
+	if pg.size > 0 && from+pg.size < n {
+		to = from + pg.size
+		next = encodeToken(op, to)
+	}
+	return from, to, next
+}
+
+func encodeToken(op string, offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(op + ":" + strconv.Itoa(offset)))
+}
+
+func decodeToken(op, tok string) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return 0, false
+	}
+	name, off, ok := strings.Cut(string(b), ":")
+	if !ok || name != op {
+		return 0, false
+	}
+	n, err := strconv.Atoi(off)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
