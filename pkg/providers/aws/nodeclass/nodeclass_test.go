@@ -1,0 +1,250 @@
+package nodeclass_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
+)
+
+const nodeRole = "KarpenterNodeRole-" + awstest.ClusterName
+
+func newResolver(t *testing.T) (*awsemu.Emulator, *nodeclass.Resolver) {
+	t.Helper()
+	e, _ := awstest.Start(t, awsemu.Options{Seed: 7})
+	c := awstest.Clients(e)
+	return e, &nodeclass.Resolver{
+		EC2: c.EC2, SSM: c.SSM, IAM: c.IAM, ClusterName: awstest.ClusterName, Region: e.Options().Region,
+		KubernetesVersion: e.Options().KubernetesVersion, Clock: clocktesting.NewFakePassiveClock(time.Unix(1700000000, 0)),
+	}
+}
+
+func discoveryClass(amiTerms ...awsv1.AMISelectorTerm) *awsv1.EC2NodeClass {
+	if len(amiTerms) == 0 {
+		amiTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
+	}
+	disc := map[string]string{"karpenter.sh/discovery": awstest.ClusterName}
+	return &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
+		Spec: awsv1.EC2NodeClassSpec{
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: disc}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: disc}},
+			AMISelectorTerms:           amiTerms,
+			Role:                       nodeRole,
+		},
+	}
+}
+
+func cond(nc *awsv1.EC2NodeClass, t string) metav1.Condition {
+	if c := nc.GetCondition(t); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// recommended reads the SSM "recommended" AL2023 standard image of an
+// architecture straight from the emulator: an oracle independent of the
+// resolver's newest-image rule.
+func recommended(e *awsemu.Emulator, arch string) string {
+	k := e.Options().KubernetesVersion
+	return e.SSMParameters()["/aws/service/eks/optimized-ami/"+k+"/amazon-linux-2023/"+arch+"/standard/recommended/image_id"]
+}
+
+func TestResolveDiscoveryClass(t *testing.T) {
+	e, r := newResolver(t)
+	got, err := r.Resolve(context.Background(), discoveryClass())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Subnets) != 3 {
+		t.Errorf("subnets = %+v, want the 3 seeded ones", got.Status.Subnets)
+	}
+	zones := map[string]bool{}
+	for _, s := range got.Status.Subnets {
+		if s.Zone == "" || s.ZoneID == "" {
+			t.Errorf("subnet %s lacks zone or zone id", s.ID)
+		}
+		zones[s.Zone] = true
+	}
+	if len(zones) != 3 {
+		t.Errorf("subnets span zones %v, want 3", zones)
+	}
+	if len(got.Status.SecurityGroups) != 1 || !strings.HasSuffix(got.Status.SecurityGroups[0].Name, "-node") {
+		t.Errorf("security groups = %+v, want the tagged node group only", got.Status.SecurityGroups)
+	}
+	if len(got.Status.AMIs) != 2 {
+		t.Fatalf("amis = %+v, want one per architecture", got.Status.AMIs)
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		a := got.Status.AMIs[i]
+		if a.Requirements[0].Key != corev1.LabelArchStable || a.Requirements[0].Values[0] != arch {
+			t.Errorf("ami %d requirements = %+v, want arch %s", i, a.Requirements, arch)
+		}
+	}
+	if got.Status.AMIs[0].ID != recommended(e, "x86_64") || got.Status.AMIs[1].ID != recommended(e, "arm64") {
+		t.Errorf("alias images = %s, %s; SSM recommends %s, %s", got.Status.AMIs[0].ID, got.Status.AMIs[1].ID, recommended(e, "x86_64"), recommended(e, "arm64"))
+	}
+	if got.Status.InstanceProfile != nodeclass.InstanceProfileName(awstest.ClusterName, e.Options().Region, "default") {
+		t.Errorf("instance profile = %q", got.Status.InstanceProfile)
+	}
+	for _, ct := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeReady} {
+		if c := cond(got, ct); c.Status != metav1.ConditionTrue {
+			t.Errorf("%s = %+v, want True", ct, c)
+		}
+	}
+}
+
+func TestAMIByTagsPicksNewest(t *testing.T) {
+	e, r := newResolver(t)
+	// The seeded AL2023 standard images carry role=<cluster> in every
+	// version; the newest of each architecture is what SSM recommends.
+	amis, err := r.AMIs(context.Background(), discoveryClass(awsv1.AMISelectorTerm{Tags: map[string]string{"role": awstest.ClusterName}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(amis) != 2 || amis[0].ID != recommended(e, "x86_64") || amis[1].ID != recommended(e, "arm64") {
+		t.Errorf("amis = %+v, want the SSM-recommended %s and %s", amis, recommended(e, "x86_64"), recommended(e, "arm64"))
+	}
+}
+
+func TestAMIByIDNameAndParameter(t *testing.T) {
+	e, r := newResolver(t)
+	want := recommended(e, "arm64")
+	tests := []struct {
+		name string
+		term awsv1.AMISelectorTerm
+	}{
+		{name: "id", term: awsv1.AMISelectorTerm{ID: want}},
+		{name: "ssmParameter", term: awsv1.AMISelectorTerm{SSMParameter: "/aws/service/eks/optimized-ami/" + e.Options().KubernetesVersion + "/amazon-linux-2023/arm64/standard/recommended/image_id"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			amis, err := r.AMIs(context.Background(), discoveryClass(tc.term))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(amis) != 1 || amis[0].ID != want {
+				t.Errorf("amis = %+v, want only %s", amis, want)
+			}
+		})
+	}
+	// A name pattern with the amazon owner: the newest arm64 AL2023 image
+	// of any variant; it must be at least as new as the recommended one.
+	amis, err := r.AMIs(context.Background(), discoveryClass(awsv1.AMISelectorTerm{Name: "amazon-eks-node-al2023-arm64-standard-*", Owner: "amazon"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(amis) != 1 || amis[0].ID != want {
+		t.Errorf("name term amis = %+v, want %s", amis, want)
+	}
+}
+
+func TestSelectsNothing(t *testing.T) {
+	_, r := newResolver(t)
+	nc := discoveryClass(awsv1.AMISelectorTerm{Tags: map[string]string{"role": "nobody"}})
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: "subnet-0000000000000dead"}}
+	got, err := r.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ cond, reason, inMessage string }{
+		{awsv1.ConditionTypeAMIsReady, nodeclass.ReasonAMINotFound, "tags role=nobody"},
+		{awsv1.ConditionTypeSubnetsReady, nodeclass.ReasonSubnetsNotFound, "id subnet-0000000000000dead"},
+		{awsv1.ConditionTypeReady, "", ""},
+	}
+	for _, tc := range tests {
+		c := cond(got, tc.cond)
+		if c.Status != metav1.ConditionFalse || (tc.reason != "" && c.Reason != tc.reason) || !strings.Contains(c.Message, tc.inMessage) {
+			t.Errorf("%s = %+v, want False/%s mentioning %q", tc.cond, c, tc.reason, tc.inMessage)
+		}
+	}
+	if c := cond(got, awsv1.ConditionTypeSecurityGroupsReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("SecurityGroupsReady = %+v, want True", c)
+	}
+}
+
+func TestInstanceProfileLifecycle(t *testing.T) {
+	e, r := newResolver(t)
+	ctx := context.Background()
+	nc := discoveryClass()
+	name, err := r.InstanceProfile(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iamc := awstest.Clients(e).IAM
+	out, err := iamc.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := out.InstanceProfile
+	if len(p.Roles) != 1 || aws.ToString(p.Roles[0].RoleName) != nodeRole {
+		t.Errorf("roles = %+v, want %s", p.Roles, nodeRole)
+	}
+	tags := map[string]string{}
+	for _, tg := range p.Tags {
+		tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	if tags["kubernetes.io/cluster/"+awstest.ClusterName] != "owned" || tags[awsv1.TagNodeClass] != "default" || tags[nodeclass.TagRegion] != e.Options().Region {
+		t.Errorf("tags = %v", tags)
+	}
+	// Resolving again creates nothing.
+	e.ResetCalls()
+	if again, err := r.InstanceProfile(ctx, nc); err != nil || again != name {
+		t.Fatalf("second resolve = %q, %v", again, err)
+	}
+	for _, c := range e.Calls() {
+		if c.Action != "iam:GetInstanceProfile" {
+			t.Errorf("second resolve called %s", c.Action)
+		}
+	}
+	// A role that does not exist is a False condition, not an error.
+	nc.Spec.Role = "NoSuchRole"
+	got, err := r.Resolve(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(got, awsv1.ConditionTypeInstanceProfileReady); c.Status != metav1.ConditionFalse || c.Reason != nodeclass.ReasonInstanceProfileNotFound || !strings.Contains(c.Message, "NoSuchRole") {
+		t.Errorf("InstanceProfileReady = %+v", c)
+	}
+	// A given profile that does not exist.
+	nc.Spec.Role = ""
+	nc.Spec.InstanceProfile = aws.String("missing-profile")
+	got, err = r.Resolve(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(got, awsv1.ConditionTypeInstanceProfileReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "missing-profile") {
+		t.Errorf("InstanceProfileReady = %+v", c)
+	}
+}
+
+func TestAliasParametersExist(t *testing.T) {
+	e, _ := awstest.Start(t, awsemu.Options{})
+	params := e.SSMParameters()
+	k := e.Options().KubernetesVersion
+	for _, alias := range []string{"al2023@latest", "al2@latest", "bottlerocket@latest"} {
+		names, err := nodeclass.AliasParameters(alias, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if params[n] == "" {
+				t.Errorf("%s: parameter %s does not exist in the emulator", alias, n)
+			}
+		}
+	}
+	if _, err := nodeclass.AliasParameters("windows2022@latest", k); err == nil {
+		t.Error("windows alias resolved; want an unsupported-family error")
+	}
+}
