@@ -1,0 +1,480 @@
+package instancetype
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+)
+
+// Default refresh intervals.
+const (
+	DefaultPriceRefresh = 12 * time.Hour
+	DefaultTypeRefresh  = 6 * time.Hour
+)
+
+// Options configure a Provider.
+type Options struct {
+	EC2     *ec2.Client
+	Pricing *pricing.Client
+	Region  string
+	Clock   clock.PassiveClock
+	// Unavailable is the shared insufficient-capacity cache (a new one when
+	// nil).
+	Unavailable *Unavailable
+	// PriceRefresh and TypeRefresh bound how old prices and the type list
+	// may get before List reloads them.
+	PriceRefresh, TypeRefresh time.Duration
+	// VMMemoryOverheadPercent and ReservedENIs feed the allocatable
+	// computation (catalog.KubeletSettings).
+	VMMemoryOverheadPercent float64
+	ReservedENIs            int
+	// Builtin is the fallback for prices the Pricing API does not give and
+	// facts DescribeInstanceTypes does not report (default
+	// catalog.Builtin()).
+	Builtin *catalog.Catalog
+	Log     logr.Logger
+}
+
+// Provider lists instance types with offerings and prices for node
+// classes. It caches what it reads; it is safe for concurrent use.
+type Provider struct {
+	o Options
+
+	mu        sync.Mutex
+	snap      *snapshot
+	typesAt   time.Time
+	pricesAt  time.Time
+	listCache map[string]listEntry
+}
+
+type snapshot struct {
+	types    []*catalog.Type
+	labels   map[string]map[string]string
+	offered  map[string]map[string]bool // zone -> type -> offered
+	onDemand map[string]float64
+	spot     map[zoneType]float64
+	gen      uint64
+}
+
+type zoneType struct{ zone, typ string }
+
+type listEntry struct {
+	gen, unavailable uint64
+	types            []*cloudprovider.InstanceType
+}
+
+// New returns a Provider; nothing is read until the first List.
+func New(o Options) *Provider {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Unavailable == nil {
+		o.Unavailable = NewUnavailable(o.Clock, 0)
+	}
+	if o.PriceRefresh == 0 {
+		o.PriceRefresh = DefaultPriceRefresh
+	}
+	if o.TypeRefresh == 0 {
+		o.TypeRefresh = DefaultTypeRefresh
+	}
+	if o.Builtin == nil {
+		o.Builtin = catalog.Builtin()
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	return &Provider{o: o, listCache: map[string]listEntry{}}
+}
+
+// Unavailable returns the provider's insufficient-capacity cache.
+func (p *Provider) Unavailable() *Unavailable { return p.o.Unavailable }
+
+// Refresh reloads types, offerings and prices now.
+func (p *Provider) Refresh(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.typesAt, p.pricesAt = time.Time{}, time.Time{}
+	return p.ensureLocked(ctx)
+}
+
+func (p *Provider) ensureLocked(ctx context.Context) error {
+	now := p.o.Clock.Now()
+	next := &snapshot{}
+	if p.snap != nil {
+		*next = *p.snap
+	}
+	changed := false
+	if p.snap == nil || now.Sub(p.typesAt) >= p.o.TypeRefresh {
+		types, labels, err := p.describeTypes(ctx)
+		if err != nil {
+			return err
+		}
+		offered, err := p.describeOfferings(ctx)
+		if err != nil {
+			return err
+		}
+		next.types, next.labels, next.offered = types, labels, offered
+		p.typesAt = now
+		changed = true
+	}
+	if p.snap == nil || now.Sub(p.pricesAt) >= p.o.PriceRefresh {
+		next.onDemand = p.onDemandPrices(ctx, next.types)
+		next.spot = p.spotPrices(ctx, next.types, next.onDemand, next.offered)
+		p.pricesAt = now
+		changed = true
+	}
+	if changed {
+		next.gen++
+		p.snap = next
+		p.listCache = map[string]listEntry{}
+	}
+	return nil
+}
+
+func (p *Provider) describeTypes(ctx context.Context) ([]*catalog.Type, map[string]map[string]string, error) {
+	var types []*catalog.Type
+	labels := map[string]map[string]string{}
+	pg := ec2.NewDescribeInstanceTypesPaginator(p.o.EC2, &ec2.DescribeInstanceTypesInput{})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("describing instance types: %w", err)
+		}
+		for _, info := range page.InstanceTypes {
+			t := FromEC2(info, p.o.Builtin)
+			types = append(types, t)
+			labels[t.Name] = t.Labels()
+		}
+	}
+	sort.Slice(types, func(i, j int) bool { return types[i].Name < types[j].Name })
+	return types, labels, nil
+}
+
+func (p *Provider) describeOfferings(ctx context.Context) (map[string]map[string]bool, error) {
+	offered := map[string]map[string]bool{}
+	pg := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.o.EC2, &ec2.DescribeInstanceTypeOfferingsInput{
+		LocationType: ec2types.LocationTypeAvailabilityZone,
+	})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing instance type offerings: %w", err)
+		}
+		for _, o := range page.InstanceTypeOfferings {
+			zone := aws.ToString(o.Location)
+			if offered[zone] == nil {
+				offered[zone] = map[string]bool{}
+			}
+			offered[zone][string(o.InstanceType)] = true
+		}
+	}
+	return offered, nil
+}
+
+// onDemandPrices reads Linux shared-tenancy on-demand prices from the
+// Pricing API; types it does not price (or all of them, when the API
+// fails) get the built-in catalog's price.
+func (p *Provider) onDemandPrices(ctx context.Context, types []*catalog.Type) map[string]float64 {
+	prices := map[string]float64{}
+	if p.o.Pricing != nil {
+		if err := p.readPricing(ctx, prices); err != nil {
+			p.o.Log.Info("on-demand prices from the Pricing API failed; using the built-in table", "error", err.Error())
+		}
+	}
+	fallback := 0
+	for _, t := range types {
+		if _, ok := prices[t.Name]; ok {
+			continue
+		}
+		if price, ok := p.o.Builtin.OnDemandPrice(p.o.Region, t.Name); ok {
+			prices[t.Name] = price
+			fallback++
+		}
+	}
+	if fallback > 0 {
+		p.o.Log.V(1).Info("on-demand prices from the built-in table", "types", fallback)
+	}
+	return prices
+}
+
+func (p *Provider) readPricing(ctx context.Context, prices map[string]float64) error {
+	filter := func(field, value string) pricingtypes.Filter {
+		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String(field), Value: aws.String(value)}
+	}
+	pg := pricing.NewGetProductsPaginator(p.o.Pricing, &pricing.GetProductsInput{
+		ServiceCode: aws.String("AmazonEC2"),
+		Filters: []pricingtypes.Filter{
+			filter("regionCode", p.o.Region), filter("operatingSystem", "Linux"), filter("tenancy", "Shared"),
+			filter("preInstalledSw", "NA"), filter("capacitystatus", "Used"),
+		},
+		FormatVersion: aws.String("aws_v1"),
+	})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("getting products: %w", err)
+		}
+		for _, doc := range page.PriceList {
+			typ, price, err := ParsePriceListEntry(doc)
+			if err != nil {
+				p.o.Log.V(1).Info("skipping a price list entry", "error", err.Error())
+				continue
+			}
+			if typ != "" {
+				prices[typ] = price
+			}
+		}
+	}
+	return nil
+}
+
+// ParsePriceListEntry reads one Pricing API PriceList document: the
+// instance type and its on-demand USD hourly price. An entry without an
+// instance type or an on-demand USD price returns "" and no error.
+func ParsePriceListEntry(doc string) (string, float64, error) {
+	var e struct {
+		Product struct {
+			Attributes map[string]string `json:"attributes"`
+		} `json:"product"`
+		Terms struct {
+			OnDemand map[string]struct {
+				PriceDimensions map[string]struct {
+					PricePerUnit map[string]string `json:"pricePerUnit"`
+				} `json:"priceDimensions"`
+			} `json:"OnDemand"`
+		} `json:"terms"`
+	}
+	if err := json.Unmarshal([]byte(doc), &e); err != nil {
+		return "", 0, fmt.Errorf("price list entry: %w", err)
+	}
+	typ := e.Product.Attributes["instanceType"]
+	if typ == "" {
+		return "", 0, nil
+	}
+	for _, termKey := range slices.Sorted(maps.Keys(e.Terms.OnDemand)) {
+		dims := e.Terms.OnDemand[termKey].PriceDimensions
+		for _, dimKey := range slices.Sorted(maps.Keys(dims)) {
+			usd, ok := dims[dimKey].PricePerUnit["USD"]
+			if !ok {
+				continue
+			}
+			price, err := strconv.ParseFloat(usd, 64)
+			if err != nil {
+				return "", 0, fmt.Errorf("price list entry for %s: USD price %q: %w", typ, usd, err)
+			}
+			if price > 0 {
+				return typ, price, nil
+			}
+		}
+	}
+	return "", 0, nil
+}
+
+// spotPrices reads the latest Linux spot price of each (type, zone); when
+// the call fails, the catalog's spot rule stands in.
+func (p *Provider) spotPrices(ctx context.Context, types []*catalog.Type, onDemand map[string]float64, offered map[string]map[string]bool) map[zoneType]float64 {
+	prices := map[zoneType]float64{}
+	stamps := map[zoneType]time.Time{}
+	pg := ec2.NewDescribeSpotPriceHistoryPaginator(p.o.EC2, &ec2.DescribeSpotPriceHistoryInput{
+		ProductDescriptions: []string{"Linux/UNIX"},
+		StartTime:           aws.Time(p.o.Clock.Now()),
+	})
+	var err error
+	for pg.HasMorePages() {
+		var page *ec2.DescribeSpotPriceHistoryOutput
+		page, err = pg.NextPage(ctx)
+		if err != nil {
+			break
+		}
+		for _, sp := range page.SpotPriceHistory {
+			k := zoneType{zone: aws.ToString(sp.AvailabilityZone), typ: string(sp.InstanceType)}
+			price, perr := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
+			if perr != nil || price <= 0 {
+				continue
+			}
+			ts := aws.ToTime(sp.Timestamp)
+			if old, ok := stamps[k]; ok && !ts.After(old) {
+				continue
+			}
+			prices[k], stamps[k] = price, ts
+		}
+	}
+	if err != nil {
+		p.o.Log.Info("spot prices from DescribeSpotPriceHistory failed; using the catalog's spot rule", "error", err.Error())
+		prices = map[zoneType]float64{}
+		for zone, set := range offered {
+			for _, t := range types {
+				if od, ok := onDemand[t.Name]; ok && set[t.Name] && t.SpotSupported {
+					prices[zoneType{zone, t.Name}] = catalog.SpotPrice(p.o.Region, zone, t.Name, od)
+				}
+			}
+		}
+	}
+	return prices
+}
+
+// KubeletSettings converts the node class fields allocatable depends on.
+func KubeletSettings(nc *awsv1.EC2NodeClass, vmOverhead float64, reservedENIs int) catalog.KubeletSettings {
+	s := catalog.KubeletSettings{AMIFamily: nc.AMIFamily(), VMMemoryOverheadPercent: vmOverhead, ReservedENIs: reservedENIs}
+	if k := nc.Spec.Kubelet; k != nil {
+		s.MaxPods, s.PodsPerCore = k.MaxPods, k.PodsPerCore
+		s.KubeReserved, s.SystemReserved = k.KubeReserved, k.SystemReserved
+		s.EvictionHard, s.EvictionSoft = k.EvictionHard, k.EvictionSoft
+	}
+	if nc.Spec.InstanceStorePolicy != nil {
+		s.InstanceStorePolicy = string(*nc.Spec.InstanceStorePolicy)
+	}
+	if v := EphemeralVolume(nc); v != nil && v.EBS != nil && v.EBS.VolumeSize != nil {
+		q := v.EBS.VolumeSize.DeepCopy()
+		s.EphemeralVolumeSize = &q
+	}
+	return s
+}
+
+// EphemeralVolume is the block device mapping that holds ephemeral storage:
+// the one marked rootVolume, else the family's data device (/dev/xvdb on
+// Bottlerocket, /dev/xvda otherwise); nil when the class lists neither.
+func EphemeralVolume(nc *awsv1.EC2NodeClass) *awsv1.BlockDeviceMapping {
+	for _, b := range nc.Spec.BlockDeviceMappings {
+		if b != nil && b.RootVolume {
+			return b
+		}
+	}
+	dev := "/dev/xvda"
+	if nc.AMIFamily() == awsv1.AMIFamilyBottlerocket {
+		dev = "/dev/xvdb"
+	}
+	for _, b := range nc.Spec.BlockDeviceMappings {
+		if b != nil && b.DeviceName != nil && *b.DeviceName == dev {
+			return b
+		}
+	}
+	return nil
+}
+
+// List returns the instance types the node class can launch: types whose
+// architecture has an image in status.amis, offered in a zone of
+// status.subnets, with on-demand and spot offerings priced and marked
+// unavailable where EC2 recently had no capacity. The result is shared
+// (callers must not modify it) and sorted by name.
+func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	family := nc.AMIFamily()
+	switch family {
+	case awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyCustom:
+	default:
+		return nil, fmt.Errorf("AMI family %q is not supported by the AWS provider", family)
+	}
+	settings := KubeletSettings(nc, p.o.VMMemoryOverheadPercent, p.o.ReservedENIs)
+	zones := map[string]string{}
+	for _, s := range nc.Status.Subnets {
+		zones[s.Zone] = s.ZoneID
+	}
+	arches := map[string]bool{}
+	for _, a := range nc.Status.AMIs {
+		for _, r := range a.Requirements {
+			if r.Key == "kubernetes.io/arch" {
+				for _, v := range r.Values {
+					arches[v] = true
+				}
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.ensureLocked(ctx); err != nil {
+		return nil, err
+	}
+	unavailable := p.o.Unavailable.State()
+	key := listKey(settings, zones, arches)
+	if e, ok := p.listCache[key]; ok && e.gen == p.snap.gen && e.unavailable == unavailable {
+		return e.types, nil
+	}
+	out := p.build(settings, zones, arches)
+	p.listCache[key] = listEntry{gen: p.snap.gen, unavailable: unavailable, types: out}
+	return out, nil
+}
+
+func listKey(s catalog.KubeletSettings, zones map[string]string, arches map[string]bool) string {
+	b, _ := json.Marshal(struct {
+		S      catalog.KubeletSettings
+		Zones  map[string]string
+		Arches map[string]bool
+	}{s, zones, arches})
+	return string(b)
+}
+
+func (p *Provider) build(s catalog.KubeletSettings, zones map[string]string, arches map[string]bool) []*cloudprovider.InstanceType {
+	snap := p.snap
+	zoneNames := slices.Sorted(maps.Keys(zones))
+	out := make([]*cloudprovider.InstanceType, 0, len(snap.types))
+	for _, t := range snap.types {
+		if !arches[t.Arch] {
+			continue
+		}
+		var offerings cloudprovider.Offerings
+		od, odOK := snap.onDemand[t.Name]
+		for _, z := range zoneNames {
+			if !snap.offered[z][t.Name] {
+				continue
+			}
+			if t.OnDemandSupported && odOK {
+				offerings = append(offerings, p.offering(t.Name, z, zones[z], cloudprovider.CapacityTypeOnDemand, od))
+			}
+			if sp, ok := snap.spot[zoneType{z, t.Name}]; ok && t.SpotSupported {
+				offerings = append(offerings, p.offering(t.Name, z, zones[z], cloudprovider.CapacityTypeSpot, sp))
+			}
+		}
+		if len(offerings) == 0 {
+			continue
+		}
+		out = append(out, &cloudprovider.InstanceType{
+			Name:      t.Name,
+			Labels:    snap.labels[t.Name],
+			Capacity:  t.Capacity(s),
+			Overhead:  t.Overhead(s),
+			Offerings: offerings,
+		})
+	}
+	return out
+}
+
+func (p *Provider) offering(typ, zone, zoneID, ct string, price float64) cloudprovider.Offering {
+	return cloudprovider.Offering{
+		Zone: zone, ZoneID: zoneID, CapacityType: ct, Price: price,
+		Available: !p.o.Unavailable.IsUnavailable(cloudprovider.OfferingKey{InstanceType: typ, Zone: zone, CapacityType: ct}),
+	}
+}
+
+// Get returns one type of the current snapshot as the catalog models it
+// (for launch-time decisions), or false.
+func (p *Provider) Get(name string) (*catalog.Type, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snap == nil {
+		return nil, false
+	}
+	i, ok := slices.BinarySearchFunc(p.snap.types, name, func(t *catalog.Type, n string) int { return strings.Compare(t.Name, n) })
+	if !ok {
+		return nil, false
+	}
+	return p.snap.types[i], true
+}
