@@ -39,6 +39,8 @@ type Options struct {
 	// DaemonSets, Jobs and CronJobs, PDB status (disruption), the garbage
 	// collector, namespaces, service accounts and their tokens, node
 	// lifecycle (taints of not-ready nodes), taint-based eviction and pod GC.
+	// Without it the ServiceAccount admission plugin is off too, since
+	// nothing would create the service accounts it insists on.
 	ControllerManager bool
 	// Scheduler also runs kube-scheduler.
 	Scheduler bool
@@ -790,7 +792,8 @@ func (c *ControlPlane) BinDir() string { return c.binDir }
 
 // Kubectl returns the pinned kubectl, set up to talk to this control plane
 // as admin, ready to run. Its discovery cache lives in Dir, not in the
-// user's home. A later --kubeconfig argument overrides the admin one.
+// user's home. A later --kubeconfig argument overrides the admin one. The
+// command is an ordinary child of the caller, who runs and waits for it.
 func (c *ControlPlane) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
 	pre := []string{"--kubeconfig=" + c.kubeconfig, "--cache-dir=" + filepath.Join(c.dir, "kubectl-cache")}
 	return exec.CommandContext(ctx, filepath.Join(c.binDir, "kubectl"), append(pre, args...)...)

@@ -42,6 +42,7 @@
 //	pki/                CA, serving certificate, service-account keys
 //	etcd/               etcd data
 //	config/             kwok stages, kube-scheduler configuration
+//	kubectl-cache/      discovery cache of Kubectl
 //	logs/<component>.log
 //
 // # Invariants
@@ -52,6 +53,10 @@
 //     parent-death signal (SIGKILL) so that they also die when the parent
 //     is killed with SIGKILL or crashes, as on go test's -timeout panic.
 //     See the comment on spawn for why one dedicated OS thread forks them.
+//     (The parent-death signal is Linux-only; elsewhere only Close stops
+//     the children.)
+//   - A component that dies while the control plane runs closes Exited;
+//     Err then names it and carries its log tail.
 //   - A directory is used by one control plane at a time; a directory left
 //     by a dead one is taken over: leftover components are killed and the
 //     old state discarded. Every Start begins with an empty cluster.
