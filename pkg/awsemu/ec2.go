@@ -960,11 +960,11 @@ func (e *Emulator) createLaunchTemplate(req *request) (any, *apiError) {
 	if !ltNameRe.MatchString(name) {
 		return nil, errInvalidParameterValue("LaunchTemplateName", name, "A launch template name must be between 3 and 128 characters, and may contain letters, numbers, and the following characters: - ( ) . / _.")
 	}
-	if !p.Has("LaunchTemplateData") {
-		return nil, errMissingParameter("LaunchTemplateData")
-	}
 	if _, dup := e.acct.ltByName[name]; dup {
 		return nil, newAPIError("InvalidLaunchTemplateName.AlreadyExistsException", 400, "Launch template name already in use.")
+	}
+	if !p.Has("LaunchTemplateData") {
+		return nil, errMissingParameter("LaunchTemplateData")
 	}
 	data, aerr := e.parseLTData(p.Sub("LaunchTemplateData"))
 	if aerr != nil {

@@ -68,7 +68,7 @@ func cli(t testing.TB, e *awsemu.Emulator, out any, args ...string) error {
 	if _, err := exec.LookPath("aws"); err != nil {
 		t.Fatalf("the AWS CLI is needed for this test: %v", err)
 	}
-	full := append([]string{"--endpoint-url", e.Endpoint(), "--region", e.Options().Region, "--output", "json", "--no-cli-pager"}, args...)
+	full := append([]string{"--endpoint-url", e.Endpoint(), "--region", e.Options().Region, "--output", "json"}, args...)
 	cmd := exec.Command("aws", full...)
 	cmd.Env = append(os.Environ(),
 		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=dummy-secret",
@@ -138,4 +138,62 @@ func newestImage(t testing.TB, c *ec2.Client, namePattern string) ec2types.Image
 		}
 	}
 	return best
+}
+
+// boto runs a Python snippet with boto3 clients for the emulator and
+// returns the JSON object the snippet leaves in `out`. The snippet can use
+// client(service) and code(fn, **kwargs), which returns the error code a
+// call fails with (botocore's ClientError.response['Error']['Code']) or
+// None.
+func boto(t testing.TB, e *awsemu.Emulator, snippet string) map[string]any {
+	t.Helper()
+	script := `import boto3, botocore, json
+from botocore.config import Config
+_cfg = Config(retries={'max_attempts': 1, 'mode': 'standard'})
+def client(svc):
+    return boto3.client(svc, endpoint_url=ENDPOINT, region_name=REGION, aws_access_key_id='AKIDEXAMPLE',
+                        aws_secret_access_key='dummy-secret', config=_cfg)
+def code(fn, **kw):
+    try:
+        fn(**kw)
+        return None
+    except botocore.exceptions.ClientError as err:
+        return err.response['Error']['Code']
+out = {}
+` + snippet + `
+print(json.dumps(out, default=str))
+`
+	cmd := exec.Command("python3", "-c", script)
+	cmd.Env = append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+	cmd.Env = append(cmd.Env, "PYTHONDONTWRITEBYTECODE=1")
+	script = strings.Replace(script, "ENDPOINT", `"`+e.Endpoint()+`"`, 1)
+	script = strings.Replace(script, "REGION", `"`+e.Options().Region+`"`, 1)
+	cmd.Args = []string{"python3", "-c", script}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("boto3 snippet failed: %v\n%s", err, stderr.String())
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
+		t.Fatalf("decoding boto3 output %q: %v", stdout.String(), err)
+	}
+	return out
+}
+
+// cliCode runs the AWS CLI and returns the error code it reports ("" on
+// success), parsed from "An error occurred (CODE) when calling ...".
+func cliCode(t testing.TB, e *awsemu.Emulator, args ...string) string {
+	t.Helper()
+	err := cli(t, e, nil, args...)
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	i := strings.Index(msg, "An error occurred (")
+	if i < 0 {
+		t.Fatalf("aws %v: unexpected failure: %s", args, msg)
+	}
+	rest := msg[i+len("An error occurred ("):]
+	return rest[:strings.IndexByte(rest, ')')]
 }
