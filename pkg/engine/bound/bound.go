@@ -1,0 +1,150 @@
+package bound
+
+// Resource indices into Offering.Alloc and Group.Request.
+const (
+	CPU    = 0 // millicores
+	Memory = 1 // bytes
+	Pods   = 2 // pod slots
+)
+
+// NumResources is the length of Offering.Alloc and Group.Request.
+const NumResources = 3
+
+// Offering is one purchasable node shape: an instance type in one zone at one
+// capacity type.
+type Offering struct {
+	// Price is the node's cost in $/h.
+	Price float64
+	// Alloc is what pods may use on one node, indexed by CPU, Memory and Pods
+	// (millicores, bytes, pod slots), already net of the per-node daemonset
+	// overhead.
+	Alloc [NumResources]float64
+	// Zone is the zone index, the key of Group.MinPerZone.
+	Zone int
+}
+
+// Group is a class of identical pods.
+type Group struct {
+	// Count is the number of pods in the group.
+	Count int
+	// Request is what one pod asks for, indexed like Offering.Alloc.
+	Request [NumResources]float64
+	// Allowed lists the indices into Problem.Offerings the pods may run on.
+	// A single pod must fit each of them. Order and duplicates do not matter.
+	Allowed []int
+	// MinPerZone optionally maps a zone index to the number of the group's
+	// pods that must run in that zone (what zone topology spread forces).
+	MinPerZone map[int]int
+	// DistinctNodes is how many of the group's pods need pairwise-distinct
+	// nodes (hard hostname anti-affinity, or hostname spread with maxSkew 1).
+	// 0 and 1 mean no such need.
+	DistinctNodes int
+}
+
+// Problem is the input of Solve. Solve does not modify it.
+type Problem struct {
+	Offerings []Offering
+	Groups    []Group
+}
+
+// Result is what Solve proves about a Problem.
+type Result struct {
+	// LowerBound is in $/h and is never above the cost of any feasible
+	// integral plan: a set of whole nodes of the offerings, holding every pod
+	// of every group within allocatable, on allowed offerings, meeting every
+	// MinPerZone and DistinctNodes.
+	LowerBound float64
+	// LPValue is the cost of the best fractional solution of the strengthened
+	// relaxation found (the restricted master's optimum). The relaxation's
+	// optimum lies between LowerBound and LPValue; when Converged they agree
+	// to within Options.Tolerance.
+	LPValue float64
+	// Converged reports that column generation proved the relaxation solved:
+	// no column prices out, or the gap LPValue-LowerBound closed to within the
+	// tolerance. When false (round budget exhausted) LowerBound is still valid,
+	// just possibly less tight.
+	Converged bool
+	// Rounds is the number of column generation rounds (pricing passes).
+	Rounds int
+	// Pivots is the number of simplex pivots in the restricted master.
+	Pivots int
+	// Columns is the number of node configurations in the restricted master.
+	Columns int
+	// Rows is the number of constraints of the master: one per merged group,
+	// plus zone-minimum and node-presence rows.
+	Rows int
+	// Groups and Offerings are the sizes after reduction (merged groups,
+	// offerings left once dominated and duplicate ones are dropped).
+	Groups, Offerings int
+	// PodPrices holds, per input group (same index as Problem.Groups), the dual
+	// price in $/h of one more pod of the group in the dual solution that
+	// proves LowerBound (scaled like the bound). It is 0 for groups with
+	// Count 0, and shared by groups that were merged.
+	PodPrices []float64
+}
+
+// Options tune Solve. The zero value means the defaults.
+type Options struct {
+	// MaxRounds caps the column generation rounds. Default 400.
+	MaxRounds int
+	// Tolerance is the relative gap between LPValue and LowerBound at which
+	// Solve stops. Default 1e-6.
+	Tolerance float64
+}
+
+const (
+	defaultMaxRounds = 400
+	defaultTolerance = 1e-6
+	// safetyShrink scales the proven bound down before it is returned, so that
+	// floating point rounding in the dual arithmetic cannot lift it above the
+	// true optimum (the rounding is many orders of magnitude smaller).
+	safetyShrink = 1e-9
+)
+
+// Solve computes a lower bound on the cost of any plan for p with the
+// default options. It returns an error wrapping ErrInvalidProblem (as a
+// *ProblemError listing every bad field) for malformed input.
+func Solve(p *Problem) (Result, error) {
+	return SolveWith(p, Options{})
+}
+
+// SolveWith is Solve with explicit options.
+func SolveWith(p *Problem, opts Options) (Result, error) {
+	if err := Validate(p); err != nil {
+		return Result{}, err
+	}
+	if opts.MaxRounds <= 0 {
+		opts.MaxRounds = defaultMaxRounds
+	}
+	if !(opts.Tolerance > 0) {
+		opts.Tolerance = defaultTolerance
+	}
+	pr := prepare(p)
+	res := Result{PodPrices: make([]float64, len(p.Groups))}
+	res.Groups = len(pr.groups)
+	res.Offerings = len(pr.offers)
+	if len(pr.groups) == 0 {
+		res.Converged = true
+		return res, nil
+	}
+	s := newSolver(pr, opts)
+	s.run()
+	res.LowerBound = s.best.lb * (1 - safetyShrink)
+	if res.LowerBound < 0 {
+		res.LowerBound = 0
+	}
+	res.LPValue = s.rmp.objective()
+	res.Converged = s.converged
+	res.Rounds = s.rounds
+	res.Pivots = s.rmp.pivots
+	res.Columns = s.rmp.ncols()
+	res.Rows = s.rmp.m
+	for gi := range pr.groups {
+		g := &pr.groups[gi]
+		price := s.best.pi[g.row] * s.best.scale
+		for _, orig := range g.members {
+			res.PodPrices[orig] = price
+		}
+	}
+	return res, nil
+}
