@@ -1,0 +1,324 @@
+package snapshot
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+)
+
+// Cluster is the state a snapshot is taken from: the API objects as a
+// client or a manifest file holds them. Build reads it and never modifies
+// it; the engine.Input it returns shares pointers into it (pods, nodes,
+// daemonsets, labels), so callers must not modify those objects while the
+// input is in use.
+type Cluster struct {
+	NodePools   []*karpv1.NodePool
+	NodeClasses []*awsv1.EC2NodeClass
+	// Nodes exist; pods with spec.nodeName are bound to them.
+	Nodes []*corev1.Node
+	// NodeClaims whose node is not (yet) among Nodes are in flight.
+	NodeClaims []*karpv1.NodeClaim
+	// Pods: bound (spec.nodeName), nominated to an in-flight NodeClaim
+	// (status.nominatedNodeName), or pending.
+	Pods                   []*corev1.Pod
+	DaemonSets             []*appsv1.DaemonSet
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	// Namespaces supply labels for namespaceSelectors; every namespace also
+	// gets kubernetes.io/metadata.name, as the API server sets it.
+	Namespaces []*corev1.Namespace
+	// Unavailable offerings are out of capacity.
+	Unavailable []engine.OfferingKey
+}
+
+// Options are the caller's settings for Build.
+type Options struct {
+	// Region is the topology.kubernetes.io/region of new nodes ("" leaves
+	// it unset).
+	Region string
+	// Engine are the solve options copied into the input.
+	Engine engine.Options
+}
+
+// Build converts c into the engine's input:
+//
+//   - each NodePool, with its EC2NodeClass and the instance types src
+//     gives for the pair (see NodePool), and its usage: the capacity of
+//     its nodes (label karpenter.sh/nodepool) and of its in-flight
+//     NodeClaims, plus "nodes";
+//   - Nodes with their bound pods (terminal pods left out); a node being
+//     deleted or tainted karpenter.sh/disrupted is MarkedForDeletion;
+//   - NodeClaims that have no node among Nodes (matched by status.nodeName
+//     or status.providerID) and are not being deleted, as in-flight
+//     claims with the pods nominated to them;
+//   - pending pods: no spec.nodeName, not nominated to an in-flight claim,
+//     not terminal, not being deleted, not owned by a DaemonSet (those are
+//     overhead, through DaemonSets);
+//   - volume zones (see VolumeZones) and namespace labels.
+//
+// Errors: a NodePool whose nodeClassRef names a missing EC2NodeClass gives a
+// *NodeClassNotFoundError; an invalid requirement or node class an
+// *InvalidObjectError; a failing src its error, naming the NodePool. Pods
+// bound to a node the snapshot lacks are ignored (a cache may see the pod
+// before the node).
+func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, error) {
+	in := &engine.Input{
+		DaemonSets:  c.DaemonSets,
+		Unavailable: c.Unavailable,
+		Region:      opts.Region,
+		Options:     opts.Engine,
+	}
+	classes := make(map[string]*awsv1.EC2NodeClass, len(c.NodeClasses))
+	for _, nc := range c.NodeClasses {
+		classes[nc.Name] = nc
+	}
+
+	// Pools: resolve classes and instance types first; in-flight claims
+	// need the types for their allocatable estimate.
+	type poolInfo struct {
+		np     *karpv1.NodePool
+		nc     *awsv1.EC2NodeClass
+		types  []*cloudprovider.InstanceType
+		byName map[string]*cloudprovider.InstanceType
+		usage  corev1.ResourceList
+	}
+	pools := make(map[string]*poolInfo, len(c.NodePools))
+	order := make([]*poolInfo, 0, len(c.NodePools))
+	for _, np := range c.NodePools {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil {
+			return nil, &InvalidObjectError{Kind: "NodePool", Name: np.Name, Errs: field.ErrorList{
+				field.Required(field.NewPath("spec", "template", "spec", "nodeClassRef"), "a NodePool must reference its EC2NodeClass")}}
+		}
+		if !nodeClassSupported(ref) {
+			return nil, &InvalidObjectError{Kind: "NodePool", Name: np.Name, Errs: field.ErrorList{
+				field.NotSupported(field.NewPath("spec", "template", "spec", "nodeClassRef"), ref.Group+"/"+ref.Kind, []string{awsv1.Group + "/EC2NodeClass"})}}
+		}
+		nc, ok := classes[ref.Name]
+		if !ok {
+			return nil, &NodeClassNotFoundError{NodePool: np.Name, Kind: ref.Kind, NodeClass: ref.Name}
+		}
+		types, err := src.InstanceTypes(np, nc)
+		if err != nil {
+			return nil, fmt.Errorf("instance types of NodePool %q: %w", np.Name, err)
+		}
+		pi := &poolInfo{np: np, nc: nc, types: types, byName: make(map[string]*cloudprovider.InstanceType, len(types)), usage: corev1.ResourceList{}}
+		for _, it := range types {
+			pi.byName[it.Name] = it
+		}
+		pools[np.Name] = pi
+		order = append(order, pi)
+	}
+
+	// Nodes.
+	nodeIdx := make(map[string]int, len(c.Nodes))
+	providerIDs := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		nodeIdx[n.Name] = len(in.Nodes)
+		if n.Spec.ProviderID != "" {
+			providerIDs[n.Spec.ProviderID] = true
+		}
+		en := engine.ExistingNode{
+			Node:              n,
+			NodePool:          n.Labels[karpv1.NodePoolLabelKey],
+			MarkedForDeletion: n.DeletionTimestamp != nil || hasTaint(n.Spec.Taints, karpv1.DisruptedTaintKey),
+		}
+		if pi, ok := pools[en.NodePool]; ok {
+			addUsage(pi.usage, n.Status.Capacity)
+		}
+		in.Nodes = append(in.Nodes, en)
+	}
+
+	// In-flight NodeClaims.
+	inflightIdx := map[string]int{}
+	for _, nc := range c.NodeClaims {
+		if nc.DeletionTimestamp != nil {
+			continue
+		}
+		if _, ok := nodeIdx[nc.Status.NodeName]; ok && nc.Status.NodeName != "" {
+			continue
+		}
+		if nc.Status.ProviderID != "" && providerIDs[nc.Status.ProviderID] {
+			continue
+		}
+		reqs, errs := Requirements(nc.Spec.Requirements, field.NewPath("spec", "requirements"))
+		if len(errs) > 0 {
+			return nil, &InvalidObjectError{Kind: "NodeClaim", Name: nc.Name, Errs: errs}
+		}
+		poolName := nc.Labels[karpv1.NodePoolLabelKey]
+		if poolName == "" {
+			if r := reqs.Get(karpv1.NodePoolLabelKey); r != nil && r.Len() == 1 {
+				poolName = r.Values()[0]
+			}
+		}
+		var options []string
+		if r := reqs.Get(corev1.LabelInstanceTypeStable); r != nil && r.IsFinite() {
+			options = r.Values()
+		}
+		ifc := engine.InFlightNodeClaim{
+			Name: nc.Name, NodePool: poolName, Requirements: reqs,
+			Taints: nc.Spec.Taints, StartupTaints: nc.Spec.StartupTaints,
+			InstanceTypeOptions: options,
+			Allocatable:         nc.Status.Allocatable,
+		}
+		capacity := nc.Status.Capacity
+		if pi, ok := pools[poolName]; ok {
+			var known []*cloudprovider.InstanceType
+			for _, name := range options {
+				if it, ok := pi.byName[name]; ok {
+					known = append(known, it)
+				}
+			}
+			if len(ifc.Allocatable) == 0 {
+				ifc.Allocatable = minAllocatable(known)
+			}
+			if len(capacity) == 0 {
+				capacity = maxCapacity(known)
+			}
+			addUsage(pi.usage, capacity)
+		}
+		inflightIdx[nc.Name] = len(in.InFlight)
+		if nc.Status.NodeName != "" {
+			inflightIdx[nc.Status.NodeName] = len(in.InFlight)
+		}
+		in.InFlight = append(in.InFlight, ifc)
+	}
+
+	// Pods.
+	for _, p := range c.Pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName != "" {
+			if i, ok := nodeIdx[p.Spec.NodeName]; ok {
+				in.Nodes[i].Pods = append(in.Nodes[i].Pods, p)
+			}
+			continue
+		}
+		if p.DeletionTimestamp != nil || ownedByDaemonSet(p) {
+			continue
+		}
+		if i, ok := inflightIdx[p.Status.NominatedNodeName]; ok && p.Status.NominatedNodeName != "" {
+			in.InFlight[i].Pods = append(in.InFlight[i].Pods, p)
+			continue
+		}
+		in.Pods = append(in.Pods, p)
+	}
+
+	for _, pi := range order {
+		pi.usage["nodes"] = *resource.NewQuantity(int64(countNodes(in, pi.np.Name)), resource.DecimalSI)
+		np, err := NodePool(pi.np, pi.nc, pi.types, pi.usage)
+		if err != nil {
+			return nil, err
+		}
+		in.NodePools = append(in.NodePools, np)
+	}
+
+	in.Volumes = VolumeZones(c.PersistentVolumeClaims, c.PersistentVolumes, c.StorageClasses)
+	in.NamespaceLabels = namespaceLabels(c.Namespaces, c.Pods)
+	return in, nil
+}
+
+func countNodes(in *engine.Input, pool string) int {
+	n := 0
+	for _, en := range in.Nodes {
+		if en.NodePool == pool {
+			n++
+		}
+	}
+	for _, c := range in.InFlight {
+		if c.NodePool == pool {
+			n++
+		}
+	}
+	return n
+}
+
+func hasTaint(taints []corev1.Taint, key string) bool {
+	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
+}
+
+func addUsage(usage, add corev1.ResourceList) {
+	for name, q := range add {
+		sum := usage[name]
+		sum.Add(q)
+		usage[name] = sum
+	}
+}
+
+// minAllocatable is the per-resource minimum of the types' allocatable: a
+// conservative estimate for a claim that may launch as any of them.
+func minAllocatable(types []*cloudprovider.InstanceType) corev1.ResourceList {
+	if len(types) == 0 {
+		return nil
+	}
+	out := types[0].Allocatable()
+	for _, it := range types[1:] {
+		a := it.Allocatable()
+		for name, q := range out {
+			o, ok := a[name]
+			if !ok {
+				delete(out, name)
+				continue
+			}
+			if o.Cmp(q) < 0 {
+				out[name] = o
+			}
+		}
+	}
+	return out
+}
+
+// maxCapacity is the per-resource maximum of the types' capacity: what a
+// claim may add to its pool's usage at most.
+func maxCapacity(types []*cloudprovider.InstanceType) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, it := range types {
+		for name, q := range it.Capacity {
+			if o, ok := out[name]; !ok || q.Cmp(o) > 0 {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+func namespaceLabels(nss []*corev1.Namespace, pods []*corev1.Pod) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, ns := range nss {
+		l := make(map[string]string, len(ns.Labels)+1)
+		for k, v := range ns.Labels {
+			l[k] = v
+		}
+		l[corev1.LabelMetadataName] = ns.Name
+		out[ns.Name] = l
+	}
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		names = append(names, p.Namespace)
+	}
+	slices.SortFunc(names, cmp.Compare[string])
+	for _, name := range slices.Compact(names) {
+		if _, ok := out[name]; !ok {
+			out[name] = map[string]string{corev1.LabelMetadataName: name}
+		}
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+// Package snapshot converts Kubernetes and dovetail API objects into the
+// scheduling engine's input (engine.Input). It is pure: no client, no clock,
+// no randomness; the same objects always give the same input. `dovetail
+// simulate` feeds it objects read from manifest files; the provisioning
+// controller will feed it objects from its informer caches.
+//
+//	NodePool + EC2NodeClass ──InstanceTypeSource──▶ engine.NodePool
+//	Nodes, NodeClaims, Pods  ──────────────────────▶ existing / in-flight / pending
+//	PVC + PV / StorageClass  ──────────────────────▶ volume zones
+//
+// # Vocabulary
+//
+//   - Instance type source: where a NodePool's instance types come from
+//     (InstanceTypeSource). CatalogSource reads the built-in catalog and
+//     computes allocatable from the EC2NodeClass (kubelet settings, AMI
+//     family, ephemeral volume); the controller plugs in the AWS provider.
+//   - In flight: a NodeClaim whose Node is not in the snapshot yet; pods
+//     nominated to it (status.nominatedNodeName) ride along.
+//   - Usage: what a NodePool already has (node and in-flight capacity, and
+//     "nodes"), for its limits.
+//   - Unsupported: a pool the engine must not plan nodes for yet (Windows
+//     node classes, reserved-only capacity); its pods get the reason.
+//
+// # Invariants
+//
+// Build never modifies its input; the engine.Input shares pointers into it.
+// Every NodePool must reference an EC2NodeClass present in the snapshot, or
+// Build fails with a *NodeClassNotFoundError naming both. Errors about one
+// object are *InvalidObjectError values with field paths rooted at that
+// object. See ExampleBuild.
+package snapshot

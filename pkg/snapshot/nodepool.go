@@ -1,0 +1,93 @@
+package snapshot
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/requirements"
+)
+
+// Unsupported reasons put in engine.NodePool.UnsupportedReason.
+const (
+	// ReasonWindows is given to pools whose node class uses a Windows AMI
+	// family or alias.
+	ReasonWindows = "Windows AMI families are not supported yet"
+	// ReasonReservedOnly is given to pools that allow only the reserved
+	// capacity type.
+	ReasonReservedOnly = "the reserved capacity type is not supported yet"
+)
+
+// NodeClassKey is how a nodeClassRef is resolved: the EC2NodeClass of that
+// name when group and kind are those of EC2NodeClass.
+func nodeClassSupported(ref *karpv1.NodeClassReference) bool {
+	return ref.Group == awsv1.Group && ref.Kind == "EC2NodeClass"
+}
+
+// Requirements converts API requirements (with minValues) into the
+// requirement algebra. Errors carry path.Index(i) field paths.
+func Requirements(reqs []karpv1.NodeSelectorRequirementWithMinValues, path *field.Path) (requirements.Requirements, field.ErrorList) {
+	var errs field.ErrorList
+	var out requirements.Requirements
+	for i, r := range reqs {
+		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), r.Values, r.MinValues)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), fmt.Sprintf("%s %s %v", r.Key, r.Operator, r.Values), err.Error()))
+			continue
+		}
+		out.Add(req)
+	}
+	return out, errs
+}
+
+// NodePool converts a NodePool and its node class into the engine's view:
+// requirements with minValues, template labels, taints, startup taints,
+// limits, weight (unset is 0), the usage it already has, its instance types,
+// and an UnsupportedReason for Windows node classes and for pools that allow
+// only reserved capacity. It returns an *InvalidObjectError when a
+// requirement does not parse. It does not check that nc is the class the
+// pool references; Build does.
+func NodePool(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, types []*cloudprovider.InstanceType, usage corev1.ResourceList) (engine.NodePool, error) {
+	spec := np.Spec.Template.Spec
+	reqs, errs := Requirements(spec.Requirements, field.NewPath("spec", "template", "spec", "requirements"))
+	if len(errs) > 0 {
+		return engine.NodePool{}, &InvalidObjectError{Kind: "NodePool", Name: np.Name, Errs: errs}
+	}
+	out := engine.NodePool{
+		Name:          np.Name,
+		Requirements:  reqs,
+		Labels:        np.Spec.Template.Labels,
+		Taints:        spec.Taints,
+		StartupTaints: spec.StartupTaints,
+		Limits:        corev1.ResourceList(np.Spec.Limits),
+		Usage:         usage,
+		InstanceTypes: types,
+	}
+	if np.Spec.Weight != nil {
+		out.Weight = *np.Spec.Weight
+	}
+	switch {
+	case nc != nil && IsWindows(nc.AMIFamily()):
+		out.UnsupportedReason = fmt.Sprintf("%s (EC2NodeClass %q uses %s)", ReasonWindows, nc.Name, nc.AMIFamily())
+	case nc != nil && nc.Alias() != "" && awsv1.FamilyFromAlias(nc.Alias()) == "":
+		out.UnsupportedReason = fmt.Sprintf("EC2NodeClass %q has an AMI alias of an unknown family: %q", nc.Name, nc.Alias())
+	case reservedOnly(reqs):
+		out.UnsupportedReason = ReasonReservedOnly
+	}
+	return out, nil
+}
+
+// reservedOnly reports whether the capacity-type requirement allows
+// reserved and neither spot nor on-demand.
+func reservedOnly(reqs requirements.Requirements) bool {
+	r := reqs.Get(karpv1.CapacityTypeLabelKey)
+	if r == nil {
+		return false
+	}
+	return r.Has(cloudprovider.CapacityTypeReserved) && !r.Has(cloudprovider.CapacityTypeSpot) && !r.Has(cloudprovider.CapacityTypeOnDemand)
+}
