@@ -1,0 +1,37 @@
+// Package metrics defines the Prometheus metrics dovetail exports and a
+// CloudProvider decorator that times and counts cloud calls.
+//
+// # Names
+//
+// Where a metric means what the peer's (Karpenter's) metric of the same
+// name means, it keeps that name and those labels, so existing dashboards
+// and alerts work unchanged: karpenter_nodeclaims_created_total,
+// karpenter_nodeclaims_terminated_total, karpenter_nodes_created_total,
+// karpenter_nodes_terminated_total, karpenter_nodes_termination_duration_seconds,
+// karpenter_nodes_eviction_requests_total, karpenter_nodepools_usage,
+// karpenter_nodepools_limit, karpenter_cloudprovider_duration_seconds,
+// karpenter_cloudprovider_errors_total, karpenter_cluster_state_synced and
+// karpenter_build_info. Metrics of our own are prefixed dovetail_: among
+// them dovetail_nodepool_cost_per_hour{nodepool}, the per-team hourly cost
+// platform teams asked for, and dovetail_nodepool_nodes.
+//
+// # Invariants
+//
+//   - No package globals: NewRegistry builds a fresh prometheus.Registry,
+//     so several operators (and tests) can live in one process. The
+//     operator serves Registry.Handler, which also includes
+//     controller-runtime's own registry (controller_runtime_*,
+//     workqueue_*, rest_client_*).
+//   - Label values come from bounded sets (NodePool names, zones, instance
+//     types, error type names), never from object names of pods or
+//     NodeClaims.
+//   - Series of a deleted NodePool are dropped (DeleteNodePool).
+//
+// # Adding metrics
+//
+// Add a field to Registry, build it in NewRegistry and list it in
+// collectors(). Collectors that live in other packages go through
+// Registry.Register.
+//
+// See ExampleDecorate.
+package metrics

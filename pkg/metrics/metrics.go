@@ -1,0 +1,248 @@
+package metrics
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dovetail-sh/dovetail/internal/version"
+)
+
+// Metric name prefixes: the peer's for metrics that mean the same thing,
+// ours for the rest.
+const (
+	PeerNamespace = "karpenter"
+	Namespace     = "dovetail"
+)
+
+// Label names, shared so that dashboards can join across metrics.
+const (
+	LabelNodePool         = "nodepool"
+	LabelZone             = "zone"
+	LabelCapacityType     = "capacity_type"
+	LabelInstanceType     = "instance_type"
+	LabelReason           = "reason"
+	LabelMinValuesRelaxed = "min_values_relaxed"
+	LabelResourceType     = "resource_type"
+	LabelController       = "controller"
+	LabelMethod           = "method"
+	LabelProvider         = "provider"
+	LabelError            = "error"
+	LabelOutcome          = "outcome"
+	LabelPhase            = "phase"
+	LabelKind             = "kind"
+	LabelCode             = "code"
+	LabelVersion          = "version"
+	LabelGoVersion        = "goversion"
+)
+
+// Registry holds every metric dovetail exports, registered in a Prometheus
+// registry of its own (no package globals, so two operators in one process
+// do not collide). Controllers receive the *Registry and update its fields.
+//
+// Adding a metric: add a field, build it in NewRegistry, and list it in
+// collectors(); nothing else needs to change. Metrics defined elsewhere can
+// be added with Register.
+type Registry struct {
+	// NodeClaimsCreated counts NodeClaims dovetail has taken charge of
+	// (karpenter_nodeclaims_created_total{reason,nodepool,min_values_relaxed}).
+	NodeClaimsCreated *prometheus.CounterVec
+	// NodeClaimsTerminated counts NodeClaims whose finalizer was released
+	// (karpenter_nodeclaims_terminated_total{nodepool,capacity_type,zone}).
+	NodeClaimsTerminated *prometheus.CounterVec
+	// NodesCreated counts nodes registered for a NodeClaim
+	// (karpenter_nodes_created_total{nodepool,zone}).
+	NodesCreated *prometheus.CounterVec
+	// NodesTerminated counts nodes whose termination finished
+	// (karpenter_nodes_terminated_total{nodepool,zone}).
+	NodesTerminated *prometheus.CounterVec
+	// NodesTerminationDuration observes the time from a node's deletion
+	// request to the release of its finalizer
+	// (karpenter_nodes_termination_duration_seconds{nodepool}, a summary).
+	NodesTerminationDuration *prometheus.SummaryVec
+	// NodesEvictionRequests counts eviction API calls by HTTP status code
+	// (karpenter_nodes_eviction_requests_total{code}).
+	NodesEvictionRequests *prometheus.CounterVec
+	// NodePoolUsage is the capacity in use by a pool's nodes
+	// (karpenter_nodepools_usage{resource_type,nodepool}).
+	NodePoolUsage *prometheus.GaugeVec
+	// NodePoolLimit is a pool's spec.limits
+	// (karpenter_nodepools_limit{resource_type,nodepool}).
+	NodePoolLimit *prometheus.GaugeVec
+	// CloudProviderDuration times cloud calls
+	// (karpenter_cloudprovider_duration_seconds{controller,method,provider}).
+	CloudProviderDuration *prometheus.HistogramVec
+	// CloudProviderErrors counts failed cloud calls by error type
+	// (karpenter_cloudprovider_errors_total{controller,method,provider,error}).
+	CloudProviderErrors *prometheus.CounterVec
+	// ClusterStateSynced is 1 once the controller's caches have synced
+	// (karpenter_cluster_state_synced).
+	ClusterStateSynced prometheus.Gauge
+	// BuildInfo is 1, labelled with the build (karpenter_build_info).
+	BuildInfo *prometheus.GaugeVec
+
+	// NodeClaimsRegistered counts NodeClaims whose node registered
+	// (dovetail_nodeclaims_registered_total{nodepool}).
+	NodeClaimsRegistered *prometheus.CounterVec
+	// NodeClaimsLivenessTimeouts counts NodeClaims deleted because they
+	// did not launch or register in time
+	// (dovetail_nodeclaims_liveness_timeouts_total{nodepool,phase}, phase
+	// "launch" or "registration").
+	NodeClaimsLivenessTimeouts *prometheus.CounterVec
+	// NodeClaimsInsufficientCapacity counts launches refused for lack of
+	// capacity (dovetail_nodeclaims_insufficient_capacity_total{nodepool}).
+	NodeClaimsInsufficientCapacity *prometheus.CounterVec
+	// NodePoolNodes counts a pool's launched NodeClaims by capacity type
+	// and instance type (dovetail_nodepool_nodes{nodepool,capacity_type,instance_type}).
+	NodePoolNodes *prometheus.GaugeVec
+	// NodePoolCostPerHour is the summed hourly price of a pool's launched
+	// offerings in USD (dovetail_nodepool_cost_per_hour{nodepool}).
+	NodePoolCostPerHour *prometheus.GaugeVec
+	// CloudProviderCalls counts cloud calls by outcome, "success" or
+	// "error" (dovetail_cloudprovider_calls_total{controller,method,provider,outcome}).
+	CloudProviderCalls *prometheus.CounterVec
+	// GarbageCollected counts what garbage collection removed
+	// (dovetail_garbage_collected_total{kind}, kind "instance", "nodeclaim"
+	// or "node").
+	GarbageCollected *prometheus.CounterVec
+
+	reg *prometheus.Registry
+}
+
+// NewRegistry builds every metric and registers it, together with the Go
+// runtime and process collectors, in a new Prometheus registry.
+func NewRegistry() *Registry {
+	r := &Registry{
+		NodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "created_total",
+			Help: "NodeClaims taken in charge by the controller, by creation reason, NodePool and whether minValues were relaxed.",
+		}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed}),
+		NodeClaimsTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "terminated_total",
+			Help: "NodeClaims whose termination finished, by NodePool, capacity type and zone.",
+		}, []string{LabelNodePool, LabelCapacityType, LabelZone}),
+		NodesCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "nodes", Name: "created_total",
+			Help: "Nodes registered for a NodeClaim, by NodePool and zone.",
+		}, []string{LabelNodePool, LabelZone}),
+		NodesTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "nodes", Name: "terminated_total",
+			Help: "Nodes whose termination finished, by NodePool and zone.",
+		}, []string{LabelNodePool, LabelZone}),
+		NodesTerminationDuration: prometheus.NewSummaryVec(prometheus.SummaryOpts{
+			Namespace: PeerNamespace, Subsystem: "nodes", Name: "termination_duration_seconds",
+			Help:       "Seconds from a node's deletion request until its finalizer is released.",
+			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
+		}, []string{LabelNodePool}),
+		NodesEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "nodes", Name: "eviction_requests_total",
+			Help: "Eviction API requests made while draining nodes, by HTTP status code.",
+		}, []string{LabelCode}),
+		NodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodepools", Name: "usage",
+			Help: "Capacity of a NodePool's launched nodes, by resource type.",
+		}, []string{LabelResourceType, LabelNodePool}),
+		NodePoolLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodepools", Name: "limit",
+			Help: "The limits of a NodePool (spec.limits), by resource type.",
+		}, []string{LabelResourceType, LabelNodePool}),
+		CloudProviderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "duration_seconds",
+			Help:    "Duration of cloud provider calls, by calling controller, method and provider.",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 16),
+		}, []string{LabelController, LabelMethod, LabelProvider}),
+		CloudProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "errors_total",
+			Help: "Failed cloud provider calls, by calling controller, method, provider and error type.",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelError}),
+		ClusterStateSynced: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cluster_state", Name: "synced",
+			Help: "1 once the controller's view of nodes, NodeClaims and pods has synced with the API server, else 0.",
+		}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Name: "build_info",
+			Help: "Always 1; the labels name the running build.",
+		}, []string{LabelVersion, LabelGoVersion}),
+
+		NodeClaimsRegistered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",
+			Help: "NodeClaims whose node registered, by NodePool.",
+		}, []string{LabelNodePool}),
+		NodeClaimsLivenessTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "nodeclaims", Name: "liveness_timeouts_total",
+			Help: "NodeClaims deleted because they did not launch (phase=launch) or register (phase=registration) in time.",
+		}, []string{LabelNodePool, LabelPhase}),
+		NodeClaimsInsufficientCapacity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "nodeclaims", Name: "insufficient_capacity_total",
+			Help: "Launches the cloud refused for lack of capacity, by NodePool.",
+		}, []string{LabelNodePool}),
+		NodePoolNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "nodepool", Name: "nodes",
+			Help: "Launched NodeClaims of a NodePool, by capacity type and instance type.",
+		}, []string{LabelNodePool, LabelCapacityType, LabelInstanceType}),
+		NodePoolCostPerHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "nodepool", Name: "cost_per_hour",
+			Help: "Summed hourly price in USD of a NodePool's launched offerings, at the prices seen at launch (an estimate, not a bill).",
+		}, []string{LabelNodePool}),
+		CloudProviderCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "cloudprovider", Name: "calls_total",
+			Help: "Cloud provider calls, by calling controller, method, provider and outcome (success or error).",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelOutcome}),
+		GarbageCollected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "garbage", Name: "collected_total",
+			Help: "Leaked objects removed by garbage collection, by kind (instance, nodeclaim, node).",
+		}, []string{LabelKind}),
+
+		reg: prometheus.NewRegistry(),
+	}
+	r.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.reg.MustRegister(r.collectors()...)
+	return r
+}
+
+// collectors lists the fields of r to register.
+func (r *Registry) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		r.NodeClaimsCreated, r.NodeClaimsTerminated, r.NodesCreated, r.NodesTerminated,
+		r.NodesTerminationDuration, r.NodesEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
+		r.CloudProviderDuration, r.CloudProviderErrors, r.ClusterStateSynced, r.BuildInfo,
+		r.NodeClaimsRegistered, r.NodeClaimsLivenessTimeouts, r.NodeClaimsInsufficientCapacity,
+		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected,
+	}
+}
+
+// Register adds collectors defined outside this package. It fails, naming
+// the collector, when one clashes with a metric already registered.
+func (r *Registry) Register(cs ...prometheus.Collector) error {
+	for i, c := range cs {
+		if err := r.reg.Register(c); err != nil {
+			return fmt.Errorf("registering collector %d (%T): %w", i, c, err)
+		}
+	}
+	return nil
+}
+
+// Gatherer returns the registry for scraping.
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Handler serves the metrics of r and of the extra gatherers (for
+// example controller-runtime's registry) in the Prometheus text format.
+func (r *Registry) Handler(extra ...prometheus.Gatherer) http.Handler {
+	gs := append(prometheus.Gatherers{r.reg}, extra...)
+	return promhttp.HandlerFor(gs, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// DeleteNodePool drops every series labelled with the NodePool, so a deleted
+// pool stops being reported.
+func (r *Registry) DeleteNodePool(nodePool string) {
+	match := prometheus.Labels{LabelNodePool: nodePool}
+	r.NodePoolUsage.DeletePartialMatch(match)
+	r.NodePoolLimit.DeletePartialMatch(match)
+	r.NodePoolNodes.DeletePartialMatch(match)
+	r.NodePoolCostPerHour.DeletePartialMatch(match)
+}

@@ -1,0 +1,153 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider/fake"
+	"github.com/dovetail-sh/dovetail/pkg/metrics"
+)
+
+func TestErrorType(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"insufficient capacity", cloudprovider.NewInsufficientCapacityError(nil), metrics.ErrorInsufficientCapacity},
+		{"wrapped not found", fmt.Errorf("deleting: %w", &cloudprovider.NodeClaimNotFoundError{ProviderID: "x"}), metrics.ErrorNodeClaimNotFound},
+		{"node class not ready", &cloudprovider.NodeClassNotReadyError{NodeClass: "default"}, metrics.ErrorNodeClassNotReady},
+		{"create error", &cloudprovider.CreateError{Reason: "Unauthorized"}, metrics.ErrorCreate},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), metrics.ErrorContext},
+		{"anything else", errors.New("boom"), metrics.ErrorUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := metrics.ErrorType(tt.err); got != tt.want {
+				t.Fatalf("ErrorType(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func smallCloud() *fake.CloudProvider {
+	return fake.New(&cloudprovider.InstanceType{
+		Name:     "m5.large",
+		Labels:   map[string]string{corev1.LabelInstanceTypeStable: "m5.large"},
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Offerings: cloudprovider.Offerings{
+			{Zone: "z1", CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.096, Available: true},
+		},
+	})
+}
+
+func TestDecoratorCountsCallsErrorsAndDurations(t *testing.T) {
+	ctx := context.Background()
+	reg := metrics.NewRegistry()
+	inner := smallCloud()
+	cp := metrics.Decorate(inner, reg, "test.controller", clocktesting.NewFakeClock(time.Unix(0, 0)))
+
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	launched, err := cp.Create(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner.NextCreateErr = cloudprovider.NewInsufficientCapacityError(nil)
+	if _, err := cp.Create(ctx, nc); !cloudprovider.IsInsufficientCapacity(err) {
+		t.Fatalf("decorator changed the error: %v", err)
+	}
+	if err := cp.Delete(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	// The second Delete says "gone": not an error for metrics, but passed on.
+	if err := cp.Delete(ctx, launched); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Fatalf("second Delete = %v, want NodeClaimNotFound", err)
+	}
+	if _, err := cp.Get(ctx, launched.Status.ProviderID); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Fatalf("Get after delete = %v", err)
+	}
+
+	calls := func(method, outcome string) float64 {
+		return metricstest.Value(t, reg.CloudProviderCalls.WithLabelValues("test.controller", method, "fake", outcome))
+	}
+	errs := func(method, typ string) float64 {
+		return metricstest.Value(t, reg.CloudProviderErrors.WithLabelValues("test.controller", method, "fake", typ))
+	}
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"Create successes", calls("Create", "success"), 1},
+		{"Create errors", calls("Create", "error"), 1},
+		{"Create ICE errors", errs("Create", metrics.ErrorInsufficientCapacity), 1},
+		{"Delete successes (not-found included)", calls("Delete", "success"), 2},
+		{"Delete errors", calls("Delete", "error"), 0},
+		{"Get not-found errors", errs("Get", metrics.ErrorNodeClaimNotFound), 1},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if n := metricstest.Count(reg.CloudProviderDuration); n != 3 {
+		t.Errorf("duration series = %d, want 3 (Create, Delete, Get)", n)
+	}
+	if cp.Name() != "fake" || cp.Unwrap() != inner {
+		t.Error("Name/Unwrap do not expose the decorated provider")
+	}
+}
+
+func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
+	reg := metrics.NewRegistry()
+	reg.NodePoolCostPerHour.WithLabelValues("team-a").Set(1.5)
+	reg.NodePoolUsage.WithLabelValues("cpu", "team-a").Set(4)
+	reg.NodePoolUsage.WithLabelValues("cpu", "team-b").Set(2)
+
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`dovetail_nodepool_cost_per_hour{nodepool="team-a"} 1.5`,
+		`karpenter_nodepools_usage{nodepool="team-a",resource_type="cpu"} 4`,
+		`karpenter_build_info{`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+
+	reg.DeleteNodePool("team-a")
+	if n := metricstest.Count(reg.NodePoolUsage); n != 1 {
+		t.Errorf("usage series after deleting team-a = %d, want 1", n)
+	}
+
+	clash := prometheus.NewGauge(prometheus.GaugeOpts{Name: "karpenter_cluster_state_synced", Help: "x"})
+	if err := reg.Register(clash); err == nil {
+		t.Error("registering a clashing collector succeeded")
+	}
+	extra := prometheus.NewCounter(prometheus.CounterOpts{Name: "dovetail_extra_total", Help: "x"})
+	if err := reg.Register(extra); err != nil {
+		t.Errorf("registering a new collector: %v", err)
+	}
+}
