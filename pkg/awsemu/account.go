@@ -134,7 +134,8 @@ type subnetRec struct {
 	CIDR   string
 	base   uint32 // first address of the CIDR
 	size   uint32 // number of addresses
-	next   uint32 // next host offset to hand out
+	next   uint32 // where the search for a free host offset starts
+	used   map[uint32]bool
 	Tags   map[string]string
 	VPCID  string
 	Public bool
@@ -423,15 +424,43 @@ func (a *account) securityGroup(id string) *securityGroupRec {
 	return nil
 }
 
-// allocateIP hands out the subnet's next private address. ok is false when
-// the subnet is full.
+// allocateIP hands out the subnet's next free private address, going round
+// the subnet and skipping addresses in use (AWS reuses the addresses of
+// instances that are gone). ok is false when the subnet is full.
 func (s *subnetRec) allocateIP() (string, bool) {
-	if s.next >= s.size-1 {
+	const first = 4 // AWS reserves the first four addresses and the last
+	usable := s.size - first - 1
+	if uint32(len(s.used)) >= usable {
 		return "", false
 	}
-	ip := s.base + s.next
+	if s.used == nil {
+		s.used = map[uint32]bool{}
+	}
+	for s.used[s.next] || s.next < first || s.next >= s.size-1 {
+		s.next++
+		if s.next >= s.size-1 {
+			s.next = first
+		}
+	}
+	off := s.next
+	s.used[off] = true
 	s.next++
+	ip := s.base + off
 	return fmt.Sprintf("%d.%d.%d.%d", ip>>24, (ip>>16)&0xff, (ip>>8)&0xff, ip&0xff), true
+}
+
+// releaseIP returns an address to the subnet.
+func (s *subnetRec) releaseIP(ip string) {
+	var a, b, c, d uint32
+	if _, err := fmt.Sscanf(ip, "%d.%d.%d.%d", &a, &b, &c, &d); err != nil {
+		return
+	}
+	delete(s.used, (a<<24|b<<16|c<<8|d)-s.base)
+}
+
+// freeAddresses is the subnet's AvailableIpAddressCount.
+func (s *subnetRec) freeAddresses() int64 {
+	return int64(s.size) - 5 - int64(len(s.used))
 }
 
 // privateDNSName is EC2's private host name for an address.

@@ -520,7 +520,7 @@ func (e *Emulator) describeSubnets(req *request) (any, *apiError) {
 			continue
 		}
 		s := s
-		free := int64(s.size) - int64(s.next) - 1
+		free := s.freeAddresses()
 		ok, aerr := matchFilters(filters, s.Tags, func(name string) ([]string, bool) {
 			switch name {
 			case "subnet-id":

@@ -202,7 +202,9 @@ func TestDescribeInstanceTypeOfferingsByLocationType(t *testing.T) {
 	if code := apiCode(t, err); code != "InvalidParameterValue" {
 		t.Errorf("bad location type: %q", code)
 	}
-	var cliOut struct{ InstanceTypeOfferings []struct{ InstanceType, Location string } }
+	var cliOut struct {
+		InstanceTypeOfferings []struct{ InstanceType, Location string }
+	}
 	if err := cli(t, e, &cliOut, "ec2", "describe-instance-type-offerings", "--location-type", "availability-zone-id",
 		"--filters", "Name=location,Values="+zones[1].ID, "Name=instance-type,Values=m5.?arge"); err != nil {
 		t.Fatal(err)
@@ -525,7 +527,9 @@ func TestSpotPriceHistoryFollowsTheSpotRule(t *testing.T) {
 			t.Errorf("product %q timestamp %v", sp.ProductDescription, sp.Timestamp)
 		}
 	}
-	var cliOut struct{ SpotPriceHistory []struct{ AvailabilityZone, InstanceType string } }
+	var cliOut struct {
+		SpotPriceHistory []struct{ AvailabilityZone, InstanceType string }
+	}
 	if err := cli(t, e, &cliOut, "ec2", "describe-spot-price-history", "--instance-types", "m5.large",
 		"--product-descriptions", "Linux/UNIX (Amazon VPC)", "--filters", "Name=availability-zone,Values="+zones[0].Name); err != nil {
 		t.Fatal(err)
@@ -575,7 +579,9 @@ func TestLaunchTemplates(t *testing.T) {
 	if code := apiCode(t, err); code != "InvalidLaunchTemplateId.NotFound" {
 		t.Errorf("deleted id: %q", code)
 	}
-	var cliOut struct{ LaunchTemplates []struct{ LaunchTemplateName string } }
+	var cliOut struct {
+		LaunchTemplates []struct{ LaunchTemplateName string }
+	}
 	if err := cli(t, e, &cliOut, "ec2", "describe-launch-templates", "--filters", "Name=tag:karpenter.k8s.aws/cluster,Values=local"); err != nil {
 		t.Fatal(err)
 	}

@@ -169,6 +169,8 @@ type Emulator struct {
 	subSeq   int
 	// productCache is the Pricing API's product list, built on first use.
 	productCache []product
+	// typeIndex maps instance type names to the catalog's types.
+	typeIndex map[string]*InstanceTypeInfo
 }
 
 // Start seeds the account and starts serving on opts.Addr. The emulator
@@ -204,6 +206,11 @@ func Start(ctx context.Context, opts Options) (*Emulator, error) {
 		done:     make(chan struct{}),
 		rng:      rand.New(rand.NewPCG(uint64(opts.Seed), 0x646f7665)),
 		subs:     map[int]*subscriber{},
+	}
+	e.typeIndex = map[string]*InstanceTypeInfo{}
+	all := cat.InstanceTypes()
+	for i := range all {
+		e.typeIndex[all[i].Name] = &all[i]
 	}
 	e.acct = newAccount(e)
 	e.server = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}

@@ -152,11 +152,7 @@ func lessCandidate(a, b *fleetCandidate) bool {
 // architecture mismatch, price above MaxPrice). Malformed requests (unknown
 // template, subnet, type or image) fail as a whole.
 func (e *Emulator) fleetCandidates(configs []params, capType string) ([]fleetCandidate, *apiError) {
-	types := map[string]*InstanceTypeInfo{}
-	all := e.catalog.InstanceTypes()
-	for i := range all {
-		types[all[i].Name] = &all[i]
-	}
+	types := e.typeIndex
 	var cands []fleetCandidate
 	count := 0
 	for ci, cfg := range configs {

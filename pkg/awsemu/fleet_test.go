@@ -145,7 +145,7 @@ func TestCreateFleetChoosesTheCheapestAvailablePool(t *testing.T) {
 		},
 		{
 			name: "ICE on a type in every zone", capacityType: "on-demand",
-			ice: func(ps []pool) []awsemu.ICERule { return []awsemu.ICERule{{InstanceType: ps[0].typ}} },
+			ice:        func(ps []pool) []awsemu.ICERule { return []awsemu.ICERule{{InstanceType: ps[0].typ}} },
 			wantErrors: func(ps []pool) int { return countType(ps, ps[0].typ) },
 			want: func(ps []pool) int {
 				for i, p := range ps {

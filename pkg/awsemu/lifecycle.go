@@ -91,6 +91,9 @@ func (e *Emulator) fire(t timerEntry, now time.Time) {
 	case timerExpire:
 		if in.State == StateTerminated {
 			delete(e.acct.instances, in.ID)
+			if s := e.acct.subnet(in.SubnetID); s != nil {
+				s.releaseIP(in.PrivateIP)
+			}
 			e.compactOrder()
 		}
 	case timerSpotTerminate:
