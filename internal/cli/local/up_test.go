@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building dovetail: %v\n%s", err, out)
+		os.RemoveAll(tmp)
 		os.Exit(1)
 	}
 	code := m.Run()
