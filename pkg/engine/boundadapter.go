@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/dovetail-sh/dovetail/pkg/engine/bound"
+)
+
+// lowerBound builds the bound's problem from the pods the plan puts on new
+// claims and solves it. Per pod class: its requests (cpu, memory, one pod
+// slot), the offerings it may use in the pools its pods landed in and the
+// pools of the same weight (type × zone × capacity type after requirement,
+// taint, volume and availability filtering; only types one pod fits, with
+// allocatable net of the daemonsets), the zone minimums a zone spread among
+// the class's own pods forces, and the distinct nodes its hostname
+// anti-affinity among its own pods forces.
+func (s *solver) lowerBound(claims []*snode) float64 {
+	if len(claims) == 0 {
+		return 0
+	}
+	// Pods per placement class on new claims, and the pools they used.
+	type agg struct {
+		count int
+		pools map[*cpool]bool
+	}
+	per := map[*pclass]*agg{}
+	var order []*pclass
+	for _, n := range claims {
+		for _, pc := range n.podPC {
+			a := per[pc]
+			if a == nil {
+				a = &agg{pools: map[*cpool]bool{}}
+				per[pc] = a
+				order = append(order, pc)
+			}
+			a.count++
+			a.pools[n.pool] = true
+		}
+	}
+	var prob bound.Problem
+	offIdx := map[[4]int]int{}
+	offering := func(p *cpool, t *ctype, o coff) int {
+		k := [4]int{p.idx, t.idx, o.zone, o.ct}
+		if i, ok := offIdx[k]; ok {
+			return i
+		}
+		i := len(prob.Offerings)
+		offIdx[k] = i
+		prob.Offerings = append(prob.Offerings, bound.Offering{
+			Price: o.price,
+			Alloc: [bound.NumResources]float64{float64(t.alloc[rCPU]), float64(t.alloc[rMem]), float64(t.alloc[rPods])},
+			Zone:  o.zone,
+		})
+		return i
+	}
+	allowedCache := map[string][]int{}
+	var kb keyBuilder
+	for _, pc := range order {
+		a := per[pc]
+		// The pools: those used, plus their tier-mates.
+		var pools []*pcPool
+		for _, pp := range pc.pools {
+			use := a.pools[pp.pool]
+			if !use {
+				for p := range a.pools {
+					if p.weight == pp.pool.weight {
+						use = true
+					}
+				}
+			}
+			if use {
+				pools = append(pools, pp)
+			}
+		}
+		kb.reset()
+		for _, pp := range pools {
+			kb.int(int64(pp.pool.idx))
+			for _, al := range pp.alts {
+				kb.int(int64(al.zones))
+				kb.int(int64(al.cts))
+				for _, w := range al.types {
+					kb.int(int64(w))
+				}
+			}
+		}
+		allowed, ok := allowedCache[string(kb.b)]
+		if !ok {
+			for _, pp := range pools {
+				p := pp.pool
+				for _, al := range pp.alts {
+					al.types.each(func(i int) {
+						t := p.types[i]
+						for _, o := range t.offs {
+							if al.zones.has(o.zone) && al.cts.has(o.ct) {
+								allowed = append(allowed, offering(p, t, o))
+							}
+						}
+					})
+				}
+			}
+			slices.Sort(allowed)
+			allowed = slices.Compact(allowed)
+			allowedCache[string(kb.b)] = allowed
+		}
+		if len(allowed) == 0 {
+			continue
+		}
+		g := bound.Group{
+			Count:   a.count,
+			Request: [bound.NumResources]float64{float64(pc.req[rCPU]), float64(pc.req[rMem]), float64(pc.req[rPods])},
+			Allowed: allowed,
+		}
+		s.boundConstraints(pc, a.count, allowed, &prob, &g)
+		prob.Groups = append(prob.Groups, g)
+	}
+	s.stats.BoundGroups = len(prob.Groups)
+	res, err := bound.Solve(&prob)
+	if err != nil {
+		return 0
+	}
+	return res.LowerBound
+}
+
+// boundConstraints adds the zone minimums and distinct-node counts that the
+// class's own constraints force on its pods, where they involve only the
+// class's pods (so they bound every plan).
+func (s *solver) boundConstraints(pc *pclass, count int, allowed []int, prob *bound.Problem, g *bound.Group) {
+	for _, gi := range pc.owned {
+		tg := s.groups[gi]
+		if !slices.Contains(pc.cls.member, gi) || int(tg.total) != count || !s.onlyMember(tg, pc.cls) {
+			continue
+		}
+		switch {
+		case tg.kind == gAnti && tg.kk == kindHostname:
+			g.DistinctNodes = count
+		case tg.kind == gSpread && (tg.kk == kindZone) && tg.filterTerms == nil && !tg.honorTaints:
+			m := tg.univZones.count()
+			if m < 2 || int(tg.minDomains) > m {
+				continue
+			}
+			lo := (count - int(tg.maxSkew)*(m-1) + m - 1) / m
+			if lo <= 0 {
+				continue
+			}
+			// Every universe zone must be allowed for the minimum to bind.
+			zonesAllowed := zmask(0)
+			for _, oi := range allowed {
+				zonesAllowed |= 1 << uint(prob.Offerings[oi].Zone)
+			}
+			if tg.univZones&^zonesAllowed != 0 {
+				continue
+			}
+			g.MinPerZone = map[int]int{}
+			for z := range s.zones {
+				if tg.univZones.has(z) {
+					g.MinPerZone[z] = lo
+				}
+			}
+		}
+	}
+}
+
+// onlyMember reports whether the class is the group's only member: no
+// other class, and no existing pod, matches its selector.
+func (s *solver) onlyMember(g *tgroup, c *cclass) bool {
+	for _, o := range s.classes {
+		if o != c && slices.Contains(o.member, g.idx) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,868 @@
+package engine
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+var inf = math.Inf(1)
+
+func trailing(w uint64) int { return bits.TrailingZeros64(w) }
+
+// targetTolerance is the relative cost band within which chooseTarget
+// prefers the larger instance type.
+const targetTolerance = 0.002
+
+// fitWindow is how many feasible open claims a pod compares before it
+// picks one (the best fit by fitScore).
+const fitWindow = 8
+
+// maxRounds bounds the construction passes; later passes only retry pods
+// that failed (pod affinity targets may have appeared meanwhile).
+const maxRounds = 4
+
+// List ids for placement cursors.
+func (s *solver) lidExAll() int         { return 0 }
+func (s *solver) lidExZone(z int) int   { return 1 + z }
+func (s *solver) lidExNoZone() int      { return 1 + len(s.zones) }
+func (s *solver) lidPoolBase(p int) int { return 2 + len(s.zones) + p*(len(s.zones)+2) }
+func (s *solver) lidPoolAll(p int) int  { return s.lidPoolBase(p) }
+func (s *solver) lidUnpinned(p int) int { return s.lidPoolBase(p) + 1 }
+func (s *solver) lidZone(p, z int) int  { return s.lidPoolBase(p) + 2 + z }
+func (s *solver) numLists() int         { return s.lidPoolBase(len(s.pools)) }
+
+func (pc *pclass) cursor(s *solver, lid int) int {
+	if pc.cursors == nil {
+		pc.cursors = make([]int32, s.numLists())
+	}
+	return int(pc.cursors[lid])
+}
+
+// order returns the classes in placement order: higher priority first,
+// then pods needing nodes of their own (so the nodes exist before other
+// pods fill them), then larger pods first.
+func (s *solver) order() []*cclass {
+	out := slices.Clone(s.classes)
+	size := func(c *cclass) float64 {
+		r := c.sc.req
+		return float64(r[rCPU])/1000 + float64(r[rMem])/(4<<30) + float64(r[rEph])/(100<<30)
+	}
+	slices.SortStableFunc(out, func(a, b *cclass) int {
+		if c := cmp.Compare(b.sc.priority, a.sc.priority); c != 0 {
+			return c
+		}
+		aa, ba := s.pclassFor(a, a.sc.masks[0]).anchor, s.pclassFor(b, b.sc.masks[0]).anchor
+		if aa != ba {
+			if aa {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(size(b), size(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	return out
+}
+
+// initDemand accounts every pending pod against the pool it would use
+// first, and the anchors against their groups.
+func (s *solver) initDemand() {
+	s.demand = make([]rvec, len(s.pools))
+	s.openFree = make([]rvec, len(s.pools))
+	s.poolAnchors = make([][]*tgroup, len(s.pools))
+	for _, c := range s.classes {
+		pc := s.pclassFor(c, c.sc.masks[0])
+		c.topPool = -1
+		if len(pc.pools) > 0 {
+			c.topPool = pc.pools[0].pool.idx
+		}
+		if c.topPool < 0 {
+			continue
+		}
+		n := int64(len(c.pods))
+		for d := range nres {
+			s.demand[c.topPool][d] += c.sc.req[d] * n
+		}
+		for _, gi := range c.sc.hard {
+			s.groups[gi].pendingOwners += len(c.pods)
+		}
+		for _, g := range pc.anchorGroups {
+			if g.pendingAnchors == 0 {
+				s.poolAnchors[c.topPool] = append(s.poolAnchors[c.topPool], g)
+			}
+			g.pendingAnchors += len(c.pods)
+		}
+	}
+}
+
+// forcedNodes is how many more new nodes the pool's anchors need.
+func (s *solver) forcedNodes(p *cpool) float64 {
+	k := 0.0
+	for _, g := range s.poolAnchors[p.idx] {
+		per := 1.0
+		if g.kind == gSpread {
+			per = float64(g.maxSkew)
+		}
+		k = math.Max(k, math.Ceil(float64(max(g.pendingAnchors, 0))/per))
+	}
+	return k
+}
+
+// construct places every pod: existing capacity first, then new
+// NodeClaims. A new claim is seeded by the next pod in placement order and
+// then filled, node by node, with the pending pods that best complete it
+// (so nodes end full in every resource at once). A pod that can be placed
+// nowhere with its preferences relaxes them, lowest weight first.
+func (s *solver) construct() {
+	order := s.order()
+	s.initDemand()
+	s.buildShapes(order)
+	for round := 0; round < maxRounds; round++ {
+		progress := false
+		if s.nExisting > 0 {
+			for _, c := range order {
+				if !s.pending(c) {
+					continue
+				}
+				pc := s.curPC(c)
+				for c.next < len(c.pods) && s.scanExisting(pc, s.zonePrefFor(pc)) {
+					progress = true
+					s.noteRelaxed(c)
+				}
+			}
+		}
+		for _, c := range order {
+			for s.pending(c) {
+				pc := s.curPC(c)
+				if s.seed(pc) {
+					progress = true
+					s.noteRelaxed(c)
+					continue
+				}
+				c.lastPC = pc
+				if c.maskIdx+1 >= len(c.sc.masks) {
+					break
+				}
+				c.maskIdx++
+				npc := s.curPC(c)
+				for s.nExisting > 0 && c.next < len(c.pods) && s.scanExisting(npc, s.zonePrefFor(npc)) {
+					progress = true
+					s.noteRelaxed(c)
+				}
+			}
+		}
+		if !progress || round == maxRounds-1 {
+			break
+		}
+		// Pods still pending start again from all their preferences: pods
+		// placed meanwhile (affinity targets) may have opened new options.
+		for _, c := range order {
+			if s.pending(c) {
+				c.maskIdx = 0
+			}
+		}
+	}
+}
+
+// markFailed retires the classes construction could not place, so later
+// phases leave them alone.
+func (s *solver) markFailed() {
+	for _, c := range s.classes {
+		if s.pending(c) {
+			c.failed = true
+		}
+	}
+}
+
+func (s *solver) pending(c *cclass) bool {
+	if c.next >= len(c.pods) && len(c.back) == 0 || c.errCode != "" || c.failed {
+		return false
+	}
+	if c.sc.unsupported != "" {
+		c.errCode, c.errMsg = Unsupported, c.sc.unsupported
+		return false
+	}
+	return true
+}
+
+func (s *solver) curPC(c *cclass) *pclass {
+	if n := len(c.back); n > 0 {
+		return c.back[n-1].pc
+	}
+	return s.pclassFor(c, c.sc.masks[c.maskIdx])
+}
+
+func (s *solver) noteRelaxed(c *cclass) {
+	if c.maskIdx > 0 {
+		s.stats.Relaxed++
+	}
+}
+
+func (s *solver) zonePrefFor(pc *pclass) []int {
+	if !pc.zoneRel {
+		return nil
+	}
+	s.zpBuf = s.zonePref(pc, s.zpBuf)
+	return s.zpBuf
+}
+
+// seed places the next pod of pc onto an open claim of its best pool tier,
+// or onto a new claim that is then filled.
+func (s *solver) seed(pc *pclass) bool {
+	zp := s.zonePrefFor(pc)
+	for i := 0; i < len(pc.pools); {
+		// Pools of equal weight form a tier: their open claims first, then
+		// the cheapest new claim among them.
+		j := i + 1
+		for j < len(pc.pools) && pc.pools[j].pool.weight == pc.pools[i].pool.weight {
+			j++
+		}
+		tier := pc.pools[i:j]
+		for _, pp := range tier {
+			if s.scanClaims(pc, pp.pool, zp) {
+				return true
+			}
+		}
+		if n := s.createClaim(pc, tier, zp); n != nil {
+			s.fill(n)
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+// shape is a request vector with the classes that have it.
+type shape struct {
+	req rvec
+	// hard shapes hold classes that own hostname-level spread or
+	// anti-affinity: they fill claims first, since each needs room on many
+	// different nodes.
+	hard    bool
+	classes []*cclass
+	blocked int
+}
+
+func (s *solver) buildShapes(order []*cclass) {
+	type key struct {
+		req  rvec
+		hard bool
+	}
+	idx := map[key]int{}
+	for _, c := range order {
+		pc := s.pclassFor(c, c.sc.masks[0])
+		k := key{c.sc.req, false}
+		for _, r := range pc.hostG {
+			if r.own && r.g.kind != gAffinity {
+				k.hard = true
+			}
+		}
+		i, ok := idx[k]
+		if !ok {
+			i = len(s.shapes)
+			idx[k] = i
+			s.shapes = append(s.shapes, &shape{req: c.sc.req, hard: k.hard})
+		}
+		s.shapes[i].classes = append(s.shapes[i].classes, c)
+	}
+}
+
+// fill adds pending pods to a new claim until none fits: each time the pod
+// whose request leaves the smallest residual (relative to the claim's
+// size), among the pods whose first pool tier holds the claim's pool.
+func (s *solver) fill(n *snode) {
+	s.fillGen++
+	gen := s.fillGen
+	var inv [nres]float64
+	for d := range nres {
+		if n.alloc[d] > 0 {
+			inv[d] = 1 / float64(n.alloc[d])
+		}
+	}
+	for {
+		var free rvec
+		for d := range nres {
+			free[d] = n.alloc[d] - n.used[d]
+		}
+		var best *shape
+		bestScore := 0.0
+		for _, sh := range s.shapes {
+			if sh.blocked == gen || len(sh.classes) == 0 || !sh.req.fits(free) {
+				continue
+			}
+			// Raise the least-used of cpu and memory the most (so the claim
+			// fills evenly), larger pods first at equal balance.
+			uc := float64(n.used[rCPU]+sh.req[rCPU]) * inv[rCPU]
+			um := float64(n.used[rMem]+sh.req[rMem]) * inv[rMem]
+			sc := -(min(uc, um) + 0.25*(uc+um))
+			if best == nil || sh.hard && !best.hard || sh.hard == best.hard && sc < bestScore {
+				best, bestScore = sh, sc
+			}
+		}
+		if best == nil {
+			return
+		}
+		if !s.fillFrom(n, best, gen) {
+			best.blocked = gen
+		}
+	}
+}
+
+// fillFrom places one pod of the shape's classes onto n, if any may go.
+func (s *solver) fillFrom(n *snode, sh *shape, gen int) bool {
+	k := 0
+	placed := false
+	for i, c := range sh.classes {
+		if !s.pending(c) {
+			continue // dropped from the shape
+		}
+		sh.classes[k] = c
+		k++
+		if placed || c.blocked == gen {
+			continue
+		}
+		pc := s.curPC(c)
+		if !pc.inFirstTier(n.pool) {
+			c.blocked = gen
+			continue
+		}
+		d := s.canPlace(pc, n, s.zonePrefFor(pc))
+		if !d.ok {
+			c.blocked = gen
+			continue
+		}
+		s.place(pc, n, d, s.nextPod(c))
+		s.noteRelaxed(c)
+		placed = true
+		if s.pending(c) {
+			continue
+		}
+		k-- // exhausted: drop it
+		_ = i
+	}
+	sh.classes = sh.classes[:k]
+	return placed
+}
+
+// inFirstTier reports whether p is among the class's highest-weight pools.
+func (pc *pclass) inFirstTier(p *cpool) bool {
+	if len(pc.pools) == 0 {
+		return false
+	}
+	w := pc.pools[0].pool.weight
+	for _, pp := range pc.pools {
+		if pp.pool.weight != w {
+			return false
+		}
+		if pp.pool == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *solver) scanExisting(pc *pclass, zp []int) bool {
+	if !pc.zoneRel {
+		return s.scanList(pc, s.lidExAll(), s.exAll, nil, false)
+	}
+	for _, z := range zp {
+		if len(s.exZone[z]) == 0 || s.zoneBlock(pc, z) != nil {
+			continue
+		}
+		if s.scanList(pc, s.lidExZone(z), s.exZone[z], zp, false) {
+			return true
+		}
+	}
+	if !pc.needsZone && len(s.exNoZone) > 0 {
+		return s.scanList(pc, s.lidExNoZone(), s.exNoZone, zp, false)
+	}
+	return false
+}
+
+func (s *solver) scanClaims(pc *pclass, p *cpool, zp []int) bool {
+	if !pc.zoneRel {
+		return s.scanList(pc, s.lidPoolAll(p.idx), s.poolAll[p.idx], nil, false)
+	}
+	for _, z := range zp {
+		if len(s.poolZone[p.idx][z]) == 0 || s.zoneBlock(pc, z) != nil {
+			continue
+		}
+		if s.scanList(pc, s.lidZone(p.idx, z), s.poolZone[p.idx][z], zp, false) {
+			return true
+		}
+	}
+	return s.scanList(pc, s.lidUnpinned(p.idx), s.poolUnpinned[p.idx], zp, true)
+}
+
+// scanList tries the nodes of one list in order, from the class's cursor.
+// The cursor moves past nodes that failed for a reason that persists.
+func (s *solver) scanList(pc *pclass, lid int, list []int32, zp []int, unpinned bool) bool {
+	start := 0
+	useCursor := pc.useCursor && !s.improving
+	if useCursor {
+		start = pc.cursor(s, lid)
+	}
+	cur := start
+	placed := false
+	var best *snode
+	var bestDec decision
+	bestScore := -1.0
+	seen := 0
+	for i := start; i < len(list); i++ {
+		n := s.nodes[list[i]]
+		if n.removed || n.draining || (unpinned && n.zone >= 0) {
+			if i == cur {
+				cur++
+			}
+			continue
+		}
+		d := s.canPlace(pc, n, zp)
+		if d.ok {
+			sc := fitScore(&pc.req, n)
+			if sc > bestScore {
+				best, bestDec, bestScore = n, d, sc
+			}
+			seen++
+			if seen >= s.window || n.kind != nkNew {
+				break
+			}
+			continue
+		}
+		if d.why.monotone() {
+			if i == cur {
+				cur++
+			}
+		} else if unpinned && d.why == fwTopoZone {
+			break
+		}
+	}
+	if best != nil {
+		s.place(pc, best, bestDec, s.nextPod(pc.cls))
+		placed = true
+	}
+	if useCursor {
+		pc.cursors[lid] = int32(cur)
+	}
+	return placed
+}
+
+// fitScore rates a node for a pod: the dot product of the pod's request
+// with the node's residual capacity, both relative to the node's size, so
+// pods go where their shape matches the room left (nodes end balanced).
+func fitScore(req *rvec, n *snode) float64 {
+	sc := 0.0
+	for _, d := range [...]int{rCPU, rMem} {
+		a := float64(n.alloc[d])
+		if a <= 0 {
+			continue
+		}
+		sc += float64(req[d]) / a * float64(n.alloc[d]-n.used[d]) / a
+	}
+	return sc
+}
+
+func (s *solver) nextPod(c *cclass) int32 {
+	if n := len(c.back); n > 0 {
+		p := c.back[n-1].pod
+		c.back = c.back[:n-1]
+		return p
+	}
+	p := c.pods[c.next]
+	c.next++
+	return p
+}
+
+// createClaim opens a new NodeClaim for one pod of pc in the cheapest pool
+// of the tier that can make one, and returns it (nil if none can).
+func (s *solver) createClaim(pc *pclass, tier []*pcPool, zp []int) *snode {
+	var best *snode
+	var bestDec decision
+	bestCost := inf
+	for _, pp := range tier {
+		n, d := s.proposeClaim(pc, pp, zp)
+		cost := inf
+		if n != nil {
+			cost = podShareCost(pc.req, n.target, n.zones, n.cts)
+		}
+		if n != nil && cost < bestCost {
+			best, bestDec, bestCost = n, d, cost
+		}
+		if len(tier) == 1 {
+			break
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	s.registerClaim(best)
+	s.place(pc, best, bestDec, s.nextPod(pc.cls))
+	return best
+}
+
+// proposeClaim builds (without registering) a new NodeClaim of pool pp for
+// one pod of pc, with the decision to place it; cost ranks proposals.
+func (s *solver) proposeClaim(pc *pclass, pp *pcPool, zp []int) (*snode, decision) {
+	p := pp.pool
+	lf := &pc.lastFail[p.idx]
+	if p.nodesLimit >= 0 && p.limits[p.nodesLimit].remaining < 1 {
+		*lf = failInfo{why: fwLimits, msg: "nodes"}
+		return nil, decision{}
+	}
+	fresh := len(s.nodes)
+	for _, r := range pc.hostG {
+		if !groupOK(r.g, fresh, r.own, r.member, true) {
+			*lf = failInfo{why: fwTopoHost, group: r.g}
+			return nil, decision{}
+		}
+	}
+	for _, a := range pp.alts {
+		if !pc.zoneRel {
+			t, why := s.chooseTarget(pc, p, a, a.zones, a.cts)
+			if t == nil {
+				*lf = failInfo{why: why}
+				continue
+			}
+			n := s.newSnode(p, t, a.zones, a.cts)
+			d := s.canPlaceNew(pc, n, zp)
+			if !d.ok {
+				*lf = failInfo{why: d.why, group: d.grp}
+				continue
+			}
+			return n, d
+		}
+		for _, z := range zp {
+			if !a.zones.has(z) {
+				continue
+			}
+			if g := s.zoneBlock(pc, z); g != nil {
+				*lf = failInfo{why: fwTopoZone, group: g}
+				continue
+			}
+			zm := zmask(1) << uint(z)
+			t, why := s.chooseTarget(pc, p, a, zm, a.cts)
+			if t == nil {
+				if lf.why != fwTopoZone {
+					*lf = failInfo{why: why}
+				}
+				continue
+			}
+			n := s.newSnode(p, t, zm, a.cts)
+			d := s.canPlaceNew(pc, n, zp)
+			if !d.ok {
+				*lf = failInfo{why: d.why, group: d.grp}
+				continue
+			}
+			return n, d
+		}
+	}
+	return nil, decision{}
+}
+
+func (s *solver) newSnode(p *cpool, t *ctype, zones zmask, cts ctmask) *snode {
+	n := &snode{
+		id: len(s.nodes), kind: nkNew, pool: p, alloc: t.alloc, target: t,
+		types: p.allTypes.clone(), zones: zones, cts: cts, zone: -1, ct: -1,
+	}
+	if c, ok := cts.only(); ok {
+		n.ct = c
+	}
+	if len(p.limits) > 0 {
+		n.reserved = slices.Clone(t.capLimit)
+	}
+	return n
+}
+
+// registerClaim adds a proposed NodeClaim to the plan.
+func (s *solver) registerClaim(n *snode) {
+	n.id = len(s.nodes)
+	s.nodes = append(s.nodes, n)
+	p := n.pool
+	s.poolAll[p.idx] = append(s.poolAll[p.idx], int32(n.id))
+	if z, ok := n.zones.only(); ok {
+		n.zone = -1
+		s.narrowZones(n, 1<<uint(z))
+	} else {
+		s.poolUnpinned[p.idx] = append(s.poolUnpinned[p.idx], int32(n.id))
+	}
+	for i := range p.limits {
+		p.limits[i].remaining -= n.reserved[i]
+	}
+	s.openFree[p.idx] = s.openFree[p.idx].add(n.alloc)
+	s.claimSeq++
+	if s.trial != nil {
+		s.trial.created = append(s.trial.created, n)
+		n.snapGen = s.trial.gen
+	}
+}
+
+// chooseTarget picks the instance type a new NodeClaim is filled up to:
+// the cheapest way to serve the pool's remaining demand with nodes of one
+// type (at least one node, at least as many as the anchors still need),
+// preferring the larger type among near-equal costs. It returns nil and
+// the reason when no type can hold the pod.
+func (s *solver) chooseTarget(pc *pclass, p *cpool, a *classAlt, zones zmask, cts ctmask) (*ctype, failWhy) {
+	// Claims are filled as they are made, so the demand left is what new
+	// claims must hold.
+	demand := s.demand[p.idx]
+	var dfree rvec
+	for d := range nres {
+		dfree[d] = max(demand[d], 0)
+	}
+	k := math.Max(1, s.forcedNodes(p))
+	costs := s.costBuf[:0]
+	best := inf
+	why := fwOffering
+	a.types.each(func(i int) {
+		t := p.types[i]
+		price := t.priceIn(zones, cts)
+		if price == inf {
+			costs = append(costs, inf)
+			return
+		}
+		if !s.limitsAllow(p, t) {
+			if why == fwOffering {
+				why = fwLimits
+			}
+			costs = append(costs, inf)
+			return
+		}
+		nodes := k
+		for d := range nres {
+			if t.alloc[d] > 0 && dfree[d] > 0 {
+				nodes = math.Max(nodes, float64(dfree[d])/float64(t.alloc[d]))
+			}
+		}
+		c := price * nodes
+		costs = append(costs, c)
+		if c < best {
+			best = c
+		}
+	})
+	s.costBuf = costs
+	if best == inf {
+		return nil, why
+	}
+	if k <= 1 {
+		if t := s.chooseByTrial(pc, p, a, zones, cts, costs, best); t != nil {
+			return t, fwNone
+		}
+	}
+	limit := best * (1 + s.tol)
+	var pick *ctype
+	j := 0
+	a.types.each(func(i int) {
+		c := costs[j]
+		j++
+		if c > limit {
+			return
+		}
+		t := p.types[i]
+		if pick == nil || larger(t, pick) {
+			pick = t
+		}
+	})
+	return pick, fwNone
+}
+
+// trialCandidates bounds how many instance types chooseByTrial fills.
+const trialCandidates = 12
+
+// chooseByTrial picks the target among the cheapest types for the demand
+// (and the cheapest of each memory-per-cpu band) by filling each, on paper,
+// with the pending pods of the pool: the type whose fill is worth the most
+// per dollar wins (pods are worth their cheapest fractional price), the
+// larger at near-equal worth.
+func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, cts ctmask, costs []float64, best float64) *ctype {
+	type cand struct {
+		t    *ctype
+		cost float64
+	}
+	var cands []cand
+	j := 0
+	a.types.each(func(i int) {
+		c := costs[j]
+		j++
+		if c < inf {
+			cands = append(cands, cand{p.types[i], c})
+		}
+	})
+	if len(cands) <= 1 {
+		return nil
+	}
+	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.cost, y.cost) })
+	var short []*ctype
+	var bandSeen [6]int
+	for i, c := range cands {
+		band := memBand(c.t)
+		if i < trialCandidates/2 || bandSeen[band] < 2 {
+			short = append(short, c.t)
+			bandSeen[band]++
+		}
+		if len(short) >= trialCandidates {
+			break
+		}
+	}
+	// Pending pods per shape for this pool, and their worth.
+	counts := s.trialCounts[:0]
+	values := s.trialValues[:0]
+	for _, sh := range s.shapes {
+		n := 0
+		v := 0.0
+		for _, c := range sh.classes {
+			if !s.pending(c) {
+				continue
+			}
+			cp := s.curPC(c)
+			if !cp.inFirstTier(p) {
+				continue
+			}
+			if v == 0 {
+				v = s.podValue(cp, p)
+			}
+			n += s.trialCap(cp, len(c.pods)-c.next+len(c.back))
+		}
+		if sh.req == pc.req && n > 0 && slices.Contains(sh.classes, pc.cls) {
+			n-- // the seed itself
+		}
+		counts = append(counts, n)
+		values = append(values, v)
+	}
+	s.trialCounts, s.trialValues = counts, values
+	seedValue := s.podValue(pc, p)
+	var pick *ctype
+	pickRatio := 0.0
+	left := s.trialLeft
+	for _, t := range short {
+		left = append(left[:0], counts...)
+		worth := seedValue + s.trialFill(t, pc.req, left, values)
+		ratio := worth / t.priceIn(zones, cts)
+		if pick == nil || ratio > pickRatio*(1+s.tol) || ratio >= pickRatio*(1-s.tol) && larger(t, pick) {
+			if ratio > pickRatio {
+				pickRatio = ratio
+			}
+			pick = t
+		}
+	}
+	s.trialLeft = left
+	return pick
+}
+
+// trialCap bounds how many of a class's pending pods one claim can take,
+// as far as its topology says: a zone spread leaves a zone about its share,
+// hostname anti-affinity or spread among themselves maxSkew per node.
+func (s *solver) trialCap(pc *pclass, n int) int {
+	for _, r := range pc.zoneG {
+		g := r.g
+		if g.kind == gSpread && (r.own || r.member) {
+			m := max(g.univZones.count(), 1)
+			n = min(n, (n+m-1)/m+int(g.maxSkew))
+		}
+	}
+	for _, r := range pc.hostG {
+		g := r.g
+		if r.own && r.member && g.kind == gAnti {
+			n = min(n, 1)
+		}
+		if r.own && r.member && g.kind == gSpread {
+			n = min(n, int(g.maxSkew))
+		}
+	}
+	return n
+}
+
+// memBand classes a type by memory per cpu (GiB per core).
+func memBand(t *ctype) int {
+	if t.alloc[rCPU] <= 0 {
+		return 5
+	}
+	r := float64(t.alloc[rMem]) / float64(1<<30) / (float64(t.alloc[rCPU]) / 1000)
+	switch {
+	case r < 2.5:
+		return 0
+	case r < 5:
+		return 1
+	case r < 10:
+		return 2
+	case r < 20:
+		return 3
+	}
+	return 4
+}
+
+// trialFill fills a type on paper from the pending shape counts, the way
+// fill would (ignoring topology), and returns the worth of what it took.
+func (s *solver) trialFill(t *ctype, seed rvec, left []int, values []float64) float64 {
+	used := seed
+	worth := 0.0
+	var inv [nres]float64
+	for d := range nres {
+		if t.alloc[d] > 0 {
+			inv[d] = 1 / float64(t.alloc[d])
+		}
+	}
+	for {
+		var free rvec
+		for d := range nres {
+			free[d] = t.alloc[d] - used[d]
+		}
+		bi := -1
+		bestScore := 0.0
+		for i, sh := range s.shapes {
+			if left[i] == 0 || !sh.req.fits(free) {
+				continue
+			}
+			uc := float64(used[rCPU]+sh.req[rCPU]) * inv[rCPU]
+			um := float64(used[rMem]+sh.req[rMem]) * inv[rMem]
+			sc := -(min(uc, um) + 0.25*(uc+um))
+			if bi < 0 || sc < bestScore {
+				bi, bestScore = i, sc
+			}
+		}
+		if bi < 0 {
+			return worth
+		}
+		// Take as many of the shape as keep the same choice cheap: one at a
+		// time is exact but slow; a few at a time is close enough.
+		used = used.add(s.shapes[bi].req)
+		left[bi]--
+		worth += values[bi]
+	}
+}
+
+// larger orders types by cpu, then memory, then cheaper first.
+func larger(a, b *ctype) bool {
+	if a.alloc[rCPU] != b.alloc[rCPU] {
+		return a.alloc[rCPU] > b.alloc[rCPU]
+	}
+	if a.alloc[rMem] != b.alloc[rMem] {
+		return a.alloc[rMem] > b.alloc[rMem]
+	}
+	return a.minPrice < b.minPrice
+}
+
+// limitsAllow reports whether one more node of type t keeps the pool
+// within its limits.
+func (s *solver) limitsAllow(p *cpool, t *ctype) bool {
+	for i := range p.limits {
+		if t.capLimit[i] > p.limits[i].remaining {
+			return false
+		}
+	}
+	return true
+}
+
+// podShareCost is the share of a type's price one pod takes (by its
+// dominant resource): how tiers of equal-weight pools are ranked.
+func podShareCost(req rvec, t *ctype, zones zmask, cts ctmask) float64 {
+	share := 0.0
+	for d := range nres {
+		if req[d] > 0 && t.alloc[d] > 0 {
+			share = math.Max(share, float64(req[d])/float64(t.alloc[d]))
+		}
+	}
+	return t.priceIn(zones, cts) * share
+}

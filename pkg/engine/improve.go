@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/dovetail-sh/dovetail/pkg/requirements"
+)
+
+// The improvement phase re-packs sets of new claims while that makes the
+// plan cheaper. Each attempt is a trial: the claims' pods are taken off,
+// offered first to the spare room of other claims (free: those keep their
+// price), then re-packed into new claims by the construction's seed-and-
+// fill; the trial is kept only if the claims it touched cost less
+// afterwards, otherwise it is rolled back exactly (a journal restores every
+// touched claim). Work is counted in placement checks against a budget that
+// scales with the input, never in time, so plans are reproducible.
+
+// DefaultImprovementBudget is the improvement work (placement checks) for
+// a solve of the given number of pending pods when Options leave it 0.
+func DefaultImprovementBudget(pods int) int {
+	return 40*pods + 200_000
+}
+
+// trial journals the changes of one improvement attempt.
+type trial struct {
+	gen     int
+	snaps   []nodeSnap
+	moves   []move
+	created []*snode
+	limits  [][]int64
+}
+
+type move struct {
+	pod  int32
+	pc   *pclass
+	node *snode
+	add  bool // placed onto node (false: taken off it)
+}
+
+// nodeSnap is what a trial may change on a node besides its pods.
+type nodeSnap struct {
+	n        *snode
+	cost     float64
+	types    bitset
+	zones    zmask
+	cts      ctmask
+	zone     int
+	ct       int
+	free     requirements.Requirements
+	pinned   map[string]string
+	elig     map[int]bool
+	target   *ctype
+	alloc    rvec
+	listed   bool
+	removed  bool
+	draining bool
+	pods     []int32
+	podPC    []*pclass
+}
+
+// touch snapshots a node the first time a trial changes it.
+func (s *solver) touch(n *snode) {
+	t := s.trial
+	if t == nil || n.kind != nkNew || n.snapGen == t.gen {
+		return
+	}
+	n.snapGen = t.gen
+	t.snaps = append(t.snaps, nodeSnap{
+		n: n, cost: s.claimCost(n), types: n.types.clone(), zones: n.zones, cts: n.cts, zone: n.zone, ct: n.ct,
+		free: n.free, pinned: maps.Clone(n.pinned), elig: maps.Clone(n.elig), target: n.target, alloc: n.alloc,
+		listed: n.listed, removed: n.removed, draining: n.draining, pods: slices.Clone(n.pods), podPC: slices.Clone(n.podPC),
+	})
+}
+
+// claimCost is what a claim costs now: its cheapest option's price (0 when
+// it holds no pod).
+func (s *solver) claimCost(n *snode) float64 {
+	if n.removed || len(n.pods) == 0 {
+		return 0
+	}
+	if _, o, ok := s.rightSize(n); ok {
+		return o.price
+	}
+	return math.Inf(1)
+}
+
+func (s *solver) beginTrial() {
+	s.trialGen++
+	t := &trial{gen: s.trialGen}
+	t.limits = make([][]int64, len(s.pools))
+	for i, p := range s.pools {
+		if len(p.limits) > 0 {
+			t.limits[i] = make([]int64, len(p.limits))
+			for j := range p.limits {
+				t.limits[i][j] = p.limits[j].remaining
+			}
+		}
+	}
+	s.trial = t
+}
+
+// endTrial keeps the trial if it lowered the cost of the claims it touched
+// (and placed every pod it took off); otherwise it rolls it back.
+func (s *solver) endTrial(keepIfCheaper bool) bool {
+	t := s.trial
+	before, after := 0.0, 0.0
+	for _, sn := range t.snaps {
+		before += sn.cost
+		after += s.claimCost(sn.n)
+	}
+	for _, n := range t.created {
+		after += s.claimCost(n)
+	}
+	ok := keepIfCheaper && s.backEmpty() && after < before-1e-9
+	s.trial = nil
+	if ok {
+		for _, sn := range t.snaps {
+			s.settle(sn.n)
+		}
+		for _, n := range t.created {
+			s.settle(n)
+		}
+		s.stats.ImproveAccepted++
+		return true
+	}
+	s.rollback(t)
+	return false
+}
+
+// settle right-sizes a claim after a kept trial (empty claims go away).
+func (s *solver) settle(n *snode) {
+	n.draining = false
+	if len(n.pods) == 0 {
+		if !n.removed {
+			n.removed = true
+			for i := range n.pool.limits {
+				n.pool.limits[i].remaining += n.reserved[i]
+			}
+		}
+		return
+	}
+	n.removed = false
+	if t, _, ok := s.rightSize(n); ok {
+		n.target, n.alloc = t, t.alloc
+	}
+}
+
+func (s *solver) backEmpty() bool {
+	for _, c := range s.repackClasses {
+		if len(c.back) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *solver) rollback(t *trial) {
+	// Pods still waiting go back where they were.
+	for _, c := range s.repackClasses {
+		c.back = c.back[:0]
+	}
+	// Undo the placements the trial made, newest first.
+	for i := len(t.moves) - 1; i >= 0; i-- {
+		m := t.moves[i]
+		if m.add {
+			s.unplace(m.pc, m.node, m.pod)
+		}
+	}
+	for _, n := range t.created {
+		n.removed = true
+	}
+	for i, p := range s.pools {
+		for j := range p.limits {
+			p.limits[j].remaining = t.limits[i][j]
+		}
+	}
+	// Restore the claims, then put the pods taken off back in order.
+	for _, sn := range t.snaps {
+		n := sn.n
+		n.types, n.zones, n.cts, n.zone, n.ct = sn.types, sn.zones, sn.cts, sn.zone, sn.ct
+		n.free, n.pinned, n.elig, n.target, n.alloc = sn.free, sn.pinned, sn.elig, sn.target, sn.alloc
+		n.listed, n.removed, n.draining = sn.listed, sn.removed, sn.draining
+	}
+	for _, sn := range t.snaps {
+		n := sn.n
+		for k, pod := range sn.pods {
+			if slices.Contains(n.pods, pod) {
+				continue
+			}
+			pc := sn.podPC[k]
+			s.place(pc, n, decision{ok: true, alt: findAlt(pc, n), zone: -1, ct: -1}, pod)
+		}
+		n.pods = slices.Clone(sn.pods)
+		n.podPC = slices.Clone(sn.podPC)
+	}
+}
+
+// improve runs the improvement phase within the work budget.
+func (s *solver) improve() {
+	budget := s.opts.ImprovementBudget
+	if budget == 0 {
+		budget = DefaultImprovementBudget(len(s.in.Pods))
+	}
+	if budget < 0 {
+		return
+	}
+	claims := s.liveClaims()
+	if len(claims) == 0 {
+		return
+	}
+	s.improving = true
+	defer func() { s.improving = false }()
+	s.evals = 0
+	for _, n := range claims {
+		s.settle(n)
+	}
+	s.repackClasses = s.classes
+	for pass := 0; pass < 4 && s.evals < budget; pass++ {
+		improved := false
+		// Least efficient claims first.
+		claims = s.rankClaims()
+		for _, n := range claims {
+			if s.evals >= budget {
+				break
+			}
+			if n.removed || len(n.pods) == 0 {
+				continue
+			}
+			if s.repack([]*snode{n}) {
+				improved = true
+			}
+		}
+		claims = s.rankClaims()
+		for i, a := range claims {
+			if s.evals >= budget {
+				break
+			}
+			if a.removed || len(a.pods) == 0 {
+				continue
+			}
+			tries := 0
+			for _, b := range claims[i+1:] {
+				if tries >= 3 || s.evals >= budget {
+					break
+				}
+				if b.removed || len(b.pods) == 0 || b.pool != a.pool {
+					continue
+				}
+				if a.zone >= 0 && b.zone >= 0 && a.zone != b.zone {
+					continue
+				}
+				tries++
+				if s.repack([]*snode{a, b}) {
+					improved = true
+					break
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	s.stats.ImproveEvaluations = s.evals
+}
+
+func (s *solver) liveClaims() []*snode {
+	var out []*snode
+	for _, n := range s.nodes[s.nExisting:] {
+		if !n.removed && len(n.pods) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// rankClaims orders live claims by efficiency (value of their pods over
+// their price), least efficient first; ties by creation.
+func (s *solver) rankClaims() []*snode {
+	claims := s.liveClaims()
+	eff := make(map[*snode]float64, len(claims))
+	for _, n := range claims {
+		v := 0.0
+		for _, pc := range n.podPC {
+			v += s.podValue(pc, n.pool)
+		}
+		c := s.claimCost(n)
+		if c > 0 {
+			eff[n] = v / c
+		}
+	}
+	slices.SortStableFunc(claims, func(a, b *snode) int { return cmp.Compare(eff[a], eff[b]) })
+	return claims
+}
+
+// podValue is the cheapest fractional price of one pod of pc in a pool: a
+// share of its best type by its dominant resource.
+func (s *solver) podValue(pc *pclass, p *cpool) float64 {
+	if pc.value == nil {
+		pc.value = make([]float64, len(s.pools))
+		for i := range pc.value {
+			pc.value[i] = -1
+		}
+	}
+	if v := pc.value[p.idx]; v >= 0 {
+		return v
+	}
+	best := math.Inf(1)
+	if pp := pc.poolEntry(p); pp != nil {
+		for _, a := range pp.alts {
+			a.types.each(func(i int) {
+				t := p.types[i]
+				if c := podShareCost(pc.req, t, a.zones, a.cts); c < best {
+					best = c
+				}
+			})
+		}
+	}
+	if math.IsInf(best, 1) {
+		best = 0
+	}
+	pc.value[p.idx] = best
+	return best
+}
+
+// repack tries to re-pack the pods of a set of claims more cheaply.
+func (s *solver) repack(set []*snode) bool {
+	s.beginTrial()
+	for _, n := range set {
+		s.touch(n)
+		for i := len(n.pods) - 1; i >= 0; i-- {
+			pod, pc := n.pods[i], n.podPC[i]
+			s.unplace(pc, n, pod)
+			pc.cls.back = append(pc.cls.back, backPod{pod: pod, pc: pc})
+		}
+		n.draining = true
+	}
+	// Offer the pods to the spare room of other claims, largest first.
+	for _, c := range s.order() {
+		for len(c.back) > 0 {
+			pc := s.curPC(c)
+			if !s.absorb(pc) {
+				break
+			}
+		}
+	}
+	// Re-pack the rest into new claims.
+	ok := true
+	for _, c := range s.order() {
+		for len(c.back) > 0 {
+			if !s.seed(s.curPC(c)) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+	}
+	return s.endTrial(ok)
+}
+
+// absorb places one pod of pc into the spare room of a live claim of its
+// first pool tier, without changing that claim's price.
+func (s *solver) absorb(pc *pclass) bool {
+	zp := s.zonePrefFor(pc)
+	for _, pp := range pc.pools {
+		if !pc.inFirstTier(pp.pool) {
+			break
+		}
+		if s.scanClaims(pc, pp.pool, zp) {
+			return true
+		}
+	}
+	return false
+}

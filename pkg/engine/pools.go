@@ -1,0 +1,570 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/requirements"
+)
+
+// zoneInfo is one zone of the solve (index = position in solver.zones).
+type zoneInfo struct {
+	name string
+	id   string
+}
+
+// ctype is an instance type as one pool sees it.
+type ctype struct {
+	idx    int
+	it     *cloudprovider.InstanceType
+	name   string
+	labels map[string]string
+	// alloc is what pods may use: allocatable less the daemonset overhead.
+	alloc rvec
+	// ds is the daemonset overhead on this type in this pool.
+	ds rvec
+	// capLimit[i] is the type's capacity in the pool's i-th limited resource.
+	capLimit []int64
+	// offs are the usable offerings, cheapest first.
+	offs     []coff
+	zones    zmask
+	cts      ctmask
+	minPrice float64
+}
+
+// coff is a usable offering of a type.
+type coff struct {
+	zone  int
+	ct    int
+	price float64
+}
+
+// cheapest returns the cheapest usable offering within the masks.
+func (t *ctype) cheapest(zones zmask, cts ctmask) (coff, bool) {
+	for _, o := range t.offs {
+		if zones.has(o.zone) && cts.has(o.ct) {
+			return o, true
+		}
+	}
+	return coff{}, false
+}
+
+// priceIn is the cheapest price within the masks, or +Inf.
+func (t *ctype) priceIn(zones zmask, cts ctmask) float64 {
+	if o, ok := t.cheapest(zones, cts); ok {
+		return o.price
+	}
+	return math.Inf(1)
+}
+
+// limitEntry is one limited resource of a pool.
+type limitEntry struct {
+	name      corev1.ResourceName
+	limit     int64
+	remaining int64
+}
+
+// mvKey is a pool requirement with minValues.
+type mvKey struct {
+	key  string
+	min  int
+	kind keyKind
+	// typeVal[i] is the index of type i's value of the key, -1 if absent;
+	// only for keys instance types carry.
+	typeVal []int32
+	nvals   int
+}
+
+// cpool is a NodePool compiled for the solve.
+type cpool struct {
+	idx    int
+	np     *NodePool
+	name   string
+	weight int32
+	reqs   requirements.Requirements
+	// fixed are labels every node of the pool carries.
+	fixed map[string]string
+	// free are requirement keys whose value each node picks (a multi-valued
+	// requirement on a key no instance type carries).
+	free map[string]*requirements.Requirement
+	// typeKeys are the label keys the pool's instance types carry.
+	typeKeys map[string]bool
+	taints   []corev1.Taint
+	// types are the instance types that pass the pool's requirements and
+	// have at least one usable offering, cheapest first.
+	types    []*ctype
+	allTypes bitset
+	zones    zmask
+	cts      ctmask
+	// noOffer counts types that pass the requirements but have no usable
+	// offering; dsTooBig those the daemonsets alone overflow.
+	noOffer, dsTooBig int
+	limits            []limitEntry
+	nodesLimit        int // index into limits, -1 if none
+	minValues         []mvKey
+	unsupported       string
+	unsupportedBroken string
+	termCache         map[string]*altInfo
+}
+
+// altInfo is what one node selector term allows in one pool.
+type altInfo struct {
+	ok bool
+	// fail explains !ok: the key and why.
+	failKey string
+	failMsg string
+	// noOffering: the term passes the pool's labels but no type has a
+	// usable offering in the zones/capacity types it allows.
+	noOffering bool
+	types      bitset
+	zones      zmask
+	cts        ctmask
+	// free holds the pool ∩ term requirement for each free key the term
+	// constrains.
+	free requirements.Requirements
+}
+
+// compilePools builds the pools, sorted by weight (highest first) then
+// name.
+func (s *solver) compilePools() {
+	in := s.in
+	unavailable := make(map[OfferingKey]bool, len(in.Unavailable))
+	for _, k := range in.Unavailable {
+		unavailable[k] = true
+	}
+	order := make([]int, len(in.NodePools))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		pa, pb := &in.NodePools[a], &in.NodePools[b]
+		if c := cmp.Compare(pb.Weight, pa.Weight); c != 0 {
+			return c
+		}
+		return strings.Compare(pa.Name, pb.Name)
+	})
+	s.poolByName = map[string]*cpool{}
+	for _, i := range order {
+		np := &in.NodePools[i]
+		p := s.compilePool(np, unavailable)
+		p.idx = len(s.pools)
+		s.pools = append(s.pools, p)
+		s.poolByName[p.name] = p
+	}
+}
+
+func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool) *cpool {
+	p := &cpool{
+		np: np, name: np.Name, weight: np.Weight, reqs: np.Requirements,
+		fixed: map[string]string{labelNodePool: np.Name}, free: map[string]*requirements.Requirement{},
+		typeKeys: map[string]bool{labelInstanceType: true}, taints: np.Taints,
+		nodesLimit: -1, unsupported: np.UnsupportedReason, termCache: map[string]*altInfo{},
+	}
+	if s.in.Region != "" {
+		p.fixed[labelRegion] = s.in.Region
+	}
+	for k, v := range np.Labels {
+		p.fixed[k] = v
+	}
+	for _, it := range np.InstanceTypes {
+		if it == nil {
+			continue
+		}
+		for k := range it.Labels {
+			p.typeKeys[k] = true
+		}
+	}
+	// Capacity types: a pool that leaves the key open gets on-demand only.
+	cts := ctmask(1 << ctOnDemand)
+	broken := ""
+	for r := range np.Requirements.All() {
+		key := r.Key()
+		switch classifyKey(key) {
+		case kindCapacity:
+			cts = 0
+			for c := range nCT {
+				if r.Has(ctNames[c]) {
+					cts |= 1 << c
+				}
+			}
+			if cts == 1<<ctReserved && p.unsupported == "" {
+				p.unsupported = "capacity type reserved is not supported yet"
+			}
+			cts &^= 1 << ctReserved
+		case kindZone, kindZoneID:
+			// Offering filters, applied per offering below.
+		case kindNodePool:
+			if !r.Has(np.Name) {
+				broken = fmt.Sprintf("its requirement %s excludes its own name", describeReq(r))
+			}
+		case kindHostname:
+			// Validation rejects it; nothing to compile.
+		case kindRegion:
+			if s.in.Region != "" && !r.Has(s.in.Region) {
+				broken = fmt.Sprintf("its requirement %s excludes the region %q", describeReq(r), s.in.Region)
+			}
+		default:
+			if p.typeKeys[key] {
+				continue
+			}
+			if v, ok := np.Labels[key]; ok {
+				if !r.Has(v) {
+					broken = fmt.Sprintf("its template label %s=%s contradicts its requirement %s", key, v, describeReq(r))
+				}
+				continue
+			}
+			if vals := r.Values(); r.IsFinite() && !r.AllowsAbsent() && len(vals) == 1 {
+				p.fixed[key] = vals[0]
+				continue
+			}
+			p.free[key] = r
+		}
+	}
+	p.cts = 0
+	// Types that pass the requirements, with their usable offerings.
+	var types []*ctype
+	for _, it := range np.InstanceTypes {
+		if it == nil || broken != "" {
+			continue
+		}
+		labels := it.Labels
+		if _, ok := labels[labelInstanceType]; !ok {
+			labels = make(map[string]string, len(it.Labels)+1)
+			for k, v := range it.Labels {
+				labels[k] = v
+			}
+			labels[labelInstanceType] = it.Name
+		}
+		if !typePasses(np.Requirements, p.typeKeys, labels) {
+			continue
+		}
+		t := &ctype{it: it, name: it.Name, labels: labels, minPrice: math.Inf(1)}
+		zoneReq := np.Requirements.Get(labelZone)
+		zoneIDReq := np.Requirements.Get(labelZoneID)
+		for _, o := range it.Offerings {
+			c := ctIndex(o.CapacityType)
+			if c < 0 || !cts.has(c) || !o.Available || !(o.Price >= 0) || math.IsInf(o.Price, 1) {
+				continue
+			}
+			if !zoneReq.Has(o.Zone) {
+				continue
+			}
+			if zoneIDReq != nil && !(o.ZoneID == "" && zoneIDReq.AllowsAbsent() || o.ZoneID != "" && zoneIDReq.Has(o.ZoneID)) {
+				continue
+			}
+			if unavailable[OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
+				continue
+			}
+			z, ok := s.zoneIdx[o.Zone]
+			if !ok {
+				continue
+			}
+			t.offs = append(t.offs, coff{zone: z, ct: c, price: o.Price})
+			t.zones |= 1 << uint(z)
+			t.cts |= 1 << uint(c)
+			t.minPrice = math.Min(t.minPrice, o.Price)
+		}
+		if len(t.offs) == 0 {
+			p.noOffer++
+			continue
+		}
+		slices.SortStableFunc(t.offs, func(a, b coff) int {
+			if c := cmp.Compare(a.price, b.price); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.ct, b.ct); c != 0 {
+				return c
+			}
+			return strings.Compare(s.zones[a.zone].name, s.zones[b.zone].name)
+		})
+		t.alloc = s.res.vec(it.Allocatable())
+		types = append(types, t)
+	}
+	slices.SortStableFunc(types, func(a, b *ctype) int {
+		if c := cmp.Compare(a.minPrice, b.minPrice); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	p.setTypes(types)
+	// Daemonset overhead per type, then drop types the daemonsets overflow.
+	if len(s.daemons) > 0 && len(types) > 0 {
+		for _, d := range s.daemons {
+			if _, ok := tolerates(d.tolerations, p.taints); !ok {
+				continue
+			}
+			mask := newBitset(len(p.types))
+			for _, term := range d.terms {
+				ai := s.termCompat(p, term)
+				if !ai.ok {
+					continue
+				}
+				ai.types.each(func(i int) {
+					t := p.types[i]
+					if t.zones&ai.zones != 0 && t.cts&ai.cts != 0 {
+						mask.set(i)
+					}
+				})
+			}
+			mask.each(func(i int) { p.types[i].ds = p.types[i].ds.add(d.req) })
+		}
+		kept := types[:0]
+		for _, t := range p.types {
+			t.alloc = t.alloc.sub(t.ds)
+			neg := false
+			for _, v := range t.alloc {
+				if v < 0 {
+					neg = true
+				}
+			}
+			if neg {
+				p.dsTooBig++
+				continue
+			}
+			kept = append(kept, t)
+		}
+		if len(kept) != len(p.types) {
+			p.setTypes(kept)
+		}
+	}
+	if broken != "" {
+		p.unsupportedBroken = broken
+	}
+	// Limits.
+	names := make([]corev1.ResourceName, 0, len(np.Limits))
+	for name := range np.Limits {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		q := np.Limits[name]
+		e := limitEntry{name: name, limit: quantityValue(name, &q)}
+		e.remaining = e.limit
+		if u, ok := np.Usage[name]; ok {
+			e.remaining -= quantityValue(name, &u)
+		}
+		if name == "nodes" {
+			p.nodesLimit = len(p.limits)
+		}
+		p.limits = append(p.limits, e)
+	}
+	for _, t := range p.types {
+		t.capLimit = make([]int64, len(p.limits))
+		for i, e := range p.limits {
+			if i == p.nodesLimit {
+				t.capLimit[i] = 1
+				continue
+			}
+			if q, ok := t.it.Capacity[e.name]; ok {
+				t.capLimit[i] = quantityValue(e.name, &q)
+			}
+		}
+	}
+	// minValues.
+	for r := range np.Requirements.All() {
+		mv := r.MinValues()
+		if mv == nil {
+			continue
+		}
+		k := mvKey{key: r.Key(), min: *mv, kind: classifyKey(r.Key())}
+		if p.typeKeys[k.key] {
+			idx := map[string]int32{}
+			k.typeVal = make([]int32, len(p.types))
+			for i, t := range p.types {
+				v, ok := t.labels[k.key]
+				if !ok || !r.Has(v) {
+					k.typeVal[i] = -1
+					continue
+				}
+				j, seen := idx[v]
+				if !seen {
+					j = int32(len(idx))
+					idx[v] = j
+				}
+				k.typeVal[i] = j
+			}
+			k.nvals = len(idx)
+		}
+		p.minValues = append(p.minValues, k)
+	}
+	return p
+}
+
+func (p *cpool) setTypes(types []*ctype) {
+	p.types = types
+	p.allTypes = newBitset(len(types))
+	p.zones, p.cts = 0, 0
+	for i, t := range types {
+		t.idx = i
+		p.allTypes.set(i)
+		p.zones |= t.zones
+		p.cts |= t.cts
+	}
+	p.termCache = map[string]*altInfo{}
+}
+
+// typePasses reports whether a type's labels satisfy the pool's
+// requirements on the keys instance types carry.
+func typePasses(reqs requirements.Requirements, typeKeys map[string]bool, labels map[string]string) bool {
+	for r := range reqs.All() {
+		if !typeKeys[r.Key()] {
+			continue
+		}
+		v, ok := labels[r.Key()]
+		if ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+			return false
+		}
+	}
+	return true
+}
+
+// termCompat compiles what a node selector term allows in a pool (cached
+// by the term's canonical string).
+func (s *solver) termCompat(p *cpool, term requirements.Requirements) *altInfo {
+	key := term.String()
+	if ai, ok := p.termCache[key]; ok {
+		return ai
+	}
+	ai := s.computeTermCompat(p, term)
+	p.termCache[key] = ai
+	return ai
+}
+
+func (s *solver) computeTermCompat(p *cpool, term requirements.Requirements) *altInfo {
+	ai := &altInfo{zones: p.zones, cts: p.cts}
+	fail := func(key, msg string) *altInfo {
+		ai.ok, ai.failKey, ai.failMsg = false, key, msg
+		return ai
+	}
+	if p.unsupportedBroken != "" {
+		return fail("", p.unsupportedBroken)
+	}
+	types := p.allTypes.clone()
+	for r := range term.All() {
+		key := r.Key()
+		switch {
+		case key == requirements.NodeNameKey:
+			// New nodes get names nobody can know in advance.
+			if !r.IsFinite() || len(r.Values()) == 0 {
+				continue
+			}
+			return fail("metadata.name", fmt.Sprintf("matchFields metadata.name %s names an existing node; a new node's name is not known in advance", describeReq(r)))
+		}
+		switch classifyKey(key) {
+		case kindZone:
+			var m zmask
+			for z := range s.zones {
+				if ai.zones.has(z) && r.Has(s.zones[z].name) {
+					m |= 1 << uint(z)
+				}
+			}
+			if m == 0 {
+				return fail(key, fmt.Sprintf("%s; the pool offers zones [%s]", describeReq(r), strings.Join(s.zoneNames(p.zones), " ")))
+			}
+			ai.zones = m
+		case kindZoneID:
+			var m zmask
+			for z := range s.zones {
+				id := s.zones[z].id
+				if ai.zones.has(z) && (id == "" && r.AllowsAbsent() || id != "" && r.Has(id)) {
+					m |= 1 << uint(z)
+				}
+			}
+			if m == 0 {
+				return fail(key, fmt.Sprintf("%s matches no zone id the pool offers", describeReq(r)))
+			}
+			ai.zones = m
+		case kindCapacity:
+			var m ctmask
+			for c := range nCT {
+				if ai.cts.has(c) && r.Has(ctNames[c]) {
+					m |= 1 << uint(c)
+				}
+			}
+			if m == 0 {
+				var offered []string
+				for c := range nCT {
+					if p.cts.has(c) {
+						offered = append(offered, ctNames[c])
+					}
+				}
+				if r.Has(cloudprovider.CapacityTypeReserved) && !r.Has(cloudprovider.CapacityTypeSpot) && !r.Has(cloudprovider.CapacityTypeOnDemand) {
+					return fail(key, "reserved capacity is not supported yet")
+				}
+				return fail(key, fmt.Sprintf("%s; the pool provides [%s]", describeReq(r), strings.Join(offered, " ")))
+			}
+			ai.cts = m
+		case kindHostname:
+			if r.IsFinite() {
+				return fail(key, fmt.Sprintf("%s names specific hosts; a new node's hostname is not known in advance", describeReq(r)))
+			}
+		default:
+			if p.typeKeys[key] {
+				n := 0
+				types.each(func(i int) {
+					v, ok := p.types[i].labels[key]
+					if ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+						types.clear(i)
+					} else {
+						n++
+					}
+				})
+				if n == 0 {
+					return fail(key, fmt.Sprintf("%s matches none of the pool's instance types", describeReq(r)))
+				}
+				continue
+			}
+			if v, ok := p.fixed[key]; ok {
+				if !r.Has(v) {
+					return fail(key, fmt.Sprintf("%s but the pool's nodes carry %s=%s", describeReq(r), key, v))
+				}
+				continue
+			}
+			if pr, ok := p.free[key]; ok {
+				x := pr.Intersection(r)
+				if _, ok := x.Any(); !ok {
+					return fail(key, fmt.Sprintf("%s does not intersect the pool's requirement %s", describeReq(r), describeReq(pr)))
+				}
+				ai.free.Add(x)
+				continue
+			}
+			if !r.AllowsAbsent() {
+				return fail(key, fmt.Sprintf("%s but no node of the pool carries the label %q", describeReq(r), key))
+			}
+		}
+	}
+	// Keep the types with a usable offering in the allowed zones and
+	// capacity types.
+	n := 0
+	types.each(func(i int) {
+		t := p.types[i]
+		if t.zones&ai.zones == 0 || t.cts&ai.cts == 0 {
+			types.clear(i)
+		} else {
+			n++
+		}
+	})
+	ai.types = types
+	if n == 0 {
+		ai.noOffering = true
+		return fail("", "no instance type has an available offering in the allowed zones and capacity types")
+	}
+	ai.ok = true
+	return ai
+}
+
+func (s *solver) zoneNames(m zmask) []string {
+	var out []string
+	for z := range s.zones {
+		if m.has(z) {
+			out = append(out, s.zones[z].name)
+		}
+	}
+	return out
+}
