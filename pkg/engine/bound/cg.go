@@ -1,86 +1,153 @@
 package bound
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
+	"slices"
 )
 
-// solver runs column generation over the reduced problem. Each round:
+// solver runs column generation with row generation over the reduced
+// problem.
 //
-//  1. re-optimize the restricted master, read its duals (clamped to >= 0);
-//  2. price every offering: an upper bound F_o on the best value one node of
+// Rows. Every constraint of the LP is a "global row": one demand row per
+// group, one per (group, zone) minimum, one presence row per group that needs
+// one, and NumResources aggregated rows, the demand rows summed with weights
+// Request[r] (scaled to at most 1 per pod). The master holds only the active
+// rows. It starts with the aggregated ones alone, a relaxation whose duals
+// are resource prices (group value = Request . prices); whenever the master
+// is solved, the rows its primal solution violates are activated and the
+// master is rebuilt. At the end every row is satisfied or the proof rests on
+// the rows that were active, which is still a valid bound.
+//
+// Columns. A column is one node of an offering with a fractional load of
+// pods per group, stored with its entries on every global row.
+//
+// Each round:
+//
+//  1. re-optimize the master and read its duals (clamped to >= 0), spread to
+//     global rows (inactive rows have dual 0);
+//  2. smooth: price at a point between the best proven dual (the stability
+//     center) and the master's duals (Wentges);
+//  3. price every offering: an upper bound F_o on the best value one node of
 //     o can carry at those duals, cheap (from resource prices remembered per
 //     offering) for most, exact (knap) for the ones that could be the
 //     largest F_o/price_o or could yield a column;
-//  3. prove a bound: the dual objective D scaled by 1/max(1, max_o F_o/p_o)
+//  4. prove a bound: the dual objective D scaled by 1/max(1, max_o F_o/p_o)
 //     is dual feasible for the full LP (Farley); keep the best over rounds;
-//  4. stop when no column prices out or the master value and the bound meet
-//     within the tolerance; otherwise add the best new columns.
+//  5. when no column prices out (or the master value and the bound meet
+//     within the tolerance), activate violated rows or stop.
 type solver struct {
 	pr   *prep
 	opts Options
 	rmp  *rmp
 	kn   knap
 
+	// Global rows: [0, len(pr.b)) as numbered by assignRows, then the
+	// aggregated rows aggRow[r] (-1 for a resource no pod requests).
+	gb       []float64 // right-hand side of every global row
+	aggRow   [NumResources]int32
+	aggScale [NumResources]float64
+	active   []bool
+	local    []int32 // global row -> master row, -1 if inactive
+	rows     []int32 // master row -> global row
+
+	// Columns with entries on global rows (CSR).
+	colOff   []int32
+	colCost  []float64
+	colStart []int32
+	colRow   []int32
+	colVal   []float64
+
 	best struct {
 		lb    float64
-		pi    []float64
+		pi    []float64 // global duals that proved lb, before scaling
 		scale float64
 	}
 	rounds    int
 	converged bool
 	hasFree   bool // some kept offering has price 0
 
-	cand    candHeap
-	colRows []int32
-	colVals []float64
-	xg      []float64 // per bucket group scratch: pods of the group in a column
-	perRnd    int
-	perBucket int
-	maxSolves int
-	beta      float64 // Wentges smoothing weight of the stability center
-	neighbors int     // adjacent pricing vertices added per column
-	order     []int
-	pi        []float64
-	piRMP     []float64
-	trace     func(format string, args ...any) // tests only
+	pi    []float64 // global duals priced at
+	piRMP []float64 // the master's duals on global rows
+	act   []float64 // scratch: row activities
+	cand  candHeap
+	eRows []int32
+	eVals []float64
+	lRows []int32
+	lVals []float64
+	xg    []float64 // per bucket group scratch: pods of the group in a column
+	order []int
+
+	perRnd      int
+	perBucket   int
+	maxSolves   int
+	beta        float64 // Wentges smoothing weight of the stability center
+	neighbors   int     // adjacent pricing vertices added per column
+	activateMax int     // rows activated at once
+	roundPivots int     // master pivots per round
+
+	trace                 func(format string, args ...any) // tests only
 	statSolves, statIters int
+	rebuilds              int
 }
 
 func newSolver(pr *prep, opts Options) *solver {
 	s := &solver{pr: pr, opts: opts}
-	// Perturb the master's right-hand sides up by a tiny deterministic amount
-	// against degenerate cycling. The proof uses the true b, so this only
-	// shifts the master's value by ~1e-8 relative.
-	b := make([]float64, len(pr.b))
-	for i, v := range pr.b {
-		b[i] = v * (1 + 1e-9*float64(1+(i*7919)%97))
+	n := len(pr.b)
+	s.gb = append([]float64(nil), pr.b...)
+	for r := range NumResources {
+		s.aggRow[r] = -1
+		for gi := range pr.groups {
+			s.aggScale[r] = max(s.aggScale[r], pr.groups[gi].req[r])
+		}
+		if s.aggScale[r] > 0 {
+			var rhs float64
+			for gi := range pr.groups {
+				g := &pr.groups[gi]
+				rhs += float64(g.count) * g.req[r] / s.aggScale[r]
+			}
+			s.aggRow[r] = int32(len(s.gb))
+			s.gb = append(s.gb, rhs)
+		}
 	}
-	big := 2*pr.maxCost + 1e-9
-	s.rmp = newRMP(b, big, pr.maxCost)
-	s.best.pi = make([]float64, len(pr.b))
-	s.pi = make([]float64, len(pr.b))
-	s.piRMP = make([]float64, len(pr.b))
+	ng := len(s.gb)
+	s.active = make([]bool, ng)
+	s.local = make([]int32, ng)
+	s.best.pi = make([]float64, ng)
+	s.pi = make([]float64, ng)
+	s.piRMP = make([]float64, ng)
+	s.act = make([]float64, ng)
+	s.colStart = []int32{0}
 	s.perBucket = 1
 	s.maxSolves = 4 * len(pr.buckets)
 	s.beta = 0.5
 	s.neighbors = 8
+	s.activateMax = 1 << 30
+	s.roundPivots = 60
 	for oi := range pr.offers {
 		if pr.offers[oi].price == 0 {
 			s.hasFree = true
 		}
 	}
-	s.perRnd = max(4, min(32, len(pr.b)/8))
+	s.perRnd = max(4, min(32, n/8))
 	return s
 }
 
 func (s *solver) run() {
 	s.initialColumns()
+	for r := range NumResources {
+		if s.aggRow[r] >= 0 {
+			s.active[s.aggRow[r]] = true
+		}
+	}
+	s.rebuild()
 	for s.rounds < s.opts.MaxRounds {
 		s.rounds++
-		s.rmp.optimize(50*s.rmp.m + 1000)
+		s.rmp.optimize(s.roundPivots)
+		clear(s.piRMP)
 		for i, v := range s.rmp.pi {
-			s.piRMP[i] = max(v, 0)
+			s.piRMP[s.rows[i]] = max(v, 0)
 		}
 		// Price at a point between the stability center (the best proven
 		// dual, scaled to feasibility) and the master's duals.
@@ -88,34 +155,43 @@ func (s *solver) run() {
 		if s.best.lb <= 0 || s.rmp.artificialsLeft() {
 			beta = 0
 		}
+		done := false
 		for {
 			for i, v := range s.piRMP {
 				s.pi[i] = beta*s.best.pi[i]*s.best.scale + (1-beta)*v
 			}
 			s.setValues(s.pi)
-			ratio, excess, added := s.price(s.piRMP)
+			ratio, excess, added := s.price()
 			s.prove(ratio, excess)
 			if s.trace != nil {
-				s.trace("round %d beta %.2f pivots %d cols %d obj %.6g ratio %.6f best %.6g added %d",
-					s.rounds, beta, s.rmp.pivots, s.rmp.ncols(), s.rmp.objective(), ratio, s.best.lb, added)
+				s.trace("round %d beta %.2f rows %d pivots %d cols %d obj %.6g ratio %.6f best %.6g added %d",
+					s.rounds, beta, s.rmp.m, s.rmp.pivots, s.rmp.ncols(), s.rmp.objective(), ratio, s.best.lb, added)
 			}
 			if added > 0 {
 				break
 			}
 			if beta == 0 {
 				// No column prices out at the master's own duals: the master
-				// is optimal for the full LP, its duals prove its value.
-				s.converged = true
-				return
+				// is optimal over its rows.
+				done = true
+				break
 			}
 			beta = 0 // mispricing: retry at the master's duals
 		}
-		if !s.rmp.artificialsLeft() {
+		if !done && !s.rmp.artificialsLeft() {
 			obj := s.rmp.objective()
-			if obj-s.best.lb <= s.opts.Tolerance*obj {
-				s.converged = true
-				return
+			done = obj-s.best.lb <= s.opts.Tolerance*obj
+		}
+		if done {
+			if rows := s.violatedRows(); len(rows) > 0 {
+				if len(rows) > s.activateMax {
+					rows = rows[:s.activateMax]
+				}
+				s.activate(rows)
+				continue
 			}
+			s.converged = true
+			return
 		}
 	}
 }
@@ -124,7 +200,7 @@ func (s *solver) run() {
 // and keeps the best.
 func (s *solver) prove(ratio, excess float64) {
 	var d float64
-	for i, v := range s.pr.b {
+	for i, v := range s.gb {
 		d += v * s.pi[i]
 	}
 	lb, scale := 0.0, 0.0
@@ -143,14 +219,26 @@ func (s *solver) prove(ratio, excess float64) {
 	}
 }
 
-// setValues fills each bucket's per-group values for the duals pi.
+// groupValue is the dual value of one pod of group g on its demand row and
+// the aggregated rows (zone and presence duals excluded).
+func (s *solver) groupValue(g *igroup, pi []float64) float64 {
+	v := pi[g.row]
+	for r := range NumResources {
+		if ar := s.aggRow[r]; ar >= 0 {
+			v += pi[ar] * g.req[r] / s.aggScale[r]
+		}
+	}
+	return v
+}
+
+// setValues fills each bucket's per-group values for the global duals pi.
 func (s *solver) setValues(pi []float64) {
 	pr := s.pr
 	for b := range pr.buckets {
 		bk := &pr.buckets[b]
 		for j, gi := range bk.groups {
 			g := &pr.groups[gi]
-			v := pi[g.row]
+			v := s.groupValue(g, pi)
 			if zr := bk.zoneRow[j]; zr >= 0 {
 				v += pi[zr]
 			}
@@ -161,6 +249,103 @@ func (s *solver) setValues(pi []float64) {
 			bk.w1[j] = v
 		}
 	}
+}
+
+// rebuild makes a fresh master over the active rows holding every column.
+func (s *solver) rebuild() {
+	s.rebuilds++
+	s.rows = s.rows[:0]
+	for i := range s.local {
+		s.local[i] = -1
+		if s.active[i] {
+			s.local[i] = int32(len(s.rows))
+			s.rows = append(s.rows, int32(i))
+		}
+	}
+	b := make([]float64, len(s.rows))
+	for i, gr := range s.rows {
+		b[i] = s.perturbed(gr)
+	}
+	s.rmp = newRMP(b, 2*s.pr.maxCost+1e-9, s.pr.maxCost)
+	for j := range s.colCost {
+		s.lRows, s.lVals = s.lRows[:0], s.lVals[:0]
+		for k := s.colStart[j]; k < s.colStart[j+1]; k++ {
+			if l := s.local[s.colRow[k]]; l >= 0 {
+				s.lRows = append(s.lRows, l)
+				s.lVals = append(s.lVals, s.colVal[k])
+			}
+		}
+		s.rmp.addColumn(s.colCost[j], s.lRows, s.lVals)
+	}
+}
+
+// perturbed is the master's right-hand side for global row gr: the true one
+// raised by a tiny deterministic amount against degenerate cycling. The
+// proof uses the true ones, so this only shifts the master's value by ~1e-7
+// relative.
+func (s *solver) perturbed(gr int32) float64 {
+	return s.gb[gr] * (1 + 1e-9*float64(1+(int(gr)*7919)%97))
+}
+
+// activate adds global rows to the master, keeping its basis.
+func (s *solver) activate(rows []int32) {
+	base := int32(len(s.rows))
+	b := make([]float64, len(rows))
+	for t, gr := range rows {
+		s.active[gr] = true
+		s.local[gr] = base + int32(t)
+		s.rows = append(s.rows, gr)
+		b[t] = s.perturbed(gr)
+	}
+	s.rmp.growRows(b, func(emit func(col int, row int32, val float64)) {
+		for j := range s.colCost {
+			for k := s.colStart[j]; k < s.colStart[j+1]; k++ {
+				if l := s.local[s.colRow[k]]; l >= base {
+					emit(j, l, s.colVal[k])
+				}
+			}
+		}
+	})
+}
+
+// violatedRows computes every global row's activity in the master's primal
+// solution and returns the inactive rows it leaves short, most violated
+// first.
+func (s *solver) violatedRows() []int32 {
+	clear(s.act)
+	for j := range s.colCost {
+		th := s.rmp.primal(j)
+		if th <= 0 {
+			continue
+		}
+		for k := s.colStart[j]; k < s.colStart[j+1]; k++ {
+			s.act[s.colRow[k]] += th * s.colVal[k]
+		}
+	}
+	type viol struct {
+		row int32
+		rel float64
+	}
+	var vs []viol
+	for i, b := range s.gb {
+		if s.active[i] || b <= 0 {
+			continue
+		}
+		if rel := (b - s.act[i]) / b; rel > 1e-7 {
+			vs = append(vs, viol{int32(i), rel})
+		}
+	}
+	slices.SortFunc(vs, func(a, b viol) int {
+		if c := cmp.Compare(b.rel, a.rel); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.row, b.row)
+	})
+	rows := make([]int32, len(vs))
+	for i, v := range vs {
+		rows[i] = v.row
+	}
+	return rows
 }
 
 // cheapBound bounds F_o with the resource prices alpha (unscaled):
@@ -203,6 +388,7 @@ func (s *solver) exact(o *ioffer) float64 {
 		if w1 <= 0 {
 			continue
 		}
+
 		if w1 == w2 || m == 1 {
 			// One item: no presence premium, or only a first pod fits.
 			k.add(w1, m, a, int32(j))
@@ -240,6 +426,7 @@ func (s *solver) exact(o *ioffer) float64 {
 type cand struct {
 	ratio float64
 	off   int32
+	tried int16 // fresh prices of the bucket already tried
 	exact bool
 }
 
@@ -271,18 +458,29 @@ func ratioOf(f, price float64) float64 {
 	return math.Inf(1)
 }
 
+// certifySlack is the relative slack up to which pricing accepts a cheap
+// bound instead of an exact solve when it certifies max_o F_o/p_o: the
+// reported maximum is then the cheap bound itself, still an upper bound, so
+// the proof stays valid and loses at most this fraction.
+const certifySlack = 1e-7
+
 // price bounds every offering at the duals last given to setValues and adds
 // improving columns, at most perBucket per bucket and perRnd in all: a column
-// is added when its reduced cost at the master's own duals piRMP is negative.
+// is added when its reduced cost at the master's own duals is negative.
 // It returns a proven upper bound on max_o F_o/p_o, one on
 // max_o (F_o - p_o)^+, and the number of columns added.
-func (s *solver) price(piRMP []float64) (maxRatio, maxExcess float64, added int) {
+//
+// Offerings are visited from the largest bound down (a heap). A stale bound
+// (from resource prices of an earlier round) is first retried with the
+// prices of offerings of the same bucket solved exactly this round, and only
+// then solved exactly; once the largest remaining bound is exact, or within
+// certifySlack of the largest exact one, the maximum is certified.
+func (s *solver) price() (maxRatio, maxExcess float64, added int) {
 	pr := s.pr
-	// Offerings without remembered prices borrow them from one exactly
-	// priced offering of their bucket (the middle one by price).
 	for b := range pr.buckets {
 		bk := &pr.buckets[b]
 		bk.added = 0
+		bk.fresh = bk.fresh[:0]
 		mid := &pr.offers[bk.offers[len(bk.offers)/2]]
 		if !mid.hasAlpha {
 			s.exact(mid)
@@ -299,75 +497,102 @@ func (s *solver) price(piRMP []float64) (maxRatio, maxExcess float64, added int)
 				alpha = &o.alpha
 			}
 			f := s.cheapBound(o, alpha)
-			maxExcess = max(maxExcess, f-o.price)
+			o.ub = f
 			s.cand = append(s.cand, cand{ratio: ratioOf(f, o.price), off: oi})
 		}
 	}
 	heap.Init(&s.cand)
 	maxRatio = -1
+	maxExact := -1.0
 	solves := 0
 	for s.cand.Len() > 0 {
 		top := s.cand[0]
 		o := &pr.offers[top.off]
 		bk := &pr.buckets[o.bucket]
-		if !top.exact {
-			if maxRatio >= 0 && (bk.added >= s.perBucket || solves >= s.maxSolves) {
-				// The maximum is certified already; this offering could only
-				// give a column its bucket has no room for.
-				heap.Pop(&s.cand)
-				continue
+		if top.exact {
+			if maxRatio < 0 {
+				maxRatio = top.ratio
 			}
-			f := s.exact(o)
-			solves++
-			s.statSolves++
-			s.statIters += s.kn.iters
-			s.cand[0] = cand{ratio: ratioOf(f, o.price), off: top.off, exact: true}
-			heap.Fix(&s.cand, 0)
-			if f > o.price*(1+1e-9) && bk.added < s.perBucket && added < s.perRnd {
-				if s.addColumn(top.off, piRMP) {
-					bk.added++
-					added++
-				}
+			if top.ratio <= 1+1e-9 || added >= s.perRnd {
+				break
 			}
+			heap.Pop(&s.cand)
 			continue
 		}
 		if maxRatio < 0 {
-			maxRatio = top.ratio
+			if int(top.tried) < len(bk.fresh) {
+				// Retry with prices fresh from this round's exact solves.
+				f := o.ub
+				for _, a := range bk.fresh[top.tried:] {
+					f = min(f, s.cheapBound(o, &a))
+				}
+				o.ub = f
+				s.cand[0].ratio = ratioOf(f, o.price)
+				s.cand[0].tried = int16(len(bk.fresh))
+				heap.Fix(&s.cand, 0)
+				continue
+			}
+			if maxExact >= 0 && top.ratio <= maxExact*(1+certifySlack) {
+				maxRatio = top.ratio
+			}
 		}
-		if top.ratio <= 1+1e-9 || added >= s.perRnd {
-			break
+		if maxRatio >= 0 && (bk.added >= s.perBucket || solves >= s.maxSolves || added >= s.perRnd) {
+			// The maximum is certified already; this offering could only
+			// give a column there is no room for.
+			heap.Pop(&s.cand)
+			continue
 		}
-		heap.Pop(&s.cand)
+		f := s.exact(o)
+		o.ub = f
+		solves++
+		s.statSolves++
+		s.statIters += s.kn.iters
+		r := ratioOf(f, o.price)
+		maxExact = max(maxExact, r)
+		if len(bk.fresh) < maxFresh {
+			bk.fresh = append(bk.fresh, o.alpha)
+		}
+		s.cand[0] = cand{ratio: r, off: top.off, exact: true}
+		heap.Fix(&s.cand, 0)
+		if f > o.price*(1+1e-9) && bk.added < s.perBucket && added < s.perRnd {
+			if s.addColumn(top.off) {
+				bk.added++
+				added++
+			}
+		}
 	}
 	if maxRatio < 0 {
-		maxRatio = 0
+		maxRatio = max(maxExact, 0)
 	}
-	// maxExcess from cheap bounds is already an upper bound for every
-	// offering; exact ones can only be lower.
+	for oi := range pr.offers {
+		maxExcess = max(maxExcess, pr.offers[oi].ub-pr.offers[oi].price)
+	}
 	return maxRatio, max(maxExcess, 0), added
 }
 
+// maxFresh caps the resource price vectors per bucket and round that stale
+// bounds are retried with.
+const maxFresh = 4
+
 // addColumn turns the primal solution left in s.kn for offering oi into a
-// master column, and adds up to s.neighbors adjacent vertices as well; only
-// columns with negative reduced cost at piRMP are kept. It reports whether
-// the optimum itself was added.
-func (s *solver) addColumn(oi int32, piRMP []float64) bool {
+// column, and adds up to s.neighbors adjacent vertices as well; only columns
+// with negative reduced cost at the master's duals are kept. It reports
+// whether the optimum itself was added.
+func (s *solver) addColumn(oi int32) bool {
 	o := &s.pr.offers[oi]
 	k := &s.kn
-	ok := s.addLoad(o, piRMP, func(j int) float64 { return k.x[j] })
+	ok := s.addLoad(oi, true, func(j int) float64 { return k.x[j] })
 	if !ok || s.neighbors == 0 {
 		return ok
 	}
-	basicPos := [NumResources]int{-1, -1, -1}
+	var basicItem [NumResources]int
 	k.neighbors(s.neighbors, s.order, func(moved int, xm float64, xb *[NumResources]float64) {
-		for i, v := range k.basic {
-			basicPos[i] = v
-		}
-		s.addLoad(o, piRMP, func(j int) float64 {
+		basicItem = k.basic
+		s.addLoad(oi, true, func(j int) float64 {
 			if j == moved {
 				return xm
 			}
-			for i, v := range basicPos {
+			for i, v := range basicItem {
 				if v == j {
 					return min(max(xb[i], 0), k.u[j])
 				}
@@ -375,12 +600,15 @@ func (s *solver) addColumn(oi int32, piRMP []float64) bool {
 			return k.x[j]
 		})
 	})
+	_ = o
 	return ok
 }
 
-// addLoad adds the column of one node of o loaded with x(item) of every
-// pricing item, if its reduced cost at piRMP is negative.
-func (s *solver) addLoad(o *ioffer, piRMP []float64, x func(j int) float64) bool {
+// addLoad builds the column of one node of offering oi loaded with x(item)
+// pods for every pricing item in s.kn, and adds it if check is false or its
+// reduced cost at the master's duals is negative.
+func (s *solver) addLoad(oi int32, check bool, x func(j int) float64) bool {
+	o := &s.pr.offers[oi]
 	bk := &s.pr.buckets[o.bucket]
 	if cap(s.xg) < len(bk.groups) {
 		s.xg = make([]float64, len(bk.groups))
@@ -391,38 +619,72 @@ func (s *solver) addLoad(o *ioffer, piRMP []float64, x func(j int) float64) bool
 	for j := range k.w {
 		xg[k.group[j]] += x(j)
 	}
-	s.colRows, s.colVals = s.colRows[:0], s.colVals[:0]
+	return s.addNode(oi, xg, check)
+}
+
+// addNode adds the column of one node of offering oi holding xg[j] pods of
+// bucket group j, unless check is set and the column does not price out at
+// the master's duals.
+func (s *solver) addNode(oi int32, xg []float64, check bool) bool {
+	o := &s.pr.offers[oi]
+	bk := &s.pr.buckets[o.bucket]
+	s.eRows, s.eVals = s.eRows[:0], s.eVals[:0]
+	var agg [NumResources]float64
 	for j, v := range xg {
 		if v <= 1e-12 {
 			continue
 		}
-		s.appendEntries(&s.pr.groups[bk.groups[j]], bk.zoneRow[j], v)
+		g := &s.pr.groups[bk.groups[j]]
+		s.eRows = append(s.eRows, g.row)
+		s.eVals = append(s.eVals, v)
+		if zr := bk.zoneRow[j]; zr >= 0 {
+			s.eRows = append(s.eRows, zr)
+			s.eVals = append(s.eVals, v)
+		}
+		if g.presRow >= 0 {
+			s.eRows = append(s.eRows, g.presRow)
+			s.eVals = append(s.eVals, min(v, 1))
+		}
+		for r := range NumResources {
+			if s.aggRow[r] >= 0 {
+				agg[r] += v * g.req[r] / s.aggScale[r]
+			}
+		}
 	}
-	if len(s.colRows) == 0 {
+	if len(s.eRows) == 0 {
 		return false
 	}
-	rc := o.price
-	for i, r := range s.colRows {
-		rc -= piRMP[r] * s.colVals[i]
+	for r := range NumResources {
+		if s.aggRow[r] >= 0 && agg[r] > 0 {
+			s.eRows = append(s.eRows, s.aggRow[r])
+			s.eVals = append(s.eVals, agg[r])
+		}
 	}
-	if rc >= -1e-9*o.price {
-		return false
+	if check {
+		rc := o.price
+		for i, r := range s.eRows {
+			rc -= s.piRMP[r] * s.eVals[i]
+		}
+		if rc >= -1e-9*o.price {
+			return false
+		}
 	}
-	s.rmp.addColumn(o.price, s.colRows, s.colVals)
+	s.colOff = append(s.colOff, oi)
+	s.colCost = append(s.colCost, o.price)
+	s.colRow = append(s.colRow, s.eRows...)
+	s.colVal = append(s.colVal, s.eVals...)
+	s.colStart = append(s.colStart, int32(len(s.colRow)))
+	if s.rmp != nil {
+		s.lRows, s.lVals = s.lRows[:0], s.lVals[:0]
+		for i, r := range s.eRows {
+			if l := s.local[r]; l >= 0 {
+				s.lRows = append(s.lRows, l)
+				s.lVals = append(s.lVals, s.eVals[i])
+			}
+		}
+		s.rmp.addColumn(o.price, s.lRows, s.lVals)
+	}
 	return true
-}
-
-func (s *solver) appendEntries(g *igroup, zoneRow int32, x float64) {
-	s.colRows = append(s.colRows, g.row)
-	s.colVals = append(s.colVals, x)
-	if zoneRow >= 0 {
-		s.colRows = append(s.colRows, zoneRow)
-		s.colVals = append(s.colVals, x)
-	}
-	if g.presRow >= 0 {
-		s.colRows = append(s.colRows, g.presRow)
-		s.colVals = append(s.colVals, min(x, 1))
-	}
 }
 
 // initialColumns seeds the master with, per group: one pod alone on the
@@ -470,23 +732,23 @@ func (s *solver) initialColumns() {
 			}
 		}
 	}
-	single := func(gi int, p pick, x float64) {
+	single := func(p pick, x float64) {
 		if p.off < 0 {
 			return
 		}
 		o := &pr.offers[p.off]
-		s.colRows, s.colVals = s.colRows[:0], s.colVals[:0]
-		s.appendEntries(&pr.groups[gi], pr.buckets[o.bucket].zoneRow[p.j], x)
-		s.rmp.addColumn(o.price, s.colRows, s.colVals)
+		xg := make([]float64, len(pr.buckets[o.bucket].groups))
+		xg[p.j] = x
+		s.addNode(p.off, xg, false)
 	}
 	for gi := range pr.groups {
-		single(gi, cheapest[gi], 1)
+		single(cheapest[gi], 1)
 		for _, p := range zoneBest[gi] {
-			single(gi, p, 1)
+			single(p, 1)
 		}
 		if p := packed[gi]; p.off >= 0 {
 			if m := pr.offers[p.off].caps[p.j]; m > 1 {
-				single(gi, p, m)
+				single(p, m)
 			}
 		}
 	}

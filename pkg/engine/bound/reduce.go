@@ -58,6 +58,7 @@ type ioffer struct {
 	// last exact pricing of this offering, reused to bound it cheaply.
 	alpha    [NumResources]float64
 	hasAlpha bool
+	ub       float64 // this round's best upper bound on F_o
 }
 
 // bucket is a set of kept offerings that allow the same merged groups and
@@ -71,7 +72,8 @@ type bucket struct {
 	// per-round pricing values per groups[j]: w1 = first pod on a node
 	// (includes the presence dual), w2 = further pods.
 	w1, w2 []float64
-	added  int // columns added this round
+	added  int                     // columns added this round
+	fresh  [][NumResources]float64 // resource prices from this round's exact solves
 }
 
 type prep struct {
@@ -88,6 +90,7 @@ func prepare(p *Problem) *prep {
 	pr := &prep{}
 	zoneOf := compressZones(p, pr)
 	mergeGroups(p, pr, zoneOf)
+	mergeZonal(p, pr, zoneOf)
 	if len(pr.groups) == 0 {
 		return pr
 	}
@@ -187,6 +190,107 @@ func (g *igroup) minIn(zone int32) int64 {
 		}
 	}
 	return 0
+}
+
+// mergeZonal merges groups without distinct-node needs that have the same
+// request, where each one's allowed set is either the union U of their
+// allowed sets or U restricted to one zone: a group confined to zone z
+// becomes a minimum of its count in zone z of the merged group (doc.go,
+// "Merging"). Zone self-affinity produces such groups.
+func mergeZonal(p *Problem, pr *prep, zoneOf map[int]int32) {
+	byReq := map[[NumResources]float64][]int{}
+	var reqs [][NumResources]float64
+	for gi := range pr.groups {
+		g := &pr.groups[gi]
+		if g.kind != kindFree {
+			continue
+		}
+		if _, ok := byReq[g.req]; !ok {
+			reqs = append(reqs, g.req)
+		}
+		byReq[g.req] = append(byReq[g.req], gi)
+	}
+	drop := make([]bool, len(pr.groups))
+	for _, req := range reqs {
+		cands := byReq[req]
+		if len(cands) < 2 {
+			continue
+		}
+		var u []int
+		for _, gi := range cands {
+			u = append(u, pr.groups[gi].allowed...)
+		}
+		slices.Sort(u)
+		u = slices.Compact(u)
+		inZone := map[int32]int{}
+		for _, o := range u {
+			inZone[zoneOf[p.Offerings[o].Zone]]++
+		}
+		var full []int
+		type zonal struct {
+			gi   int
+			zone int32
+		}
+		var zs []zonal
+		for _, gi := range cands {
+			a := pr.groups[gi].allowed
+			if len(a) == len(u) {
+				full = append(full, gi) // a subset of u as long as u
+				continue
+			}
+			z := zoneOf[p.Offerings[a[0]].Zone]
+			ok := len(a) == inZone[z]
+			for _, o := range a {
+				if zoneOf[p.Offerings[o].Zone] != z {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				zs = append(zs, zonal{gi, z})
+			}
+		}
+		if len(full)+len(zs) < 2 || len(zs) == 0 {
+			continue
+		}
+		var into *igroup
+		if len(full) > 0 {
+			into = &pr.groups[full[0]]
+			for _, gi := range full[1:] {
+				into.absorb(&pr.groups[gi])
+				drop[gi] = true
+			}
+		} else {
+			pr.groups = append(pr.groups, igroup{req: req, allowed: u, kind: kindFree, presRow: -1})
+			drop = append(drop, false)
+			into = &pr.groups[len(pr.groups)-1]
+		}
+		for _, z := range zs {
+			g := &pr.groups[z.gi]
+			into.absorb(g)
+			into.addMin(z.zone, g.count)
+			drop[z.gi] = true
+		}
+		slices.SortFunc(into.mins, func(a, b zoneMin) int { return cmp.Compare(a.zone, b.zone) })
+	}
+	kept := pr.groups[:0]
+	for gi := range pr.groups {
+		if !drop[gi] {
+			kept = append(kept, pr.groups[gi])
+		}
+	}
+	pr.groups = kept
+}
+
+// absorb adds group h's pods, minimums and members to g (both free).
+func (g *igroup) absorb(h *igroup) {
+	g.count += h.count
+	g.capBase += h.capBase
+	g.k0 = max(g.k0, h.k0)
+	g.members = append(g.members, h.members...)
+	for _, m := range h.mins {
+		g.addMin(m.zone, m.min)
+	}
 }
 
 // canonical returns the sorted, duplicate-free form of s, reusing s when it

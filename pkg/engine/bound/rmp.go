@@ -8,43 +8,51 @@ import "math"
 //	s.t. sum_j a_ij theta_j - surplus_i + art_i = b_i   (every row is a ">=" row)
 //	     theta, surplus, art >= 0
 //
-// solved by a primal revised simplex with an explicit dense basis inverse.
-// It starts from the all-artificial basis, which is feasible, and stays primal
-// feasible as columns are added, so each round re-optimizes from the previous
-// basis. The artificial cost big exceeds every dual value the real columns can
-// support, so artificials leave the basis once real columns cover the rows.
+// solved by a primal revised simplex with an explicit dense basis inverse
+// (the basis inverse of this master is dense in practice, so a sparse
+// factorization would not pay). It starts from the all-artificial basis,
+// which is feasible, and stays primal feasible as columns are added, so each
+// round re-optimizes from the previous basis. Rows can be added too: each new
+// row enters with its artificial (or, if already satisfied, its surplus)
+// basic, which keeps the basis primal feasible. The artificial cost big
+// exceeds every dual value the real columns can support, so artificials
+// leave the basis once real columns cover the rows.
 //
 // Nothing here has to be exact: the bound is proven from the duals by the
 // pricing step (Farley's scaling), so a sloppy master only costs tightness or
 // rounds, never validity.
 //
-// Variables are numbered: [0,m) artificial i, [m,2m) surplus i, then
-// structural columns.
+// Variables: v >= 0 is structural column v; v < 0 encodes ^v = 2*row for the
+// row's artificial and 2*row+1 for its surplus.
 type rmp struct {
 	m   int
 	b   []float64
 	big float64
 
-	cost  []float64
-	norm  []float64
-	start []int32
-	rows  []int32
-	vals  []float64
+	cost []float64
+	norm []float64
+	cols [][]entry
 
 	head []int32   // variable in each basis position
-	pos  []int32   // basis position of each variable, -1 if nonbasic
+	posC []int32   // basis position of each column, -1 if nonbasic
+	posA []int32   // basis position of each row's artificial, -1 if nonbasic
+	posS []int32   // basis position of each row's surplus, -1 if nonbasic
 	binv []float64 // m x m row-major basis inverse
 	xb   []float64
 	pi   []float64
 
 	pivots int
-	degen  int
 	since  int // pivots since the last refactorization
+	cursor int // partial pricing position
 	col    []float64
 	nzIdx  []int32
-	statRow, statCol int
 	nzVal  []float64
 	dtol   float64
+}
+
+type entry struct {
+	row int32
+	val float64
 }
 
 const (
@@ -52,24 +60,12 @@ const (
 	rmpPivotTol = 1e-9
 )
 
+func artVar(row int) int32 { return ^int32(2 * row) }
+func surVar(row int) int32 { return ^int32(2*row + 1) }
+
 func newRMP(b []float64, big, costScale float64) *rmp {
-	m := len(b)
-	r := &rmp{m: m, b: b, big: big, dtol: 1e-9 * math.Max(costScale, 1e-9)}
-	r.head = make([]int32, m)
-	r.pos = make([]int32, 2*m, 2*m+64)
-	r.binv = make([]float64, m*m)
-	r.xb = make([]float64, m)
-	r.pi = make([]float64, m)
-	r.col = make([]float64, m)
-	r.start = []int32{0}
-	for i := range m {
-		r.head[i] = int32(i)
-		r.pos[i] = int32(i)
-		r.pos[m+i] = -1
-		r.binv[i*m+i] = 1
-		r.xb[i] = b[i]
-		r.pi[i] = big
-	}
+	r := &rmp{big: big, dtol: 1e-9 * math.Max(costScale, 1e-9)}
+	r.growRows(b, nil)
 	return r
 }
 
@@ -78,26 +74,106 @@ func (r *rmp) ncols() int { return len(r.cost) }
 // addColumn appends a structural column with the given cost and entries
 // (rows must be distinct).
 func (r *rmp) addColumn(cost float64, rows []int32, vals []float64) {
-	r.cost = append(r.cost, cost)
+	es := make([]entry, len(rows))
 	var n2 float64
-	for _, v := range vals {
-		n2 += v * v
+	for i, row := range rows {
+		es[i] = entry{row, vals[i]}
+		n2 += vals[i] * vals[i]
 	}
+	r.cost = append(r.cost, cost)
 	r.norm = append(r.norm, math.Sqrt(1+n2))
-	r.rows = append(r.rows, rows...)
-	r.vals = append(r.vals, vals...)
-	r.start = append(r.start, int32(len(r.rows)))
-	r.pos = append(r.pos, -1)
+	r.cols = append(r.cols, es)
+	r.posC = append(r.posC, -1)
 }
 
-func (r *rmp) varCost(v int) float64 {
-	switch {
-	case v < r.m:
+// growRows appends rows with right-hand sides b. entries, if not nil, is
+// called with an emit function through which the caller gives the new rows'
+// coefficients on existing columns (row numbers are the new local ones,
+// starting at the old row count). Each new row's artificial becomes basic if
+// the current solution leaves the row short, else its surplus.
+func (r *rmp) growRows(b []float64, entries func(emit func(col int, row int32, val float64))) {
+	m0, k := r.m, len(b)
+	m := m0 + k
+	if entries != nil {
+		entries(func(col int, row int32, val float64) {
+			r.cols[col] = append(r.cols[col], entry{row, val})
+			r.norm[col] = math.Sqrt(r.norm[col]*r.norm[col] + val*val)
+		})
+	}
+	// Coefficients of the new rows on the basic columns, and the new rows'
+	// current activities.
+	rcoef := make([]float64, k*m0)
+	act := make([]float64, k)
+	for p, v := range r.head {
+		if v < 0 {
+			continue
+		}
+		for _, e := range r.cols[v] {
+			if t := int(e.row) - m0; t >= 0 {
+				rcoef[t*m0+p] += e.val
+				act[t] += e.val * r.xb[p]
+			}
+		}
+	}
+	binv := make([]float64, m*m)
+	for i := range m0 {
+		copy(binv[i*m:i*m+m0], r.binv[i*m0:i*m0+m0])
+	}
+	r.b = append(r.b, b...)
+	for t := range k {
+		row := m0 + t
+		sign := 1.0
+		v := b[t] - act[t]
+		basic := artVar(row)
+		if v < 0 {
+			sign, v, basic = -1, -v, surVar(row)
+		}
+		// Bottom-left block row t: -sign * (rcoef_t . B^-1); diagonal: sign.
+		dst := binv[row*m : row*m+m0]
+		for p := range m0 {
+			if c := rcoef[t*m0+p]; c != 0 {
+				src := r.binv[p*m0 : p*m0+m0]
+				for q, s := range src {
+					dst[q] -= sign * c * s
+				}
+			}
+		}
+		binv[row*m+row] = sign
+		r.head = append(r.head, basic)
+		r.xb = append(r.xb, v)
+		if sign > 0 {
+			r.posA = append(r.posA, int32(row))
+			r.posS = append(r.posS, -1)
+		} else {
+			r.posA = append(r.posA, -1)
+			r.posS = append(r.posS, int32(row))
+		}
+	}
+	r.m = m
+	r.binv = binv
+	r.col = make([]float64, m)
+	r.pi = make([]float64, m)
+	r.recomputeDuals()
+}
+
+func (r *rmp) varCost(v int32) float64 {
+	if v >= 0 {
+		return r.cost[v]
+	}
+	if (^v)&1 == 0 {
 		return r.big
-	case v < 2*r.m:
-		return 0
+	}
+	return 0
+}
+
+func (r *rmp) setPos(v, p int32) {
+	switch {
+	case v >= 0:
+		r.posC[v] = p
+	case (^v)&1 == 0:
+		r.posA[(^v)>>1] = p
 	default:
-		return r.cost[v-2*r.m]
+		r.posS[(^v)>>1] = p
 	}
 }
 
@@ -105,7 +181,7 @@ func (r *rmp) varCost(v int) float64 {
 func (r *rmp) objective() float64 {
 	var s float64
 	for i, v := range r.head {
-		s += r.varCost(int(v)) * r.xb[i]
+		s += r.varCost(v) * r.xb[i]
 	}
 	return s
 }
@@ -113,7 +189,7 @@ func (r *rmp) objective() float64 {
 // artificialsLeft reports whether an artificial still carries value.
 func (r *rmp) artificialsLeft() bool {
 	for i, v := range r.head {
-		if int(v) < r.m && r.xb[i] > rmpFeasTol {
+		if v < 0 && (^v)&1 == 0 && r.xb[i] > rmpFeasTol {
 			return true
 		}
 	}
@@ -121,60 +197,74 @@ func (r *rmp) artificialsLeft() bool {
 }
 
 // loadColumn writes B^-1 a_v into r.col.
-func (r *rmp) loadColumn(v int) {
+func (r *rmp) loadColumn(v int32) {
 	m := r.m
 	clear(r.col)
-	switch {
-	case v < m:
-		for i := range m {
-			r.col[i] = r.binv[i*m+v]
+	if v < 0 {
+		c := int((^v) >> 1)
+		sign := 1.0
+		if (^v)&1 == 1 {
+			sign = -1
 		}
-	case v < 2*m:
-		c := v - m
 		for i := range m {
-			r.col[i] = -r.binv[i*m+c]
+			r.col[i] = sign * r.binv[i*m+c]
 		}
-	default:
-		j := v - 2*m
-		for k := r.start[j]; k < r.start[j+1]; k++ {
-			c, a := int(r.rows[k]), r.vals[k]
-			for i := range m {
-				r.col[i] += r.binv[i*m+c] * a
-			}
+		return
+	}
+	for _, e := range r.cols[v] {
+		c, a := int(e.row), e.val
+		for i := range m {
+			r.col[i] += r.binv[i*m+c] * a
 		}
 	}
 }
 
 // optimize runs primal simplex pivots until no variable prices out or the
-// pivot budget is spent.
+// pivot budget is spent. Artificials that left the basis are never priced
+// again.
 func (r *rmp) optimize(budget int) {
 	m := r.m
 	for it := 0; it < budget; it++ {
-		// Pricing: most negative reduced cost per unit column norm.
-		q, dq, best := -1, 0.0, 0.0
+		// Pricing: most negative reduced cost per unit column norm. Partial:
+		// columns are scanned in chunks from a rotating cursor, stopping
+		// after the first chunk that offers a candidate.
+		q, dq, best := int32(0), 0.0, 0.0
+		found := false
 		for i := range m {
-			if r.pos[m+i] < 0 && r.pi[i] < -r.dtol {
+			if r.posS[i] < 0 && r.pi[i] < -r.dtol {
 				if s := r.pi[i]; s < best {
-					q, dq, best = m+i, r.pi[i], s
+					q, dq, best, found = surVar(i), r.pi[i], s, true
 				}
 			}
 		}
-		for j := range r.cost {
-			v := 2*m + j
-			if r.pos[v] >= 0 {
-				continue
-			}
-			d := r.cost[j]
-			for k := r.start[j]; k < r.start[j+1]; k++ {
-				d -= r.pi[r.rows[k]] * r.vals[k]
-			}
-			if d < -r.dtol {
-				if s := d / r.norm[j]; s < best {
-					q, dq, best = v, d, s
+		n := len(r.cols)
+		chunk := max(128, n/8)
+		for scanned := 0; scanned < n; {
+			end := min(scanned+chunk, n)
+			for ; scanned < end; scanned++ {
+				j := r.cursor
+				r.cursor++
+				if r.cursor >= n {
+					r.cursor = 0
+				}
+				if r.posC[j] >= 0 {
+					continue
+				}
+				d := r.cost[j]
+				for _, e := range r.cols[j] {
+					d -= r.pi[e.row] * e.val
+				}
+				if d < -r.dtol {
+					if s := d / r.norm[j]; s < best {
+						q, dq, best, found = int32(j), d, s, true
+					}
 				}
 			}
+			if found {
+				break
+			}
 		}
-		if q < 0 {
+		if !found {
 			return
 		}
 		r.loadColumn(q)
@@ -196,9 +286,6 @@ func (r *rmp) optimize(budget int) {
 			}
 		}
 		t := max(0, r.xb[leave]/pivot)
-		if t < 1e-9 {
-			r.degen++
-		}
 		for i := range m {
 			if c := r.col[i]; c != 0 {
 				r.xb[i] = max(0, r.xb[i]-t*c)
@@ -206,8 +293,7 @@ func (r *rmp) optimize(budget int) {
 		}
 		r.xb[leave] = t
 		// Update the inverse: row leave /= pivot; others -= col_i * row
-		// leave, over the nonzeros of row leave only (B^-1 stays sparse: most
-		// basic variables are surplus or artificial unit columns).
+		// leave, over the nonzeros of row leave only.
 		rowL := r.binv[leave*m : leave*m+m]
 		inv := 1 / pivot
 		r.nzIdx, r.nzVal = r.nzIdx[:0], r.nzVal[:0]
@@ -219,13 +305,16 @@ func (r *rmp) optimize(budget int) {
 				r.nzVal = append(r.nzVal, v)
 			}
 		}
-		r.statRow += len(r.nzIdx)
+		dense := 2*len(r.nzIdx) > m
 		for i := range m {
-			if c := r.col[i]; c != 0 {
-				r.statCol++
-			}
 			if c := r.col[i]; c != 0 && i != leave {
 				row := r.binv[i*m : i*m+m]
+				if dense {
+					for k, v := range rowL {
+						row[k] -= c * v
+					}
+					continue
+				}
 				for t, k := range r.nzIdx {
 					row[k] -= c * r.nzVal[t]
 				}
@@ -235,13 +324,12 @@ func (r *rmp) optimize(budget int) {
 		for t, k := range r.nzIdx {
 			r.pi[k] += dq * r.nzVal[t]
 		}
-		// A leaving artificial is never priced again (pricing skips them).
-		r.pos[r.head[leave]] = -1
-		r.head[leave] = int32(q)
-		r.pos[q] = int32(leave)
+		r.setPos(r.head[leave], -1)
+		r.head[leave] = q
+		r.setPos(q, int32(leave))
 		r.pivots++
 		r.since++
-		if r.since >= 4*m+50 {
+		if r.since >= 8*m+100 {
 			r.refactor()
 		}
 	}
@@ -256,16 +344,17 @@ func (r *rmp) refactor() {
 	r.since = 0
 	a := make([]float64, m*m) // a = B, column p is the variable in head[p]
 	for p, v := range r.head {
-		switch {
-		case int(v) < m:
-			a[int(v)*m+p] = 1
-		case int(v) < 2*m:
-			a[(int(v)-m)*m+p] = -1
-		default:
-			j := int(v) - 2*m
-			for k := r.start[j]; k < r.start[j+1]; k++ {
-				a[int(r.rows[k])*m+p] = r.vals[k]
+		if v >= 0 {
+			for _, e := range r.cols[v] {
+				a[int(e.row)*m+p] = e.val
 			}
+			continue
+		}
+		row := int((^v) >> 1)
+		if (^v)&1 == 0 {
+			a[row*m+p] = 1
+		} else {
+			a[row*m+p] = -1
 		}
 	}
 	inv := make([]float64, m*m)
@@ -328,7 +417,7 @@ func (r *rmp) recomputeDuals() {
 	m := r.m
 	clear(r.pi)
 	for i, v := range r.head {
-		c := r.varCost(int(v))
+		c := r.varCost(v)
 		if c == 0 {
 			continue
 		}
@@ -341,7 +430,7 @@ func (r *rmp) recomputeDuals() {
 
 // primal returns the value of structural column j (0 if nonbasic).
 func (r *rmp) primal(j int) float64 {
-	if p := r.pos[2*r.m+j]; p >= 0 {
+	if p := r.posC[j]; p >= 0 {
 		return r.xb[p]
 	}
 	return 0

@@ -39,11 +39,6 @@ const (
 
 var resourceNames = [NumResources]string{"cpu", "memory", "pods"}
 
-// fits reports whether a request fits an allocatable, with fitSlack.
-func fits(req, alloc float64) bool {
-	return req <= alloc+fitSlack*math.Max(alloc, 1)
-}
-
 // Validate checks p against the contract of Solve and returns a *ProblemError
 // (wrapping ErrInvalidProblem) listing every violation, or nil.
 //
@@ -77,12 +72,36 @@ func Validate(p *Problem) error {
 			add(field.Invalid(path.Child("zone"), o.Zone, "must be >= 0"))
 		}
 	}
+	// Per offering: a dense zone id and the largest request that fits, so
+	// that checking a group's allowed list is a few array reads per entry.
+	v := validator{p: p, add: add}
+	v.zone = make([]int32, len(p.Offerings))
+	v.limit = make([][NumResources]float64, len(p.Offerings))
+	zoneID := map[int]int32{}
+	for i := range p.Offerings {
+		o := &p.Offerings[i]
+		id, ok := zoneID[o.Zone]
+		if !ok {
+			id = int32(len(zoneID))
+			zoneID[o.Zone] = id
+		}
+		v.zone[i] = id
+		for r, a := range o.Alloc {
+			if finiteNonNeg(a) {
+				v.limit[i][r] = a + fitSlack*math.Max(a, 1)
+			} else {
+				v.limit[i][r] = math.Inf(1) // reported above
+			}
+		}
+	}
+	v.zoneID = zoneID
+	v.seen = make([]bool, len(zoneID))
 	grpPath := field.NewPath("groups")
 	for gi := range p.Groups {
 		if len(errs) >= maxErrors {
 			break
 		}
-		validateGroup(p, gi, grpPath.Index(gi), add)
+		v.group(gi, grpPath.Index(gi))
 	}
 	if len(errs) == 0 {
 		return nil
@@ -90,7 +109,17 @@ func Validate(p *Problem) error {
 	return &ProblemError{Errs: errs}
 }
 
-func validateGroup(p *Problem, gi int, path *field.Path, add func(*field.Error) bool) {
+type validator struct {
+	p      *Problem
+	add    func(*field.Error) bool
+	zone   []int32
+	limit  [][NumResources]float64
+	zoneID map[int]int32
+	seen   []bool // scratch: zones with an allowed offering
+}
+
+func (v *validator) group(gi int, path *field.Path) {
+	p, add := v.p, v.add
 	g := &p.Groups[gi]
 	if g.Count < 0 || g.Count > maxCount {
 		add(field.Invalid(path.Child("count"), g.Count, fmt.Sprintf("must be in 0..%d", int64(maxCount))))
@@ -105,7 +134,11 @@ func validateGroup(p *Problem, gi int, path *field.Path, add func(*field.Error) 
 	if len(g.Allowed) == 0 {
 		add(field.Required(path.Child("allowed"), "a group needs at least one allowed offering (leave unschedulable pods out of the problem)"))
 	}
-	zonesAllowed := map[int]bool{}
+	needZones := len(g.MinPerZone) > 0
+	if needZones {
+		clear(v.seen)
+	}
+	req := g.Request
 	for j, o := range g.Allowed {
 		if o < 0 || o >= len(p.Offerings) {
 			if !add(field.Invalid(path.Child("allowed").Index(j), o, fmt.Sprintf("offering index out of range 0..%d", len(p.Offerings)-1))) {
@@ -113,15 +146,20 @@ func validateGroup(p *Problem, gi int, path *field.Path, add func(*field.Error) 
 			}
 			continue
 		}
-		off := &p.Offerings[o]
-		zonesAllowed[off.Zone] = true
+		if needZones {
+			v.seen[v.zone[o]] = true
+		}
 		if !reqOK {
 			continue
 		}
+		lim := &v.limit[o]
+		if req[0] <= lim[0] && req[1] <= lim[1] && req[2] <= lim[2] {
+			continue
+		}
 		for r := range NumResources {
-			if finiteNonNeg(off.Alloc[r]) && !fits(g.Request[r], off.Alloc[r]) {
+			if req[r] > lim[r] {
 				if !add(field.Invalid(path.Child("allowed").Index(j), o,
-					fmt.Sprintf("one pod does not fit offering %d: %s request %g > allocatable %g", o, resourceNames[r], g.Request[r], off.Alloc[r]))) {
+					fmt.Sprintf("one pod does not fit offering %d: %s request %g > allocatable %g", o, resourceNames[r], req[r], p.Offerings[o].Alloc[r]))) {
 					return
 				}
 				break
@@ -130,6 +168,9 @@ func validateGroup(p *Problem, gi int, path *field.Path, add func(*field.Error) 
 	}
 	if g.DistinctNodes < 0 || g.DistinctNodes > max(g.Count, 0) {
 		add(field.Invalid(path.Child("distinctNodes"), g.DistinctNodes, fmt.Sprintf("must be in 0..count (%d)", g.Count)))
+	}
+	if !needZones {
+		return
 	}
 	// Walk MinPerZone in zone order so the error list is stable.
 	zones := make([]int, 0, len(g.MinPerZone))
@@ -146,7 +187,7 @@ func validateGroup(p *Problem, gi int, path *field.Path, add func(*field.Error) 
 			continue
 		}
 		sum += int64(n)
-		if n > 0 && len(g.Allowed) > 0 && !zonesAllowed[z] {
+		if id, ok := v.zoneID[z]; n > 0 && len(g.Allowed) > 0 && (!ok || !v.seen[id]) {
 			add(field.Invalid(zp, n, fmt.Sprintf("no allowed offering is in zone %d", z)))
 		}
 	}
