@@ -242,13 +242,9 @@ func appliedLines(stderr []string) []string {
 
 // TestUpStopsCleanlyOnSignal starts `local up`, checks what it prints and
 // serves, stops it with a signal and checks that it exits 0 leaving no
-// process behind. The SIGTERM run applies this package's test manifests;
-// the SIGINT run applies the repository's examples (what `make run` does).
+// process behind. (TestUpDirHeldThenTakenOver stops its last stack with
+// SIGINT the same way.)
 func TestUpStopsCleanlyOnSignal(t *testing.T) {
-	examples, err := filepath.Abs(filepath.Join("..", "..", "..", "examples"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name   string
 		signal syscall.Signal
@@ -263,19 +259,6 @@ func TestUpStopsCleanlyOnSignal(t *testing.T) {
 				cm, err := cs.CoreV1().ConfigMaps("demo").Get(t.Context(), "greeting", metav1.GetOptions{})
 				if err != nil || cm.Data["message"] != "hello from the local stack" {
 					t.Errorf("applied ConfigMap: %v %v", cm.Data, err)
-				}
-			},
-		},
-		{
-			name:   "SIGINT",
-			signal: syscall.SIGINT,
-			apply:  examples,
-			check: func(t *testing.T, cs *kubernetes.Clientset) {
-				// The examples are NodePools and an EC2NodeClass: the CRDs
-				// must be installed for them to exist.
-				raw, err := cs.RESTClient().Get().AbsPath("/apis/karpenter.sh/v1/nodepools").DoRaw(t.Context())
-				if err != nil || !bytes.Contains(raw, []byte(`"kind":"NodePoolList"`)) {
-					t.Errorf("listing NodePools: %v %.200s", err, raw)
 				}
 			},
 		},
@@ -352,22 +335,35 @@ func TestUpDirHeldThenTakenOver(t *testing.T) {
 		noProcessesLeft(t, dir, 10*time.Second)
 	})
 
-	t.Run("next instance takes over", func(t *testing.T) {
-		third := startUp(t, "local", "up", "--dir", dir)
+	t.Run("next instance takes over, applies the examples, stops on SIGINT", func(t *testing.T) {
+		// The repository's examples are what `make run` applies.
+		examples, err := filepath.Abs(filepath.Join("..", "..", "..", "examples"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		third := startUp(t, "local", "up", "--dir", dir, "--apply", examples)
 		line, took := third.waitReady()
-		t.Logf("start to ready after a takeover: %s", took.Round(10*time.Millisecond))
+		t.Logf("start to ready after a takeover: %s (%d manifests applied)", took.Round(10*time.Millisecond), manifestCount(t, examples))
 		if !strings.Contains(third.stderr.String(), fmt.Sprintf("taking over %s from a stack that stopped without cleaning up (pid %d)", dir, first.cmd.Process.Pid)) {
 			t.Errorf("no takeover notice naming pid %d:\n%s", first.cmd.Process.Pid, third.stderr)
 		}
-		// A fresh cluster: nothing the first stack had survives, but it works.
-		if _, err := clientFor(t, line).CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
-			t.Errorf("taken-over stack does not serve: %v", err)
+		if got, want := len(appliedLines(third.stderr.get())), manifestCount(t, examples); got != want {
+			t.Errorf("%d 'applied' progress lines for %d manifests:\n%s", got, want, third.stderr)
 		}
-		if err := third.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		// The examples are NodePools and an EC2NodeClass: the CRDs must be
+		// installed for them to exist.
+		raw, err := clientFor(t, line).RESTClient().Get().AbsPath("/apis/karpenter.sh/v1/nodepools").DoRaw(t.Context())
+		if err != nil || !bytes.Contains(raw, []byte(`"kind":"NodePoolList"`)) {
+			t.Errorf("listing NodePools: %v %.200s", err, raw)
+		}
+		if err := third.cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
 		if code := third.wait(); code != 0 {
-			t.Errorf("exit code %d, want 0\nstderr:\n%s", code, third.stderr)
+			t.Errorf("exit code %d after SIGINT, want 0\nstderr:\n%s", code, third.stderr)
+		}
+		if out := third.stdout.get(); len(out) != 1 {
+			t.Errorf("stdout has %d lines, want just the ready line: %q", len(out), out)
 		}
 		noProcessesLeft(t, dir, 0)
 	})
