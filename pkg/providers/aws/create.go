@@ -1,0 +1,256 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/userdata"
+	"github.com/dovetail-sh/dovetail/pkg/requirements"
+)
+
+// Tag keys put on what dovetail launches.
+const (
+	TagClusterPrefix = nodeclass.TagClusterPrefix
+)
+
+// capacityErrorCodes are the CreateFleet error codes that mean "no
+// capacity for this offering right now".
+var capacityErrorCodes = map[string]bool{
+	"InsufficientInstanceCapacity":      true,
+	"InsufficientCapacity":              true,
+	"InsufficientHostCapacity":          true,
+	"InsufficientReservedCapacity":      true,
+	"MaxSpotInstanceCountExceeded":      true,
+	"SpotMaxPriceTooLow":                true,
+	"UnfulfillableCapacity":             true,
+	"Unsupported":                       true,
+	"VcpuLimitExceeded":                 false,
+	"InsufficientFreeAddressesInSubnet": true,
+}
+
+// Create launches an instance for the NodeClaim (see
+// cloudprovider.CloudProvider).
+func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	types, err := p.types.List(ctx, nc)
+	if err != nil {
+		return nil, fmt.Errorf("listing instance types: %w", err)
+	}
+	reqs, err := claimRequirements(nodeClaim.Spec.Requirements)
+	if err != nil {
+		return nil, &cloudprovider.CreateError{Reason: ReasonInvalidRequirements, Err: err}
+	}
+	plan, err := PlanLaunch(types, reqs, nodeClaim.Spec.Resources.Requests, p.region, p.o.MaxInstanceTypes)
+	if err != nil {
+		return nil, err
+	}
+	req, images, err := p.launchRequest(ctx, nodeClaim, nc, reqs, plan)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.instances.Launch(ctx, req)
+	if err != nil {
+		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
+	}
+	var iced []cloudprovider.OfferingKey
+	var other []instance.FleetError
+	for _, fe := range res.Errors {
+		if capacityErrorCodes[fe.Code] && fe.InstanceType != "" && fe.Zone != "" {
+			iced = append(iced, cloudprovider.OfferingKey{InstanceType: fe.InstanceType, Zone: fe.Zone, CapacityType: fe.CapacityType})
+		} else {
+			other = append(other, fe)
+		}
+	}
+	p.types.Unavailable().Mark(iced...)
+	if res.Instance == nil {
+		if len(other) == 0 {
+			return nil, cloudprovider.NewInsufficientCapacityError(errors.New("CreateFleet launched no instance"), iced...)
+		}
+		fe := other[0]
+		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed,
+			Err: fmt.Errorf("CreateFleet launched no instance: %s: %s (%s in %s)", fe.Code, fe.Message, fe.InstanceType, fe.Zone)}
+	}
+	in := res.Instance
+	in.ImageID = images[in.Type]
+	tagged := true
+	if err := p.instances.CreateTags(ctx, in.ID, map[string]string{karpv1.NodeClaimTagKey: nodeClaim.Name, awsv1.TagName: nodeClaim.Name}); err != nil {
+		// Not fatal: the instance runs and is found by providerID; a
+		// later pass can tag it (the annotation says it is not tagged).
+		tagged = false
+		p.o.Log.Info("tagging a launched instance failed", "instance", in.ID, "nodeclaim", nodeClaim.Name, "error", err.Error())
+	}
+	return p.launchedClaim(nodeClaim, nc, in, types, tagged), nil
+}
+
+// nodeLabels are the labels a node of the claim registers with: the
+// claim's labels plus every single-valued requirement.
+func nodeLabels(nodeClaim *karpv1.NodeClaim, reqs requirements.Requirements) map[string]string {
+	labels := reqs.Labels()
+	maps.Copy(labels, nodeClaim.Labels)
+	return labels
+}
+
+// nodeTaints are the taints a node of the claim registers with.
+func nodeTaints(nodeClaim *karpv1.NodeClaim) []corev1.Taint {
+	t := append([]corev1.Taint(nil), nodeClaim.Spec.Taints...)
+	t = append(t, nodeClaim.Spec.StartupTaints...)
+	return append(t, karpv1.UnregisteredNoExecuteTaint)
+}
+
+// commonTags are the tags of the fleet and its instances, volumes and
+// network interfaces (identical for every claim of a pool and class, so
+// launches batch).
+func (p *Provider) commonTags(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) map[string]string {
+	tags := maps.Clone(nc.Spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[TagClusterPrefix+p.o.ClusterName] = "owned"
+	tags[awsv1.TagEKSClusterName] = p.o.ClusterName
+	tags[karpv1.NodePoolTagKey] = nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	tags[awsv1.TagNodeClass] = nc.Name
+	return tags
+}
+
+// launchRequest builds the launch templates (one per image) and the fleet
+// request for a plan. images maps each planned type to its image.
+func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, reqs requirements.Requirements, plan Plan) (*instance.LaunchRequest, map[string]string, error) {
+	family := nc.AMIFamily()
+	data, err := userdata.Render(userdata.Input{
+		Family: family, ClusterName: p.o.ClusterName, ClusterEndpoint: p.o.ClusterEndpoint,
+		ClusterCA: decodeCA(p.o.ClusterCA), ServiceCIDR: p.o.ServiceCIDR,
+		Labels: nodeLabels(nodeClaim, reqs), Taints: nodeTaints(nodeClaim),
+		Kubelet: nc.Spec.Kubelet, UserData: nc.Spec.UserData,
+	})
+	if err != nil {
+		return nil, nil, &cloudprovider.CreateError{Reason: ReasonUserDataInvalid, Err: err}
+	}
+	mo := nodeclass.EffectiveMetadataOptions(nc.Spec.MetadataOptions)
+	var sgs []string
+	for _, g := range nc.Status.SecurityGroups {
+		sgs = append(sgs, g.ID)
+	}
+	tags := p.commonTags(nodeClaim, nc)
+	subnetByZone := map[string]string{}
+	for _, s := range nc.Status.Subnets {
+		if _, ok := subnetByZone[s.Zone]; !ok {
+			subnetByZone[s.Zone] = s.ID
+		}
+	}
+	req := &instance.LaunchRequest{CapacityType: plan.CapacityType, Tags: tags}
+	if nc.Spec.Context != nil {
+		req.Context = *nc.Spec.Context
+	}
+	images := map[string]string{}
+	for _, ami := range nc.Status.AMIs {
+		arch := ""
+		for _, r := range ami.Requirements {
+			if r.Key == karpv1.LabelArch && len(r.Values) == 1 {
+				arch = r.Values[0]
+			}
+		}
+		var overrides []instance.Override
+		for _, pt := range plan.Types {
+			if pt.Type.Labels[karpv1.LabelArch] != arch {
+				continue
+			}
+			if _, done := images[pt.Type.Name]; done {
+				continue
+			}
+			for _, o := range pt.Offerings {
+				if sid, ok := subnetByZone[o.Zone]; ok {
+					overrides = append(overrides, instance.Override{InstanceType: pt.Type.Name, SubnetID: sid, Zone: o.Zone})
+					images[pt.Type.Name] = ami.ID
+				}
+			}
+		}
+		if len(overrides) == 0 {
+			continue
+		}
+		content := launchtemplate.Content{
+			ImageID: ami.ID, UserData: data, SecurityGroupIDs: sgs, InstanceProfile: nc.Status.InstanceProfile,
+			HTTPEndpoint: *mo.HTTPEndpoint, HTTPProtocolIPv6: *mo.HTTPProtocolIPv6,
+			HTTPPutResponseHopLimit: *mo.HTTPPutResponseHopLimit, HTTPTokens: *mo.HTTPTokens,
+			BlockDevices:       launchtemplate.BlockDevices(nc),
+			DetailedMonitoring: nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
+			AssociatePublicIP:  nc.Spec.AssociatePublicIPAddress,
+			Tags:               tags,
+		}
+		tpl, err := p.templates.Ensure(ctx, content)
+		if err != nil {
+			return nil, nil, &cloudprovider.CreateError{Reason: ReasonLaunchTemplateFailed, Err: err}
+		}
+		req.Configs = append(req.Configs, instance.LaunchConfig{LaunchTemplateName: tpl.Name, Overrides: overrides})
+	}
+	if len(req.Configs) == 0 {
+		return nil, nil, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
+			Err: errors.New("no planned instance type has an image of its architecture and a subnet in its zones")}
+	}
+	return req, images, nil
+}
+
+// launchedClaim is the NodeClaim as launched: labels for the chosen type,
+// zone and capacity type, and status with providerID, image, capacity and
+// allocatable.
+func (p *Provider) launchedClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, in *instance.Instance, types []*cloudprovider.InstanceType, tagged bool) *karpv1.NodeClaim {
+	out := nodeClaim.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	var it *cloudprovider.InstanceType
+	for _, t := range types {
+		if t.Name == in.Type {
+			it = t
+			break
+		}
+	}
+	if it != nil {
+		maps.Copy(out.Labels, it.Labels)
+		out.Status.Capacity = filterZero(it.Capacity)
+		out.Status.Allocatable = filterZero(it.Allocatable())
+		for _, o := range it.Offerings {
+			if o.Zone == in.Zone && o.ZoneID != "" {
+				out.Labels[awsv1.LabelTopologyZoneID] = o.ZoneID
+			}
+		}
+	}
+	out.Labels[karpv1.LabelInstanceType] = in.Type
+	out.Labels[karpv1.LabelTopologyZone] = in.Zone
+	out.Labels[karpv1.LabelTopologyRegion] = p.region
+	out.Labels[karpv1.CapacityTypeLabelKey] = in.CapacityType
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nodeclass.Hash(nc)
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = nodeclass.HashVersion
+	if tagged {
+		out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
+	}
+	out.Status.ProviderID = ProviderID(in.Zone, in.ID)
+	out.Status.ImageID = in.ImageID
+	return out
+}
+
+func filterZero(l corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		if q := l[k]; !q.IsZero() {
+			out[k] = q.DeepCopy()
+		}
+	}
+	return out
+}

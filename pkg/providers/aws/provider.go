@@ -1,0 +1,225 @@
+package aws
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instancetype"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/sdk"
+)
+
+// ProviderName is what Name returns.
+const ProviderName = "aws"
+
+// DefaultMaxInstanceTypes is the most instance types one launch offers EC2
+// (the cheapest ones that fit).
+const DefaultMaxInstanceTypes = 60
+
+// Options configure a Provider.
+type Options struct {
+	// ClusterName is required.
+	ClusterName string
+	// ClusterEndpoint (https URL), ClusterCA (base64 PEM), ServiceCIDR and
+	// KubernetesVersion (major.minor) describe the cluster to nodes; those
+	// left empty are read with one eks:DescribeCluster call in New.
+	ClusterEndpoint, ClusterCA, ServiceCIDR, KubernetesVersion string
+	// Reader reads EC2NodeClasses (its scheme must know awsv1).
+	Reader client.Reader
+	// Clock is the time source (default the real clock).
+	Clock clock.Clock
+	// Log receives provider logs. Credentials never reach it.
+	Log logr.Logger
+	// Retry configures the SDK retryer (sdk.DefaultRetry when zero).
+	Retry sdk.RetryOptions
+	// PriceRefresh and TypeRefresh: see package instancetype.
+	PriceRefresh, TypeRefresh time.Duration
+	// BatchIdle and BatchMax: see package instance.
+	BatchIdle, BatchMax time.Duration
+	// VMMemoryOverheadPercent (default 0.075) and ReservedENIs feed the
+	// allocatable model.
+	VMMemoryOverheadPercent float64
+	ReservedENIs            int
+	// MaxInstanceTypes per launch (default DefaultMaxInstanceTypes).
+	MaxInstanceTypes int
+	// UnavailableTTL is how long an insufficient-capacity answer keeps an
+	// offering out (default 3 minutes).
+	UnavailableTTL time.Duration
+}
+
+// Provider is the AWS implementation of cloudprovider.CloudProvider.
+type Provider struct {
+	o         Options
+	region    string
+	clients   *sdk.Clients
+	types     *instancetype.Provider
+	templates *launchtemplate.Provider
+	instances *instance.Provider
+	resolver  *nodeclass.Resolver
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// New builds a Provider from an aws.Config (region and credentials
+// resolved by the caller). Background batchers stop when ctx ends.
+func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
+	if o.ClusterName == "" {
+		return nil, errors.New("aws provider: options: ClusterName is required")
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("aws provider: the AWS config has no region")
+	}
+	if o.Reader == nil {
+		return nil, errors.New("aws provider: options: Reader is required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	if o.MaxInstanceTypes <= 0 {
+		o.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	clients := sdk.NewClients(cfg, o.Retry)
+	p := &Provider{o: o, region: cfg.Region, clients: clients}
+	if err := p.discoverCluster(ctx); err != nil {
+		return nil, err
+	}
+	p.types = instancetype.New(instancetype.Options{
+		EC2: clients.EC2, Pricing: clients.Pricing, Region: cfg.Region, Clock: o.Clock,
+		Unavailable:  instancetype.NewUnavailable(o.Clock, o.UnavailableTTL),
+		PriceRefresh: o.PriceRefresh, TypeRefresh: o.TypeRefresh,
+		VMMemoryOverheadPercent: o.VMMemoryOverheadPercent, ReservedENIs: o.ReservedENIs,
+		Log: o.Log.WithName("instancetype"),
+	})
+	p.templates = launchtemplate.NewProvider(clients.EC2, o.ClusterName)
+	p.instances = instance.New(ctx, instance.Options{EC2: clients.EC2, BatchIdle: o.BatchIdle, BatchMax: o.BatchMax, Clock: o.Clock})
+	p.resolver = &nodeclass.Resolver{
+		EC2: clients.EC2, SSM: clients.SSM, IAM: clients.IAM, ClusterName: o.ClusterName, Region: cfg.Region,
+		KubernetesVersion: p.o.KubernetesVersion, Clock: o.Clock,
+	}
+	return p, nil
+}
+
+func (p *Provider) discoverCluster(ctx context.Context) error {
+	o := &p.o
+	if o.ClusterEndpoint != "" && o.ClusterCA != "" && o.ServiceCIDR != "" && o.KubernetesVersion != "" {
+		return nil
+	}
+	out, err := p.clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: sdkaws.String(o.ClusterName)})
+	if err != nil {
+		return fmt.Errorf("aws provider: discovering cluster %s (set the endpoint, CA, service CIDR and version to skip): %w", o.ClusterName, err)
+	}
+	c := out.Cluster
+	if o.ClusterEndpoint == "" {
+		o.ClusterEndpoint = sdkaws.ToString(c.Endpoint)
+	}
+	if o.ClusterCA == "" && c.CertificateAuthority != nil {
+		o.ClusterCA = sdkaws.ToString(c.CertificateAuthority.Data)
+	}
+	if o.ServiceCIDR == "" && c.KubernetesNetworkConfig != nil {
+		o.ServiceCIDR = sdkaws.ToString(c.KubernetesNetworkConfig.ServiceIpv4Cidr)
+	}
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = sdkaws.ToString(c.Version)
+	}
+	if o.ClusterEndpoint == "" || o.KubernetesVersion == "" {
+		return fmt.Errorf("aws provider: cluster %s: DescribeCluster gave no endpoint or version", o.ClusterName)
+	}
+	return nil
+}
+
+// Name returns "aws".
+func (p *Provider) Name() string { return ProviderName }
+
+// Resolver returns the EC2NodeClass resolver the node class controller
+// calls to fill in status.
+func (p *Provider) Resolver() *nodeclass.Resolver { return p.resolver }
+
+// Clients returns the SDK clients (for the interruption queue and
+// garbage collection).
+func (p *Provider) Clients() *sdk.Clients { return p.clients }
+
+// Unavailable returns the insufficient-capacity cache, which the
+// interruption handler also marks on spot interruptions.
+func (p *Provider) Unavailable() *instancetype.Unavailable { return p.types.Unavailable() }
+
+// ClusterEndpoint, ClusterCA and KubernetesVersion are what nodes are told.
+func (p *Provider) ClusterEndpoint() string   { return p.o.ClusterEndpoint }
+func (p *Provider) KubernetesVersion() string { return p.o.KubernetesVersion }
+
+// nodeClass reads the NodeClaim's or NodePool's EC2NodeClass; a class that
+// is missing or not Ready is a *cloudprovider.NodeClassNotReadyError.
+func (p *Provider) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, &cloudprovider.NodeClassNotReadyError{Err: errors.New("no nodeClassRef")}
+	}
+	if ref.Group != "" && ref.Group != awsv1.Group {
+		return nil, &cloudprovider.NodeClassNotReadyError{NodeClass: ref.Name, Err: fmt.Errorf("nodeClassRef group %q is not %s", ref.Group, awsv1.Group)}
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := p.o.Reader.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &cloudprovider.NodeClassNotReadyError{NodeClass: ref.Name, Err: err}
+		}
+		return nil, fmt.Errorf("reading EC2NodeClass %s: %w", ref.Name, err)
+	}
+	if !nc.IsTrue(awsv1.ConditionTypeReady) {
+		msg := "condition Ready is not True"
+		if c := nc.GetCondition(awsv1.ConditionTypeReady); c != nil && c.Message != "" {
+			msg += ": " + c.Message
+		}
+		return nil, &cloudprovider.NodeClassNotReadyError{NodeClass: ref.Name, Err: errors.New(msg)}
+	}
+	return nc, nil
+}
+
+// GetInstanceTypes lists what the NodePool's node class can launch.
+func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	nc, err := p.nodeClass(ctx, nodePool.NodeClassRef())
+	if err != nil {
+		return nil, err
+	}
+	return p.types.List(ctx, nc)
+}
+
+// ProviderID formats the providerID of an instance.
+func ProviderID(zone, instanceID string) string { return "aws:///" + zone + "/" + instanceID }
+
+// ParseProviderID returns the instance id of an aws:///zone/id providerID.
+func ParseProviderID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return "", fmt.Errorf("providerID %q does not start with aws:///", providerID)
+	}
+	_, id, ok := strings.Cut(rest, "/")
+	if !ok || !strings.HasPrefix(id, "i-") || strings.Contains(id, "/") {
+		return "", fmt.Errorf("providerID %q is not aws:///<zone>/<instance-id>", providerID)
+	}
+	return id, nil
+}
+
+func decodeCA(ca string) string {
+	if _, err := base64.StdEncoding.DecodeString(ca); err == nil {
+		return ca
+	}
+	return base64.StdEncoding.EncodeToString([]byte(ca))
+}
