@@ -1,0 +1,35 @@
+// Package simulate is the engine of `dovetail simulate`: it reads
+// Kubernetes and Karpenter manifests, expands workloads into the pods their
+// controllers would create, takes a snapshot (pkg/snapshot) and runs the
+// scheduling engine once, then renders the plan.
+//
+//	files ──Manifests.Read──▶ Manifests ──Cluster──▶ snapshot.Cluster
+//	      ──snapshot.Build──▶ engine.Input ──engine.Solve──▶ Plan ──FromPlan──▶ Result ──Render──▶ table|json|yaml
+//
+// # Vocabulary
+//
+//   - Document: one YAML document of a file (separated by "---" lines),
+//     numbered from 1 in the file; a kind: List document holds several
+//     objects (items[i]).
+//   - Origin: file, document and first line of an object, for errors.
+//   - Workload expansion: Deployments, ReplicaSets, StatefulSets and Jobs
+//     become pods named <owner>-<n>; DaemonSets are overhead on new nodes
+//     and get pods on the existing Nodes they would run on.
+//   - Catalog file: an --instance-types file that replaces the built-in EC2
+//     catalog (CatalogFile).
+//
+// # Errors
+//
+// Everything wrong with the input is reported, as InputErrors: each
+// *InputError names the file, the document, its first line, the object and,
+// where possible, the field path (spec.template.spec.requirements[0].key);
+// all wrap ErrBadInput. Reading never panics on any input (FuzzRead). Pods
+// the engine cannot place are not errors: they are listed in
+// Result.Unschedulable with the engine's reason code.
+//
+// # Determinism
+//
+// The same files give the same plan, node names included; only
+// Result.DurationSeconds, measured around engine.Solve with Options.Now,
+// varies. See ExampleRun.
+package simulate

@@ -1,0 +1,125 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// Output formats.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+	FormatYAML  = "yaml"
+)
+
+// Formats lists the output formats, sorted.
+func Formats() []string { return []string{FormatJSON, FormatTable, FormatYAML} }
+
+// ValidateFormat returns a field error naming the allowed formats when f is
+// not one of them.
+func ValidateFormat(f string) *field.Error {
+	for _, ok := range Formats() {
+		if f == ok {
+			return nil
+		}
+	}
+	return field.NotSupported(field.NewPath("output"), f, Formats())
+}
+
+// Render writes r in the given format: json (indented), yaml (the same
+// document), or table (one line per new node, the pods planned onto
+// existing nodes, the unschedulable pods with reasons, then the totals, the
+// lower bound and the gap between them).
+func Render(w io.Writer, r *Result, format string) error {
+	switch format {
+	case FormatJSON:
+		data, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(data, '\n'))
+		return err
+	case FormatYAML:
+		data, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	case FormatTable:
+		return renderTable(w, r)
+	}
+	return ValidateFormat(format)
+}
+
+// Gap is plan/bound - 1, or ok=false when there is no bound to compare to.
+func (r *Result) Gap() (gap float64, ok bool) {
+	if r.LowerBoundPricePerHour <= 0 {
+		return 0, false
+	}
+	return r.TotalPricePerHour/r.LowerBoundPricePerHour - 1, true
+}
+
+func renderTable(w io.Writer, r *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(r.NodeClaims) > 0 {
+		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE-TYPE\tCAPACITY-TYPE\tZONE\t$/HOUR\tOPTIONS\tPODS")
+		for _, c := range r.NodeClaims {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%d\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour, len(c.InstanceTypeOptions), len(c.Pods))
+		}
+	} else {
+		fmt.Fprintln(tw, "No new nodes.")
+	}
+	if len(r.ExistingNodes) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "EXISTING NODE\tPODS PLACED")
+		for _, n := range r.ExistingNodes {
+			fmt.Fprintf(tw, "%s\t%d\n", n.Name, len(n.Pods))
+		}
+	}
+	if len(r.Unschedulable) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "UNSCHEDULABLE POD\tCODE\tREASON")
+		for _, u := range r.Unschedulable {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Pod, u.Code, oneLine(u.Reason))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	placedExisting := 0
+	for _, n := range r.ExistingNodes {
+		placedExisting += len(n.Pods)
+	}
+	placedNew := 0
+	for _, c := range r.NodeClaims {
+		placedNew += len(c.Pods)
+	}
+	gap := "n/a"
+	if g, ok := r.Gap(); ok {
+		gap = fmt.Sprintf("%.1f%%", 100*g)
+	}
+	_, err := fmt.Fprintf(w, "\nNew nodes: %d (%d pods), existing capacity: %d pods, unschedulable: %d pods\n"+
+		"Total: $%.4f/hour   lower bound: $%.4f/hour   gap: %s   solve time: %s\n",
+		len(r.NodeClaims), placedNew, placedExisting, len(r.Unschedulable),
+		r.TotalPricePerHour, r.LowerBoundPricePerHour, gap, formatSeconds(r.DurationSeconds))
+	return err
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func formatSeconds(s float64) string {
+	switch {
+	case s < 1e-3:
+		return fmt.Sprintf("%.0fµs", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.1fms", s*1e3)
+	}
+	return fmt.Sprintf("%.2fs", s)
+}

@@ -1,0 +1,207 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+)
+
+// Options configure a simulation.
+type Options struct {
+	// Region is the region of the built-in catalog and the
+	// topology.kubernetes.io/region of new nodes.
+	Region string
+	// Zones restrict the offerings (zone names or ids); empty means the
+	// region's default zones for the built-in catalog and every zone of a
+	// catalog file.
+	Zones []string
+	// InstanceTypes, when not nil, replace the built-in catalog: every
+	// NodePool gets them as they are (see ReadCatalog).
+	InstanceTypes []*cloudprovider.InstanceType
+	// Catalog is the built-in catalog to use when InstanceTypes is nil; nil
+	// means catalog.Builtin().
+	Catalog *catalog.Catalog
+	// Engine are the solve options.
+	Engine engine.Options
+	// Now reads the clock around the solve, to report its duration; nil
+	// means time.Now.
+	Now func() time.Time
+}
+
+// Result is the outcome of a simulation, in the shape `dovetail simulate
+// -o json` prints.
+type Result struct {
+	NodeClaims    []NodeClaim     `json:"nodeClaims"`
+	ExistingNodes []ExistingNode  `json:"existingNodes"`
+	Unschedulable []Unschedulable `json:"unschedulable"`
+	// TotalPricePerHour is the price of the new NodeClaims only.
+	TotalPricePerHour float64 `json:"totalPricePerHour"`
+	// LowerBoundPricePerHour is the engine's proven lower bound for the
+	// pods it put on new NodeClaims.
+	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
+	// DurationSeconds is the engine's solve time, measured around the call.
+	DurationSeconds float64 `json:"durationSeconds"`
+
+	// Warnings are notices about the input (not printed with the data).
+	Warnings []string `json:"-"`
+	// Stats are the engine's counts.
+	Stats engine.Stats `json:"-"`
+}
+
+// NodeClaim is one planned node. InstanceType, CapacityType, Zone and
+// PricePerHour are the cheapest available offering among the options: what
+// the cloud will launch.
+type NodeClaim struct {
+	Name                string   `json:"name"`
+	NodePool            string   `json:"nodePool"`
+	InstanceType        string   `json:"instanceType"`
+	InstanceTypeOptions []string `json:"instanceTypeOptions"`
+	CapacityType        string   `json:"capacityType"`
+	Zone                string   `json:"zone"`
+	PricePerHour        float64  `json:"pricePerHour"`
+	Pods                []string `json:"pods"`
+}
+
+// ExistingNode lists the pending pods planned onto an existing node or an
+// in-flight NodeClaim.
+type ExistingNode struct {
+	Name string   `json:"name"`
+	Pods []string `json:"pods"`
+}
+
+// Unschedulable is a pod the plan leaves out, with the engine's reason.
+type Unschedulable struct {
+	Pod    string `json:"pod"`
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// Input builds the engine input for the manifests: it expands workloads
+// (Manifests.Cluster), picks the instance types and takes the snapshot.
+// Errors about the input wrap ErrBadInput and name the file and document
+// of the object at fault; other errors are internal.
+func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
+	cluster, warnings, err := m.Cluster()
+	if err != nil {
+		return nil, warnings, err
+	}
+	var src snapshot.InstanceTypeSource
+	if opts.InstanceTypes != nil {
+		src = snapshot.StaticSource(opts.InstanceTypes)
+	} else {
+		cat := opts.Catalog
+		if cat == nil {
+			cat = catalog.Builtin()
+		}
+		zones := opts.Zones
+		if len(zones) == 0 {
+			for _, z := range cat.DefaultZones(opts.Region) {
+				zones = append(zones, z.Name)
+			}
+		}
+		src = snapshot.NewCatalogSource(cat, opts.Region, zones)
+	}
+	in, err := snapshot.Build(cluster, src, snapshot.Options{Region: opts.Region, Engine: opts.Engine})
+	if err != nil {
+		var inv *snapshot.InvalidObjectError
+		if errors.As(err, &inv) {
+			o, _ := m.Origin(ObjectKey{Kind: inv.Kind, Name: inv.Name})
+			if o.File != "" {
+				return nil, warnings, InputErrors{o.errorf(inv.Kind, inv.Name, inv.Errs, nil)}
+			}
+		}
+		if errors.Is(err, snapshot.ErrNodeClassNotFound) || errors.Is(err, snapshot.ErrInvalidObject) {
+			return nil, warnings, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		return nil, warnings, err
+	}
+	return in, warnings, nil
+}
+
+// Run simulates provisioning for the manifests: Input, then engine.Solve,
+// timed with opts.Now. A plan is a result even when pods are left
+// unschedulable.
+func Run(m *Manifests, opts Options) (*Result, error) {
+	in, warnings, err := Input(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	plan, err := engine.Solve(in)
+	elapsed := now().Sub(start)
+	if err != nil {
+		if errors.Is(err, engine.ErrInvalidInput) {
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		return nil, fmt.Errorf("solving: %w", err)
+	}
+	r := FromPlan(plan)
+	r.DurationSeconds = elapsed.Seconds()
+	r.Warnings = warnings
+	return r, nil
+}
+
+// FromPlan converts an engine plan into a Result (DurationSeconds and
+// Warnings left zero).
+func FromPlan(plan *engine.Plan) *Result {
+	r := &Result{
+		NodeClaims:             []NodeClaim{},
+		ExistingNodes:          []ExistingNode{},
+		Unschedulable:          []Unschedulable{},
+		LowerBoundPricePerHour: roundPrice(plan.LowerBound),
+		Stats:                  plan.Stats,
+	}
+	total := 0.0
+	for _, nc := range plan.NodeClaims {
+		c := NodeClaim{
+			Name: nc.Name, NodePool: nc.NodePool,
+			InstanceType: nc.Offering.InstanceType, InstanceTypeOptions: append([]string{}, nc.InstanceTypeOptions...),
+			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: nc.Offering.Price,
+			Pods: make([]string, 0, len(nc.Pods)),
+		}
+		for _, p := range nc.Pods {
+			c.Pods = append(c.Pods, p.String())
+		}
+		total += nc.Offering.Price
+		r.NodeClaims = append(r.NodeClaims, c)
+	}
+	r.TotalPricePerHour = roundPrice(total)
+	byNode := map[string]int{}
+	for _, pl := range plan.Existing {
+		i, ok := byNode[pl.Node]
+		if !ok {
+			i = len(r.ExistingNodes)
+			byNode[pl.Node] = i
+			r.ExistingNodes = append(r.ExistingNodes, ExistingNode{Name: pl.Node, Pods: []string{}})
+		}
+		r.ExistingNodes[i].Pods = append(r.ExistingNodes[i].Pods, pl.Pod.String())
+	}
+	slices.SortStableFunc(r.ExistingNodes, func(a, b ExistingNode) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	for _, u := range plan.Unschedulable {
+		r.Unschedulable = append(r.Unschedulable, Unschedulable{Pod: u.Pod.String(), Code: string(u.Code), Reason: u.Message})
+	}
+	return r
+}
+
+// roundPrice rounds to a millionth of a dollar, hiding float summation
+// noise.
+func roundPrice(p float64) float64 { return math.Round(p*1e6) / 1e6 }
