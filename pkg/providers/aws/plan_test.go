@@ -46,7 +46,9 @@ func TestPlanLaunch(t *testing.T) {
 		mkType("big", "amd64", 8, 0.40, 0.50), // spot dearer than on-demand
 		mkType("arm", "arm64", 4, 0.08, 0),
 	}
-	cpu := func(s string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)} }
+	cpu := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}
+	}
 	both := func(rs requirements.Requirements) requirements.Requirements {
 		rs.Add(requirements.MustNew("karpenter.sh/capacity-type", requirements.In, []string{"spot", "on-demand"}, nil))
 		return rs
