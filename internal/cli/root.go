@@ -8,6 +8,7 @@ import (
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
+	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
 
@@ -36,6 +37,7 @@ func NewRootCmd(stdout, stderr io.Writer) *cobra.Command {
 // order help shows them.
 var subcommands = []func() *cobra.Command{
 	local.NewCmd,
+	func() *cobra.Command { return simulate.NewCmd(nil) },
 }
 
 func newVersionCmd() *cobra.Command {

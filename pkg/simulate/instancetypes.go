@@ -60,8 +60,8 @@ func ReadCatalog(file string, data []byte, zones []string) ([]*cloudprovider.Ins
 		o := Origin{File: file, Document: 1, Line: 1}
 		var generic any
 		if yaml.Unmarshal(data, &generic) == nil {
-			if p, v, qerr := findBadQuantity(generic, field.NewPath("")); p != nil {
-				return nil, InputErrors{o.errorf("", "", trimRoot(field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}), nil)}
+			if p, v, qerr := findBadQuantity(generic, nil); p != nil {
+				return nil, InputErrors{o.errorf("", "", field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}, nil)}
 			}
 		}
 		return nil, InputErrors{o.errorf("", "", nil, fmt.Errorf("not a valid instance-type catalog: %w", err))}

@@ -266,7 +266,7 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 			}
 			fes = append(fes, field.Forbidden(p, se.Error()))
 		}
-		return InputErrors{o.errorf(tm.Kind, name, trimRoot(fes), nil)}
+		return InputErrors{o.errorf(tm.Kind, name, fes, nil)}
 	}
 	meta := info.meta(obj)
 	if !info.namespaced {
@@ -299,27 +299,27 @@ func qualified(ns, name string) string {
 	return fmt.Sprintf("%q", ns+"/"+name)
 }
 
+// pathOr returns p.child, or child as a root path when p is nil (a
+// document's top-level object), or p itself for an empty child; a nil p and
+// empty child give the pseudo path "<document>".
 func pathOr(p *field.Path, child string) *field.Path {
-	if p == nil {
-		if child == "" {
-			return field.NewPath("")
-		}
+	switch {
+	case p == nil && child == "":
+		return field.NewPath("<document>")
+	case p == nil:
 		return field.NewPath(child)
-	}
-	if child == "" {
+	case child == "":
 		return p
 	}
 	return p.Child(child)
 }
 
-func trimRoot(fes field.ErrorList) field.ErrorList {
-	for _, fe := range fes {
-		fe.Field = strings.TrimPrefix(fe.Field, ".")
-		if fe.Field == "" {
-			fe.Field = "<document>"
-		}
+// indexOr is pathOr for a list index.
+func indexOr(p *field.Path, i int) *field.Path {
+	if p == nil {
+		return field.NewPath(fmt.Sprintf("[%d]", i))
 	}
-	return fes
+	return p.Index(i)
 }
 
 func prefix(p *field.Path, fes field.ErrorList) field.ErrorList {
@@ -362,8 +362,8 @@ func decodeErrors(raw []byte, err error, path *field.Path, fresh any) field.Erro
 	}
 	var generic any
 	if json.Unmarshal(raw, &generic) == nil {
-		if p, v, qerr := findBadQuantity(generic, pathOr(path, "")); p != nil {
-			return trimRoot(field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())})
+		if p, v, qerr := findBadQuantity(generic, path); p != nil {
+			return field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}
 		}
 	}
 	return field.ErrorList{field.Invalid(pathOr(path, "<document>"), nil, err.Error())}
@@ -394,24 +394,24 @@ func findBadQuantity(v any, p *field.Path) (*field.Path, string, error) {
 				for _, n := range names {
 					s := fmt.Sprint(m[n])
 					if _, err := resource.ParseQuantity(s); err != nil {
-						return p.Child(k).Key(n), s, err
+						return pathOr(p, k).Key(n), s, err
 					}
 				}
 			}
 			if k == "storage" || k == "volumeSize" {
 				if s, ok := child.(string); ok {
 					if _, err := resource.ParseQuantity(s); err != nil {
-						return p.Child(k), s, err
+						return pathOr(p, k), s, err
 					}
 				}
 			}
-			if bp, bv, err := findBadQuantity(child, p.Child(k)); bp != nil {
+			if bp, bv, err := findBadQuantity(child, pathOr(p, k)); bp != nil {
 				return bp, bv, err
 			}
 		}
 	case []any:
 		for i, e := range v {
-			if bp, bv, err := findBadQuantity(e, p.Index(i)); bp != nil {
+			if bp, bv, err := findBadQuantity(e, indexOr(p, i)); bp != nil {
 				return bp, bv, err
 			}
 		}

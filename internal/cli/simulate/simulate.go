@@ -1,0 +1,247 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/simulate"
+)
+
+// BuiltinCatalog is the --instance-types value that selects the built-in
+// EC2 catalog.
+const BuiltinCatalog = "builtin"
+
+// Options holds the inputs of `dovetail simulate` and its dependencies.
+type Options struct {
+	Files         []string
+	InstanceTypes string
+	Region        string
+	Zones         []string
+	Output        string
+
+	Stdin  io.Reader
+	Stdout io.Writer // the plan
+	Stderr io.Writer // notices and warnings
+	Now    func() time.Time
+	// ReadFile and ReadDir read the inputs (os.ReadFile, os.ReadDir).
+	ReadFile func(string) ([]byte, error)
+	ReadDir  func(string) ([]os.DirEntry, error)
+	Stat     func(string) (os.FileInfo, error)
+}
+
+// NewCmd builds `dovetail simulate`. runF replaces Run in tests; nil runs
+// it.
+func NewCmd(runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{Now: time.Now, ReadFile: os.ReadFile, ReadDir: os.ReadDir, Stat: os.Stat}
+	cmd := &cobra.Command{
+		Use:           "simulate -f FILE [-f FILE ...]",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Short:         "Plan the nodes dovetail would launch for the pods in manifest files",
+		Long: `Read NodePools, EC2NodeClasses, workloads and (optionally) existing nodes
+from manifest files, run the scheduling engine once, and print the plan: the
+NodeClaims it would launch (the cheapest available offering of each, and
+every instance type that would do), the pods it would put on existing
+nodes, the pods it cannot place with the reason, the total price per hour
+and the engine's lower bound on it.
+
+Accepted kinds: ` + strings.Join(simulate.Kinds(), ", ") + `.
+Workloads become pods named <owner>-<n>; pods with spec.nodeName are bound
+to the Node of that name. -f - reads stdin; -f DIR reads DIR's *.yaml,
+*.yml and *.json files in name order.
+
+--instance-types PATH reads a catalog file instead of the built-in EC2
+catalog (see docs/simulate.md for its format).
+
+The plan goes to stdout; notices and warnings to stderr.
+Exit codes: 0 a plan was made (even with unschedulable pods), 1 internal
+error, 2 bad input (flags, files, documents); nothing is printed to stdout
+on bad input.`,
+		Example: `  dovetail simulate -f examples/
+  dovetail simulate -f nodepools.yaml -f workload.yaml -o json
+  kubectl get deploy -o yaml | dovetail simulate -f pools.yaml -f -
+  dovetail simulate -f pools.yaml -f pods.yaml --region eu-west-1 --zones eu-west-1a,eu-west-1b`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.BadInputf("unexpected arguments %q: pass manifest files with -f\nSee '%s --help'", args, cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Stdin = cmd.InOrStdin()
+			opts.Stdout = cmd.OutOrStdout()
+			opts.Stderr = cmd.ErrOrStderr()
+			if len(opts.Files) == 0 {
+				return cmdutil.BadInputf("no input: pass at least one -f FILE (or -f - for stdin)\nSee '%s --help'", cmd.CommandPath())
+			}
+			if fe := simulate.ValidateFormat(opts.Output); fe != nil {
+				return cmdutil.BadInputf("-o: %s", fe.ErrorBody())
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&opts.Files, "filename", "f", nil, "manifest file, directory, or - for stdin (repeatable)")
+	f.StringVar(&opts.InstanceTypes, "instance-types", BuiltinCatalog, "instance types: "+BuiltinCatalog+" (the EC2 catalog) or the path of a catalog file")
+	f.StringVar(&opts.Region, "region", "us-east-1", "AWS region of the built-in catalog and of new nodes")
+	f.StringSliceVar(&opts.Zones, "zones", nil, "zones to plan in (default: the region's first three zones for the built-in catalog, every zone of a catalog file)")
+	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
+	return cmd
+}
+
+// Run reads the inputs, simulates, and prints the plan.
+func Run(_ context.Context, opts *Options) error {
+	m := &simulate.Manifests{}
+	files, err := opts.inputs()
+	if err != nil {
+		return err
+	}
+	var readErrs simulate.InputErrors
+	docs := 0
+	for _, in := range files {
+		if err := m.Read(in.name, in.data); err != nil {
+			var ies simulate.InputErrors
+			if errors.As(err, &ies) {
+				readErrs = append(readErrs, ies...)
+				continue
+			}
+			return err
+		}
+		docs++
+	}
+	if len(readErrs) > 0 {
+		return cmdutil.BadInput(readErrs)
+	}
+
+	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now}
+	if opts.InstanceTypes != BuiltinCatalog {
+		data, err := opts.ReadFile(opts.InstanceTypes)
+		if err != nil {
+			return cmdutil.BadInputf("--instance-types: %v", err)
+		}
+		types, err := simulate.ReadCatalog(opts.InstanceTypes, data, opts.Zones)
+		if err != nil {
+			return cmdutil.BadInput(err)
+		}
+		sopts.InstanceTypes = types
+	} else {
+		cat := catalog.Builtin()
+		if !slices.Contains(cat.Regions(), opts.Region) || len(cat.DefaultZones(opts.Region)) == 0 {
+			return cmdutil.BadInputf("--region: %q has no zones in the built-in catalog; known regions: %s", opts.Region, strings.Join(regionsWithZones(cat), ", "))
+		}
+		sopts.Catalog = cat
+	}
+	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))
+	res, err := simulate.Run(m, sopts)
+	if err != nil {
+		if errors.Is(err, simulate.ErrBadInput) {
+			return cmdutil.BadInput(err)
+		}
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(opts.Stderr, "warning:", w)
+	}
+	fmt.Fprintf(opts.Stderr, "simulate: %d pods: %d on new nodes, %d on existing nodes, %d unschedulable (%d classes, solved in %.3fs)\n",
+		res.Stats.Pods, res.Stats.PlacedNew, res.Stats.PlacedExisting, res.Stats.Unschedulable, res.Stats.Classes, res.DurationSeconds)
+	// Render into a buffer so that a failure leaves stdout untouched.
+	var buf bytes.Buffer
+	if err := simulate.Render(&buf, res, opts.Output); err != nil {
+		return fmt.Errorf("rendering the plan: %w", err)
+	}
+	_, err = opts.Stdout.Write(buf.Bytes())
+	return err
+}
+
+func regionsWithZones(cat *catalog.Catalog) []string {
+	var out []string
+	for _, r := range cat.Regions() {
+		if len(cat.DefaultZones(r)) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type input struct {
+	name string
+	data []byte
+}
+
+// inputs resolves -f values: "-" is stdin (at most once), a directory its
+// *.yaml, *.yml and *.json files in name order, anything else a file.
+func (opts *Options) inputs() ([]input, error) {
+	var out []input
+	stdinUsed := false
+	for _, f := range opts.Files {
+		if f == "-" {
+			if stdinUsed {
+				return nil, cmdutil.BadInputf("-f -: stdin can be read only once")
+			}
+			stdinUsed = true
+			data, err := io.ReadAll(opts.Stdin)
+			if err != nil {
+				return nil, fmt.Errorf("reading stdin: %w", err)
+			}
+			out = append(out, input{name: "-", data: data})
+			continue
+		}
+		st, err := opts.Stat(f)
+		if err != nil {
+			return nil, cmdutil.BadInputf("-f %s: %v", f, unwrapPathError(err))
+		}
+		if !st.IsDir() {
+			data, err := opts.ReadFile(f)
+			if err != nil {
+				return nil, cmdutil.BadInputf("-f %s: %v", f, unwrapPathError(err))
+			}
+			out = append(out, input{name: f, data: data})
+			continue
+		}
+		entries, err := opts.ReadDir(f)
+		if err != nil {
+			return nil, cmdutil.BadInputf("-f %s: %v", f, unwrapPathError(err))
+		}
+		n := 0
+		for _, e := range entries { // os.ReadDir sorts by name
+			ext := strings.ToLower(filepath.Ext(e.Name()))
+			if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+				continue
+			}
+			p := filepath.Join(f, e.Name())
+			data, err := opts.ReadFile(p)
+			if err != nil {
+				return nil, cmdutil.BadInputf("-f %s: %v", p, unwrapPathError(err))
+			}
+			out = append(out, input{name: p, data: data})
+			n++
+		}
+		if n == 0 {
+			return nil, cmdutil.BadInputf("-f %s: the directory has no *.yaml, *.yml or *.json files", f)
+		}
+	}
+	return out, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
