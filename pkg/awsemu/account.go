@@ -302,7 +302,7 @@ func newAccount(e *Emulator) *account {
 			CIDR:  fmt.Sprintf("10.0.%d.0/18", i*64),
 			base:  base,
 			size:  1 << 14,
-			next:  4, // AWS reserves the first four addresses
+			next:  4 + uint32(e.rng.Uint64()%4096), // seeded, so emulators with different seeds hand out different addresses
 			Tags:  discovery(fmt.Sprintf("%s-private-%s", cluster, z.Name)),
 			VPCID: a.vpc.ID,
 		})

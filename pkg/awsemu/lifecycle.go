@@ -242,3 +242,16 @@ func (e *Emulator) Instances() []Instance {
 	}
 	return out
 }
+
+// Instance returns a snapshot of one instance by id; ok is false when
+// DescribeInstances would not show it.
+func (e *Emulator) Instance(id string) (Instance, bool) {
+	e.advance()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in, ok := e.acct.instances[id]
+	if !ok {
+		return Instance{}, false
+	}
+	return in.clone(), true
+}
