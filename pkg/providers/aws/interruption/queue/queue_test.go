@@ -1,0 +1,146 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/messages"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
+)
+
+// launch starts n on-demand m5.large instances through the provider's own
+// packages and returns their ids.
+func launch(t *testing.T, e *awsemu.Emulator, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	c := awstest.Clients(e)
+	r := &nodeclass.Resolver{EC2: c.EC2, SSM: c.SSM, IAM: c.IAM, ClusterName: awstest.ClusterName, Region: e.Options().Region, KubernetesVersion: e.Options().KubernetesVersion}
+	disc := map[string]string{"karpenter.sh/discovery": awstest.ClusterName}
+	nc, err := r.Resolve(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: awsv1.EC2NodeClassSpec{
+		SubnetSelectorTerms: []awsv1.SubnetSelectorTerm{{Tags: disc}}, SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: disc}},
+		AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, Role: "KarpenterNodeRole-" + awstest.ClusterName,
+	}})
+	if err != nil || !nc.IsTrue(awsv1.ConditionTypeReady) {
+		t.Fatalf("resolving: %v %+v", err, nc.Status.Conditions)
+	}
+	tpl, err := launchtemplate.NewProvider(c.EC2, awstest.ClusterName).Ensure(ctx, launchtemplate.Content{
+		ImageID: nc.Status.AMIs[0].ID, SecurityGroupIDs: []string{nc.Status.SecurityGroups[0].ID}, InstanceProfile: nc.Status.InstanceProfile,
+		HTTPEndpoint: "enabled", HTTPProtocolIPv6: "disabled", HTTPPutResponseHopLimit: 1, HTTPTokens: "required",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	p := instance.New(bctx, instance.Options{EC2: c.EC2})
+	var ids []string
+	for range n {
+		res, err := p.Launch(ctx, &instance.LaunchRequest{CapacityType: "on-demand", Tags: map[string]string{"kubernetes.io/cluster/" + awstest.ClusterName: "owned"},
+			Configs: []instance.LaunchConfig{{LaunchTemplateName: tpl.Name, Overrides: []instance.Override{
+				{InstanceType: "m5.large", SubnetID: nc.Status.Subnets[0].ID, Zone: nc.Status.Subnets[0].Zone}}}}})
+		if err != nil || res.Instance == nil {
+			t.Fatalf("launch: %v %+v", err, res)
+		}
+		ids = append(ids, res.Instance.ID)
+	}
+	return ids
+}
+
+// TestEmulatorInterruptions raises every interruption kind the emulator
+// knows on its own instance, then receives and parses the queue's
+// messages: the emulator writes the events independently of this code, so
+// this checks the parser against a second implementation of the format.
+func TestEmulatorInterruptions(t *testing.T) {
+	e, _ := awstest.Start(t, awsemu.Options{Seed: 5})
+	ids := launch(t, e, 5)
+	want := map[string]struct {
+		kind  messages.Kind
+		state string
+		event string
+	}{
+		ids[0]: {messages.KindSpotInterruption, "", awsemu.KindSpotInterruption},
+		ids[1]: {messages.KindRebalanceRecommendation, "", awsemu.KindRebalance},
+		ids[2]: {messages.KindScheduledChange, "", awsemu.KindScheduledChange},
+		ids[3]: {messages.KindStateChange, messages.StateStopping, awsemu.KindStopping},
+		ids[4]: {messages.KindStateChange, messages.StateTerminated, awsemu.KindTerminated},
+	}
+	for id, w := range want {
+		if err := e.Interrupt(id, w.event); err != nil {
+			t.Fatalf("Interrupt(%s, %s): %v", id, w.event, err)
+		}
+	}
+	q := queue.New(awstest.Clients(e).SQS, awstest.ClusterName, queue.Options{WaitSeconds: 1})
+	ctx := context.Background()
+	got := map[string]*messages.Message{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		msgs, err := q.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.ParseErr != nil {
+				t.Errorf("message %s does not parse: %v\n%s", m.ID, m.ParseErr, m.Body)
+				continue
+			}
+			if m.Parsed.Kind == messages.KindUnknown {
+				continue // e.g. other state changes; not what we raised
+			}
+			for _, id := range m.Parsed.InstanceIDs {
+				if _, ok := want[id]; ok && (m.Parsed.Kind != messages.KindStateChange || m.Parsed.State == want[id].state) {
+					got[id] = m.Parsed
+				}
+			}
+			if err := q.Delete(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, w := range want {
+		m := got[id]
+		if m == nil {
+			t.Errorf("no %s message for %s", w.kind, id)
+			continue
+		}
+		if m.Kind != w.kind || m.State != w.state {
+			t.Errorf("%s: got %s/%q, want %s/%q", id, m.Kind, m.State, w.kind, w.state)
+		}
+	}
+}
+
+func TestReceiveEmptyAndDelete(t *testing.T) {
+	e, _ := awstest.Start(t, awsemu.Options{})
+	q := queue.New(awstest.Clients(e).SQS, awstest.ClusterName, queue.Options{WaitSeconds: 1})
+	ctx := context.Background()
+	msgs, err := q.Receive(ctx)
+	if err != nil || len(msgs) != 0 {
+		t.Fatalf("empty queue: %v, %v", msgs, err)
+	}
+	if _, err := e.SendMessage(awstest.ClusterName, "not json"); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err = q.Receive(ctx)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("Receive = %v, %v", msgs, err)
+	}
+	if !errors.Is(msgs[0].ParseErr, messages.ErrMalformed) {
+		t.Errorf("ParseErr = %v, want ErrMalformed", msgs[0].ParseErr)
+	}
+	if err := q.Delete(ctx, msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue.New(awstest.Clients(e).SQS, "no-such-queue", queue.Options{}).Receive(ctx); err == nil || !strings.Contains(err.Error(), "no-such-queue") {
+		t.Errorf("missing queue: %v", err)
+	}
+}
