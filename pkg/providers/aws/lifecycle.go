@@ -125,6 +125,10 @@ func (p *Provider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) erro
 			return &cloudprovider.NodeClaimNotFoundError{Err: fmt.Errorf("no instance is tagged for NodeClaim %s", nodeClaim.Name)}
 		}
 	}
+	if !p.owned(in) {
+		// Never terminate what the cluster does not own.
+		return &cloudprovider.NodeClaimNotFoundError{ProviderID: ProviderID(in.Zone, in.ID), Err: fmt.Errorf("instance %s is not tagged %s%s=owned", in.ID, TagClusterPrefix, p.o.ClusterName)}
+	}
 	switch in.State {
 	case "terminated":
 		return &cloudprovider.NodeClaimNotFoundError{ProviderID: ProviderID(in.Zone, in.ID), Err: fmt.Errorf("instance %s is terminated", in.ID)}
