@@ -1,0 +1,171 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
+)
+
+// Default liveness timeouts (before Options.TimeScale).
+const (
+	DefaultLaunchTimeout       = 5 * time.Minute
+	DefaultRegistrationTimeout = 15 * time.Minute
+)
+
+// Options tunes the controller.
+type Options struct {
+	// LaunchTimeout: a NodeClaim not launched this long after creation is
+	// deleted. Zero means DefaultLaunchTimeout.
+	LaunchTimeout time.Duration
+	// RegistrationTimeout: a NodeClaim whose node has not registered this
+	// long after launch is deleted. Zero means DefaultRegistrationTimeout.
+	RegistrationTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.LaunchTimeout <= 0 {
+		o.LaunchTimeout = DefaultLaunchTimeout
+	}
+	if o.RegistrationTimeout <= 0 {
+		o.RegistrationTimeout = DefaultRegistrationTimeout
+	}
+	return o
+}
+
+// Controller drives a NodeClaim from creation to Ready: finalizer, launch,
+// registration, initialization, and liveness.
+type Controller struct {
+	kube        client.Client
+	cloud       cloudprovider.CloudProvider
+	clock       clock.Clock
+	recorder    events.EventRecorder
+	metrics     *metrics.Registry
+	unavailable *unavailable.Cache
+	opts        Options
+}
+
+// NewController returns the controller. unavailable receives the offerings
+// the cloud refuses for lack of capacity.
+func NewController(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder,
+	m *metrics.Registry, unavailable *unavailable.Cache, opts Options) *Controller {
+	return &Controller{kube: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailable, opts: opts.withDefaults()}
+}
+
+// Name is the controller's name in logs and metrics.
+func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
+
+// Register adds the controller to the manager. It watches NodeClaims and
+// the Nodes that register for them.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named(c.Name()).
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, nodeclaimutil.MapNodeToNodeClaim(mgr.GetClient())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(c)
+}
+
+// errDeleted stops the pipeline: the step deleted the NodeClaim.
+var errDeleted = errors.New("nodeclaim deleted")
+
+// state is one reconcile's working copy of the NodeClaim and the version
+// its status patch is computed against. A step that writes the NodeClaim
+// itself resets base.
+type state struct {
+	nc   *karpv1.NodeClaim
+	base *karpv1.NodeClaim
+}
+
+// Reconcile runs the lifecycle steps in order; each returns when to look
+// again. Liveness runs first, so that a NodeClaim whose launch keeps failing
+// still times out. Status changes are written once, at the end, under
+// optimistic locking (a conflict requeues).
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // termination's job
+	}
+	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		if err := c.adopt(ctx, nc); err != nil {
+			return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
+		}
+	}
+	st := &state{nc: nc, base: nc.DeepCopy()}
+	var results []reconcile.Result
+	var stepErr error
+	for _, step := range []func(context.Context, *state) (reconcile.Result, error){
+		c.liveness, c.launch, c.register, c.initialize,
+	} {
+		res, err := step(ctx, st)
+		if errors.Is(err, errDeleted) {
+			return reconcile.Result{}, nil
+		}
+		if err != nil {
+			stepErr = err
+			break
+		}
+		results = append(results, res)
+	}
+	if !equality.Semantic.DeepEqual(st.base.Status, st.nc.Status) {
+		if err := nodeclaimutil.PatchStatus(ctx, c.kube, st.nc, st.base); err != nil && stepErr == nil {
+			return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
+		}
+	}
+	if stepErr != nil {
+		return nodeclaimutil.RequeueOnConflict(stepErr)
+	}
+	return nodeclaimutil.Earliest(results...), nil
+}
+
+// adopt adds the termination finalizer (and the pool's hash annotations
+// when the creator did not set them) and counts the NodeClaim as created.
+func (c *Controller) adopt(ctx context.Context, nc *karpv1.NodeClaim) error {
+	base := nc.DeepCopy()
+	controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
+	if _, ok := nc.Annotations[karpv1.NodePoolHashAnnotationKey]; !ok {
+		np := &karpv1.NodePool{}
+		if name := nodeclaimutil.NodePool(nc); name != "" {
+			if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, np); err == nil {
+				if nc.Annotations == nil {
+					nc.Annotations = map[string]string{}
+				}
+				for k, v := range hash.Annotations(np) {
+					nc.Annotations[k] = v
+				}
+			}
+		}
+	}
+	if err := nodeclaimutil.Patch(ctx, c.kube, nc, base); err != nil {
+		return err
+	}
+	reason := nc.Annotations[nodeclaimutil.CreationReasonAnnotationKey]
+	if reason == "" {
+		reason = nodeclaimutil.DefaultCreationReason
+	}
+	relaxed := nc.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
+	if relaxed == "" {
+		relaxed = "false"
+	}
+	c.metrics.NodeClaimsCreated.WithLabelValues(reason, nodeclaimutil.NodePool(nc), relaxed).Inc()
+	return nil
+}

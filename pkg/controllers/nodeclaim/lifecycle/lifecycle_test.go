@@ -1,0 +1,350 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
+)
+
+func start(t *testing.T, opts lifecycle.Options) (*controllerstest.Env, *lifecycle.Controller) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	c := lifecycle.NewController(env.Manager.GetClient(), env.Cloud, env.Clock, env.Recorder(), env.Metrics, env.Unavailable, opts)
+	env.Start(c)
+	return env, c
+}
+
+func get(t *testing.T, env *controllerstest.Env, name string) *karpv1.NodeClaim {
+	t.Helper()
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Get(nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+func waitCondition(t *testing.T, env *controllerstest.Env, name, cond string, status metav1.ConditionStatus) *karpv1.NodeClaim {
+	t.Helper()
+	var nc *karpv1.NodeClaim
+	env.Eventually(fmt.Sprintf("%s %s=%s", name, cond, status), func() (bool, error) {
+		nc = &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := env.Get(nc); err != nil {
+			return false, err
+		}
+		c := nc.GetCondition(cond)
+		if c == nil || c.Status != status {
+			return false, fmt.Errorf("conditions %+v", nc.Status.Conditions)
+		}
+		return true, nil
+	})
+	return nc
+}
+
+func TestLaunchRegisterInitialize(t *testing.T) {
+	env, _ := start(t, lifecycle.Options{})
+	env.StartKubelet(controllerstest.KubeletOptions{})
+	pool := controllerstest.NodePool("team-a")
+	env.Create(pool)
+
+	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	userTaint := corev1.Taint{Key: "dedicated", Value: "team-a", Effect: corev1.TaintEffectNoSchedule}
+	nc := controllerstest.NodeClaim("launch", pool.Name)
+	nc.Labels["team"] = "a"
+	nc.Annotations = map[string]string{"example.com/owner": "platform"}
+	nc.Spec.Taints = []corev1.Taint{userTaint}
+	nc.Spec.StartupTaints = []corev1.Taint{startup}
+	env.Create(nc)
+
+	got := waitCondition(t, env, nc.Name, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+
+	// Launch: the cheapest allowed offering is m5.large on-demand in zone A.
+	want := map[string]string{
+		corev1.LabelInstanceTypeStable: "m5.large",
+		corev1.LabelTopologyZone:       controllerstest.ZoneA,
+		karpv1.CapacityTypeLabelKey:    karpv1.CapacityTypeOnDemand,
+		"team":                         "a",
+	}
+	for k, v := range want {
+		if got.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
+		}
+	}
+	if !slices.Contains(got.Finalizers, karpv1.TerminationFinalizer) {
+		t.Errorf("finalizers %v lack %s", got.Finalizers, karpv1.TerminationFinalizer)
+	}
+	if p, ok := nodeclaimutil.HourlyPrice(got); !ok || p != 0.096 {
+		t.Errorf("price annotation = %v (%v), want 0.096 (m5.large on-demand in zone A)", p, ok)
+	}
+	if got.Annotations[karpv1.NodePoolHashAnnotationKey] != hash.Hash(pool) || got.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != hash.Version {
+		t.Errorf("hash annotations = %q/%q, want %q/%q", got.Annotations[karpv1.NodePoolHashAnnotationKey],
+			got.Annotations[karpv1.NodePoolHashVersionAnnotationKey], hash.Hash(pool), hash.Version)
+	}
+	insts := env.Cloud.Instances()
+	if len(insts) != 1 || insts[0].Status.ProviderID != got.Status.ProviderID {
+		t.Fatalf("cloud instances %d, NodeClaim providerID %q", len(insts), got.Status.ProviderID)
+	}
+	if cpu := got.Status.Capacity[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("capacity cpu = %s, want 2", cpu.String())
+	}
+	if mem := got.Status.Allocatable[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("7592Mi")) != 0 {
+		t.Errorf("allocatable memory = %s, want 8Gi-600Mi", mem.String())
+	}
+
+	// Registration: the node is dovetail's.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: got.Status.NodeName}}
+	if err := env.Get(node); err != nil {
+		t.Fatalf("status.nodeName %q: %v", got.Status.NodeName, err)
+	}
+	if node.Spec.ProviderID != got.Status.ProviderID {
+		t.Fatalf("node %s has providerID %s", node.Name, node.Spec.ProviderID)
+	}
+	for k, v := range map[string]string{karpv1.NodeRegisteredLabelKey: "true", "team": "a", karpv1.NodePoolLabelKey: pool.Name} {
+		if node.Labels[k] != v {
+			t.Errorf("node label %s = %q, want %q", k, node.Labels[k], v)
+		}
+	}
+	if node.Annotations["example.com/owner"] != "platform" {
+		t.Errorf("node annotations %v lack the NodeClaim's", node.Annotations)
+	}
+	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
+		t.Errorf("node finalizers %v", node.Finalizers)
+	}
+	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != got.UID {
+		t.Errorf("node owner references %v, want the NodeClaim", node.OwnerReferences)
+	}
+	keys := taintKeys(node)
+	if slices.Contains(keys, karpv1.UnregisteredTaintKey) || !slices.Contains(keys, userTaint.Key) || !slices.Contains(keys, startup.Key) {
+		t.Errorf("node taints %v: want %s and %s, not %s", keys, userTaint.Key, startup.Key, karpv1.UnregisteredTaintKey)
+	}
+
+	// Initialization waits for the startup taint.
+	got = waitCondition(t, env, nc.Name, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown)
+	if c := got.GetCondition(karpv1.ConditionTypeInitialized); c.Reason != lifecycle.ReasonStartupTaintsExist {
+		t.Errorf("Initialized reason %q, want %q", c.Reason, lifecycle.ReasonStartupTaintsExist)
+	}
+	if got.IsTrue(karpv1.ConditionTypeReady) {
+		t.Error("Ready before initialization")
+	}
+	removeTaint(t, env, node.Name, startup.Key)
+	got = waitCondition(t, env, nc.Name, karpv1.ConditionTypeReady, metav1.ConditionTrue)
+	if !got.IsTrue(karpv1.ConditionTypeInitialized) || !got.IsTrue(karpv1.ConditionTypeLaunched) {
+		t.Errorf("Ready without Launched and Initialized: %v", got.Status.Conditions)
+	}
+	env.Eventually("initialized label", func() (bool, error) {
+		if err := env.Get(node); err != nil {
+			return false, err
+		}
+		return node.Labels[karpv1.NodeInitializedLabelKey] == "true", nil
+	})
+	// The startup taint is not put back after initialization.
+	if slices.Contains(taintKeys(node), startup.Key) {
+		t.Error("startup taint came back")
+	}
+
+	env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonLaunched)
+	env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonRegistered)
+	for name, v := range map[string]float64{
+		"nodeclaims_created": metricstest.Value(t, env.Metrics.NodeClaimsCreated.WithLabelValues("provisioning", pool.Name, "false")),
+		"registered":         metricstest.Value(t, env.Metrics.NodeClaimsRegistered.WithLabelValues(pool.Name)),
+		"nodes_created":      metricstest.Value(t, env.Metrics.NodesCreated.WithLabelValues(pool.Name, controllerstest.ZoneA)),
+	} {
+		if v != 1 {
+			t.Errorf("%s = %v, want 1", name, v)
+		}
+	}
+	if n := env.Cloud.Calls("Create"); n != 1 {
+		t.Errorf("Create called %d times, want 1", n)
+	}
+}
+
+func taintKeys(node *corev1.Node) []string {
+	var keys []string
+	for _, t := range node.Spec.Taints {
+		keys = append(keys, t.Key)
+	}
+	return keys
+}
+
+func removeTaint(t *testing.T, env *controllerstest.Env, nodeName, key string) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	if err := env.Get(node); err != nil {
+		t.Fatal(err)
+	}
+	base := node.DeepCopy()
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == key })
+	if err := env.Client.Patch(env.Context(), node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInsufficientCapacityRecordsOfferingsAndDeletesTheNodeClaim(t *testing.T) {
+	env, _ := start(t, lifecycle.Options{})
+	refused := []cloudprovider.OfferingKey{
+		{InstanceType: "m5.large", Zone: controllerstest.ZoneA, CapacityType: karpv1.CapacityTypeOnDemand},
+		{InstanceType: "m5.large", Zone: controllerstest.ZoneB, CapacityType: karpv1.CapacityTypeOnDemand},
+	}
+	for _, k := range refused {
+		env.Cloud.SetInsufficientCapacity(k, true)
+	}
+	nc := controllerstest.NodeClaim("ice", "team-a")
+	env.Create(nc)
+
+	env.Eventually("the NodeClaim to be deleted", func() (bool, error) {
+		got := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
+		if err := env.Get(got); err != nil {
+			return false, err
+		}
+		return !got.DeletionTimestamp.IsZero(), nil
+	})
+	for _, k := range refused {
+		if !env.Unavailable.IsUnavailable(k) {
+			t.Errorf("%s not recorded as unavailable", k)
+		}
+	}
+	other := cloudprovider.OfferingKey{InstanceType: "c5.xlarge", Zone: controllerstest.ZoneA, CapacityType: karpv1.CapacityTypeOnDemand}
+	if env.Unavailable.IsUnavailable(other) {
+		t.Errorf("%s recorded though never refused", other)
+	}
+	ev := env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonInsufficientCapacity)
+	if ev.Type != corev1.EventTypeWarning {
+		t.Errorf("event type %s", ev.Type)
+	}
+	if v := metricstest.Value(t, env.Metrics.NodeClaimsInsufficientCapacity.WithLabelValues("team-a")); v != 1 {
+		t.Errorf("insufficient capacity metric = %v", v)
+	}
+	// Three minutes later the offerings are available again.
+	env.Clock.Step(3 * time.Minute)
+	if env.Unavailable.IsUnavailable(refused[0]) {
+		t.Error("offering still unavailable after the TTL")
+	}
+	if len(env.Cloud.Instances()) != 0 {
+		t.Error("an instance was launched")
+	}
+}
+
+func TestLaunchErrorSetsConditionAndRetriesWithBackoff(t *testing.T) {
+	env, _ := start(t, lifecycle.Options{})
+	env.Cloud.FailNext("Create",
+		&cloudprovider.CreateError{Reason: "UnauthorizedOperation", Err: fmt.Errorf("not allowed to launch")},
+		&cloudprovider.NodeClassNotReadyError{NodeClass: "default"},
+	)
+	nc := controllerstest.NodeClaim("retry", "team-a")
+	env.Create(nc)
+
+	env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonLaunchFailed)
+	got := waitCondition(t, env, nc.Name, karpv1.ConditionTypeLaunched, metav1.ConditionTrue)
+	if n := env.Cloud.Calls("Create"); n != 3 {
+		t.Errorf("Create called %d times, want 3 (two failures, one success)", n)
+	}
+	if got.Status.ProviderID == "" || len(env.Cloud.Instances()) != 1 {
+		t.Errorf("providerID %q, %d instances", got.Status.ProviderID, len(env.Cloud.Instances()))
+	}
+	reasons := map[string]bool{}
+	for _, ev := range env.Events("NodeClaim", nc.Name) {
+		if ev.Reason == lifecycle.ReasonLaunchFailed {
+			reasons[ev.Note] = true
+		}
+	}
+	if len(reasons) == 0 {
+		t.Error("no LaunchFailed event")
+	}
+}
+
+func TestLivenessDeletesNodeClaimsThatDoNotProgress(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int // Create failures to inject (the launch never succeeds when large)
+		step     time.Duration
+		phase    string
+		reason   string
+		deleted  bool
+	}{
+		{"registration timeout", 0, lifecycle.DefaultRegistrationTimeout + time.Second, lifecycle.PhaseRegistration, lifecycle.ReasonRegistrationTimeout, true},
+		{"not yet registration timeout", 0, lifecycle.DefaultRegistrationTimeout - time.Minute, lifecycle.PhaseRegistration, "", false},
+		{"launch timeout", 1000, lifecycle.DefaultLaunchTimeout + time.Second, lifecycle.PhaseLaunch, lifecycle.ReasonLaunchTimeout, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, c := start(t, lifecycle.Options{})
+			// No kubelet: the node never registers.
+			errs := make([]error, tt.failures)
+			for i := range errs {
+				errs[i] = &cloudprovider.CreateError{Reason: "Boom"}
+			}
+			env.Cloud.FailNext("Create", errs...)
+			nc := controllerstest.NodeClaim("live", "team-a")
+			env.Create(nc)
+			want := metav1.ConditionTrue
+			if tt.failures > 0 {
+				want = metav1.ConditionFalse
+			}
+			waitCondition(t, env, nc.Name, karpv1.ConditionTypeLaunched, want)
+
+			env.Clock.Step(tt.step)
+			// Requeues run on the wall clock; drive the reconcile by hand.
+			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)}); err != nil && tt.failures == 0 {
+				t.Fatal(err)
+			}
+			got := get(t, env, nc.Name)
+			if deleted := !got.DeletionTimestamp.IsZero(); deleted != tt.deleted {
+				t.Fatalf("deleted = %v, want %v", deleted, tt.deleted)
+			}
+			if !tt.deleted {
+				return
+			}
+			env.EventuallyEvent("NodeClaim", nc.Name, tt.reason)
+			if v := metricstest.Value(t, env.Metrics.NodeClaimsLivenessTimeouts.WithLabelValues("team-a", tt.phase)); v != 1 {
+				t.Errorf("liveness metric = %v, want 1", v)
+			}
+		})
+	}
+}
+
+func TestInitializationWaitsForRequestedResources(t *testing.T) {
+	tests := []struct {
+		name     string
+		resource corev1.ResourceName
+		ready    bool
+	}{
+		{"GPU the node reports", "nvidia.com/gpu", true},
+		{"device the node never reports", "example.com/fpga", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _ := start(t, lifecycle.Options{})
+			env.StartKubelet(controllerstest.KubeletOptions{})
+			nc := controllerstest.NodeClaim("gpu", "team-a", controllerstest.Requirement(corev1.LabelInstanceTypeStable, "g4dn.xlarge"))
+			nc.Spec.Resources.Requests = corev1.ResourceList{tt.resource: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}
+			env.Create(nc)
+			if tt.ready {
+				waitCondition(t, env, nc.Name, karpv1.ConditionTypeInitialized, metav1.ConditionTrue)
+				return
+			}
+			got := waitCondition(t, env, nc.Name, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown)
+			env.Eventually("reason ResourceNotRegistered", func() (bool, error) {
+				got = get(t, env, nc.Name)
+				c := got.GetCondition(karpv1.ConditionTypeInitialized)
+				return c != nil && c.Reason == lifecycle.ReasonResourceNotRegistered, nil
+			})
+			if got.IsTrue(karpv1.ConditionTypeReady) {
+				t.Error("Ready without the requested resource")
+			}
+		})
+	}
+}

@@ -1,0 +1,140 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+)
+
+// Reasons of the registration step.
+const (
+	ReasonRegistered     = "Registered"
+	ReasonNodeNotFound   = "NodeNotFound"
+	ReasonDuplicateNodes = "DuplicateNodes"
+)
+
+// register waits for the Node with the NodeClaim's providerID and makes it
+// dovetail's: labels, annotations and taints from the NodeClaim (once, at
+// registration, so that startup taints removed later are not put back),
+// the termination finalizer, an owner reference to the NodeClaim, the
+// registered label, and no unregistered taint.
+func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result, error) {
+	nc := st.nc
+	if !nc.IsTrue(karpv1.ConditionTypeLaunched) {
+		return reconcile.Result{}, nil
+	}
+	now := c.clock.Now()
+	nodes, err := nodeclaimutil.NodesForProviderID(ctx, c.kube, nc.Status.ProviderID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	switch {
+	case len(nodes) == 0:
+		if !nc.IsTrue(karpv1.ConditionTypeRegistered) {
+			nc.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound,
+				"no node with providerID "+nc.Status.ProviderID+" yet", now)
+		}
+		return reconcile.Result{}, nil
+	case len(nodes) > 1:
+		msg := fmt.Sprintf("%d nodes share providerID %s (%s, %s, ...)", len(nodes), nc.Status.ProviderID, nodes[0].Name, nodes[1].Name)
+		if nc.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonDuplicateNodes, msg, now) {
+			c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, ReasonDuplicateNodes, "Register", msg)
+		}
+		return reconcile.Result{}, nil
+	}
+	node := &nodes[0]
+	if !node.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	if err := c.syncNode(ctx, nc, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	nc.Status.NodeName = node.Name
+	if nc.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered, "", now) {
+		pool := nodeclaimutil.NodePool(nc)
+		c.metrics.NodeClaimsRegistered.WithLabelValues(pool).Inc()
+		c.metrics.NodesCreated.WithLabelValues(pool, node.Labels[corev1.LabelTopologyZone]).Inc()
+		c.recorder.Eventf(nc, node, corev1.EventTypeNormal, ReasonRegistered, "Register", "Node %s registered", node.Name)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	base := node.DeepCopy()
+	if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		for k, v := range nc.Labels {
+			node.Labels[k] = v
+		}
+		if len(nc.Annotations) > 0 && node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		for k, v := range nc.Annotations {
+			node.Annotations[k] = v
+		}
+		for _, t := range append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...) {
+			if !hasTaint(node.Spec.Taints, t) {
+				node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+			}
+		}
+		node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	}
+	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint)
+	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
+	if !ownedBy(node, nc) {
+		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+			APIVersion: karpv1.GroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID,
+			BlockOwnerDeletion: ptr.To(false),
+		})
+	}
+	if equality.Semantic.DeepEqual(base, node) {
+		return nil
+	}
+	if err := nodeclaimutil.Patch(ctx, c.kube, node, base); err != nil {
+		return fmt.Errorf("registering node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+func ownedBy(node *corev1.Node, nc *karpv1.NodeClaim) bool {
+	for _, o := range node.OwnerReferences {
+		if o.UID == nc.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// hasTaint matches by key and effect, as the API server does.
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for _, x := range taints {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutTaint(taints []corev1.Taint, t corev1.Taint) []corev1.Taint {
+	if !hasTaint(taints, t) {
+		return taints
+	}
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, x := range taints {
+		if x.Key != t.Key || x.Effect != t.Effect {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,34 @@
+// Package hash computes a NodePool's template hash and keeps it in the
+// karpenter.sh/nodepool-hash annotation (with karpenter.sh/nodepool-hash-version)
+// on every NodePool; NodeClaims carry the hash of the template they were
+// made from, and a NodeClaim whose hash differs from its pool's has
+// drifted (package nodeclaim/drift records that).
+//
+// # What the hash covers
+//
+// The fields of spec.template that change what a node looks like once it
+// exists and that a running node cannot pick up on its own:
+//
+//   - template.metadata.labels and .annotations
+//   - template.spec.taints and .startupTaints (order does not matter)
+//   - template.spec.nodeClassRef (group, kind, name)
+//   - template.spec.expireAfter and .terminationGracePeriod, compared as
+//     durations ("60m" and "1h" hash the same)
+//
+// Left out on purpose: requirements (a node that still satisfies the new
+// requirements need not be replaced; drift compares its labels against the
+// requirements instead), and everything outside the template (weight,
+// limits, disruption), which governs the pool, not its nodes.
+//
+// The hash is FNV-64a over a canonical JSON encoding (sorted map keys,
+// sorted taints, durations in seconds), written in decimal. Version names
+// this scheme: when it changes, NodeClaims with the old version get the new
+// hash instead of being marked drifted.
+//
+// # Invariants
+//
+// Hash is a pure function of the NodePool; it does not modify it.
+// The controller only ever writes the two annotations.
+//
+// See ExampleHash.
+package hash

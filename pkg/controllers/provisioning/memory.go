@@ -1,0 +1,92 @@
+package provisioning
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// target is where a pod is expected to go: an in-flight NodeClaim (valid
+// while that NodeClaim is launching) or an existing node (valid until
+// until).
+type target struct {
+	name     string
+	inFlight bool
+	until    time.Time
+}
+
+// memory is what the provisioner remembers between passes. It is lost on
+// restart, by design: everything in it can be rebuilt from the cluster
+// (in-flight NodeClaims count as capacity without it), it only keeps the
+// pods it planned from being planned twice and the events from repeating.
+type memory struct {
+	mu sync.Mutex
+	// noms: pods (pending, or bound to a node being replaced) -> where
+	// they were planned.
+	noms map[types.UID]target
+	// evacuating: nodes being replaced -> their NodeClaim's name. They are
+	// MarkedForDeletion in every snapshot until they are gone.
+	evacuating map[string]string
+	// nominatedEvent: the target named by the last Nominated event of a
+	// pod. failedEvent: the last FailedScheduling reason of a pod.
+	nominatedEvent map[types.UID]string
+	failedEvent    map[types.UID]string
+	// limitEvent: the last limit message per NodePool.
+	limitEvent map[string]string
+}
+
+func newMemory() *memory {
+	return &memory{
+		noms:           map[types.UID]target{},
+		evacuating:     map[string]string{},
+		nominatedEvent: map[types.UID]string{},
+		failedEvent:    map[types.UID]string{},
+		limitEvent:     map[string]string{},
+	}
+}
+
+// nominated reports whether the pod has a nomination that still holds at
+// now (in-flight nominations are checked against the cluster at the next
+// pass; here they always hold).
+func (m *memory) nominated(uid types.UID, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.noms[uid]
+	return ok && (t.inFlight || now.Before(t.until))
+}
+
+// forget drops everything remembered about a pod.
+func (m *memory) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.noms, uid)
+	delete(m.nominatedEvent, uid)
+	delete(m.failedEvent, uid)
+}
+
+// prune drops pods not in live and evacuating nodes not in nodes.
+func (m *memory) prune(live map[types.UID]bool, nodes map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid := range m.noms {
+		if !live[uid] {
+			delete(m.noms, uid)
+		}
+	}
+	for uid := range m.nominatedEvent {
+		if !live[uid] {
+			delete(m.nominatedEvent, uid)
+		}
+	}
+	for uid := range m.failedEvent {
+		if !live[uid] {
+			delete(m.failedEvent, uid)
+		}
+	}
+	for n := range m.evacuating {
+		if !nodes[n] {
+			delete(m.evacuating, n)
+		}
+	}
+}
