@@ -58,7 +58,9 @@ func TestHashChangesExactlyWithTheCoveredFields(t *testing.T) {
 		}, false},
 		{"requirements", func(np *karpv1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = []string{"amd64"} }, false},
 		{"weight", func(np *karpv1.NodePool) { w := int32(50); np.Spec.Weight = &w }, false},
-		{"limits", func(np *karpv1.NodePool) { np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")} }, false},
+		{"limits", func(np *karpv1.NodePool) {
+			np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
+		}, false},
 		{"pool annotations", func(np *karpv1.NodePool) { np.Annotations = map[string]string{"x": "y"} }, false},
 	}
 	for _, tt := range tests {
