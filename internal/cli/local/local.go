@@ -26,7 +26,7 @@ func NewCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(NewCmdUp(nil))
+	cmd.AddCommand(NewCmdUp(nil), NewCmdFault(nil), NewCmdInterrupt(nil))
 	return cmd
 }
 
@@ -81,6 +81,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including DIR in use),
 	f.StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory holding the stack's state, logs and kubeconfig")
 	f.StringVar(&opts.ClusterName, "cluster-name", stack.DefaultClusterName, "name of the local cluster (a DNS label)")
 	f.StringArrayVar(&opts.Apply, "apply", nil, "manifest file or directory to apply once the stack is up (repeatable)")
+	addComponentFlags(f, opts.Components)
 	return cmd
 }
 

@@ -1,0 +1,192 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
+	stack "github.com/dovetail-sh/dovetail/pkg/local"
+)
+
+// FaultOptions holds the inputs of `local fault ice|throttle|clear`.
+type FaultOptions struct {
+	Dir  string
+	Kind string // ice, throttle, clear
+
+	InstanceType, Zone, CapacityType string  // ice
+	Fraction                         float64 // throttle
+	Seed                             int64   // throttle
+
+	Stdout io.Writer
+}
+
+// NewCmdFault builds `local fault` and its subcommands. runF replaces
+// faultRun in tests; nil runs it.
+func NewCmdFault(runF func(context.Context, *FaultOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fault",
+		Short: "Inject faults into the running local AWS emulator",
+		Long: `Inject faults into the AWS emulator of a running ` + "`dovetail local up`" + `:
+insufficient capacity for launches, throttling of API calls, or clear them.
+The emulator's address is read from DIR/aws.env. The faults in force are
+printed as JSON on stdout.
+
+Exit codes: 0 done, 1 the emulator could not be reached, 2 bad flags.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	run := func(cmd *cobra.Command, opts *FaultOptions) error {
+		opts.Stdout = cmd.OutOrStdout()
+		if runF != nil {
+			return runF(cmd.Context(), opts)
+		}
+		return faultRun(cmd.Context(), opts)
+	}
+
+	ice := &FaultOptions{Kind: "ice"}
+	iceCmd := &cobra.Command{
+		Use:   "ice --instance-type T [--zone Z] [--capacity-type spot|on-demand]",
+		Short: "Make launches of a type fail with InsufficientInstanceCapacity",
+		Example: `  dovetail local fault ice --instance-type m5.large
+  dovetail local fault ice --instance-type m7g.large --zone us-east-1a --capacity-type spot`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ice.InstanceType == "" {
+				return cmdutil.BadInputf("--instance-type is required\nSee '%s --help'", cmd.CommandPath())
+			}
+			if ice.CapacityType != "" && ice.CapacityType != "spot" && ice.CapacityType != "on-demand" {
+				return cmdutil.BadInputf("--capacity-type %q: valid values are on-demand, spot", ice.CapacityType)
+			}
+			return run(cmd, ice)
+		},
+	}
+	iceCmd.Flags().StringVar(&ice.InstanceType, "instance-type", "", "instance type to make unavailable (required)")
+	iceCmd.Flags().StringVar(&ice.Zone, "zone", "", "only in this zone (default: every zone)")
+	iceCmd.Flags().StringVar(&ice.CapacityType, "capacity-type", "", "only for this capacity type: spot or on-demand (default: both)")
+
+	thr := &FaultOptions{Kind: "throttle"}
+	thrCmd := &cobra.Command{
+		Use:     "throttle --fraction F [--seed S]",
+		Short:   "Throttle a fraction of all AWS API calls",
+		Example: `  dovetail local fault throttle --fraction 0.2 --seed 7`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("fraction") {
+				return cmdutil.BadInputf("--fraction is required\nSee '%s --help'", cmd.CommandPath())
+			}
+			if thr.Fraction < 0 || thr.Fraction > 1 {
+				return cmdutil.BadInputf("--fraction %v: must be between 0 and 1", thr.Fraction)
+			}
+			return run(cmd, thr)
+		},
+	}
+	thrCmd.Flags().Float64Var(&thr.Fraction, "fraction", 0, "share of calls to throttle, 0..1 (required; 0 turns throttling off)")
+	thrCmd.Flags().Int64Var(&thr.Seed, "seed", 0, "seed of the choice of throttled calls")
+
+	clr := &FaultOptions{Kind: "clear"}
+	clrCmd := &cobra.Command{
+		Use:   "clear",
+		Short: "Remove every injected fault",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd, clr) },
+	}
+	for _, c := range []*cobra.Command{iceCmd, thrCmd, clrCmd} {
+		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, clrCmd: clr}[c]
+		c.Flags().StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory of the running local stack")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+func faultRun(ctx context.Context, opts *FaultOptions) error {
+	admin, err := localaws.Admin(opts.Dir)
+	if err != nil {
+		return err
+	}
+	var f awsemu.Faults
+	switch opts.Kind {
+	case "ice":
+		f, err = admin.InjectICE(ctx, awsemu.ICERule{InstanceType: opts.InstanceType, Zone: opts.Zone, CapacityType: opts.CapacityType})
+	case "throttle":
+		f, err = admin.SetThrottle(ctx, opts.Fraction, opts.Seed)
+	case "clear":
+		f, err = admin.ClearFaults(ctx)
+	default:
+		return fmt.Errorf("unknown fault kind %q", opts.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(f, "", "  ")
+	fmt.Fprintln(opts.Stdout, string(b))
+	return nil
+}
+
+// InterruptOptions holds the inputs of `local interrupt`.
+type InterruptOptions struct {
+	Dir    string
+	Target string
+	Kind   string
+	Stdout io.Writer
+}
+
+// NewCmdInterrupt builds `local interrupt`. runF replaces interruptRun in
+// tests; nil runs it.
+func NewCmdInterrupt(runF func(context.Context, *InterruptOptions) error) *cobra.Command {
+	opts := &InterruptOptions{}
+	kinds := awsemu.InterruptionKinds()
+	cmd := &cobra.Command{
+		Use:   "interrupt INSTANCE_OR_NODE --kind " + strings.Join(kinds, "|"),
+		Short: "Send an EC2 interruption for an instance of the local AWS emulator",
+		Long: `Put the EventBridge message of an interruption on the local interruption
+queue, as AWS would, and apply its effect: spot-interruption terminates the
+instance two minutes (x --time-scale) later, stopping stops it, terminated
+terminates it now; rebalance and scheduled-change only send the message.
+INSTANCE_OR_NODE is an instance id (i-...), a node name (the private DNS
+name) or a provider id (aws:///ZONE/ID).
+
+Exit codes: 0 sent, 1 unknown instance or emulator unreachable, 2 bad flags.`,
+		Example: `  dovetail local interrupt ip-10-0-1-23.ec2.internal --kind spot-interruption
+  dovetail local interrupt i-0123456789abcdef0 --kind rebalance`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.BadInputf("%s takes one INSTANCE_OR_NODE, got %d arguments\nSee '%s --help'", cmd.CommandPath(), len(args), cmd.CommandPath())
+			}
+			opts.Target = args[0]
+			found := false
+			for _, k := range kinds {
+				found = found || k == opts.Kind
+			}
+			if !found {
+				return cmdutil.BadInputf("--kind %q: valid kinds are %s", opts.Kind, strings.Join(kinds, ", "))
+			}
+			opts.Stdout = cmd.OutOrStdout()
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return interruptRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Kind, "kind", "", "interruption kind: "+strings.Join(kinds, ", ")+" (required)")
+	cmd.Flags().StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory of the running local stack")
+	return cmd
+}
+
+func interruptRun(ctx context.Context, opts *InterruptOptions) error {
+	admin, err := localaws.Admin(opts.Dir)
+	if err != nil {
+		return err
+	}
+	if err := admin.Interrupt(ctx, opts.Target, opts.Kind); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Stdout, "sent %s for %s\n", opts.Kind, opts.Target)
+	return nil
+}

@@ -1,0 +1,177 @@
+package local_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
+)
+
+// runDovetail runs the built binary and returns stdout, stderr and the
+// exit code.
+func runDovetail(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(dovetail, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.String(), stderr.String(), 0
+	case errors.As(err, &exit):
+		return stdout.String(), stderr.String(), exit.ExitCode()
+	}
+	t.Fatalf("running dovetail %v: %v", args, err)
+	return "", "", -1
+}
+
+// emulatorDir starts an emulator and writes DIR/aws.env for it, as
+// `local up` does, without the rest of the stack.
+func emulatorDir(t *testing.T) (*awsemu.Emulator, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e, err := awsemu.Start(ctx, awsemu.Options{TimeScale: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	dir := t.TempDir()
+	if err := localaws.WriteEnv(filepath.Join(dir, localaws.EnvFile), map[string]string{
+		localaws.VarEndpoint: e.Endpoint(), localaws.VarRegion: "us-east-1",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return e, dir
+}
+
+func TestFaultCommands(t *testing.T) {
+	e, dir := emulatorDir(t)
+	cases := []struct {
+		name  string
+		args  []string
+		code  int
+		check func(t *testing.T, stdout, stderr string)
+	}{
+		{
+			name: "ice", args: []string{"local", "fault", "ice", "--dir", dir, "--instance-type", "m5.large", "--zone", "us-east-1a", "--capacity-type", "spot"},
+			check: func(t *testing.T, stdout, _ string) {
+				want := awsemu.ICERule{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"}
+				if f := e.Faults(); len(f.ICE) != 1 || f.ICE[0] != want {
+					t.Errorf("emulator faults %+v", f)
+				}
+				var printed awsemu.Faults
+				if err := json.Unmarshal([]byte(stdout), &printed); err != nil || len(printed.ICE) != 1 {
+					t.Errorf("stdout %q: %v", stdout, err)
+				}
+			},
+		},
+		{
+			name: "throttle", args: []string{"local", "fault", "throttle", "--dir", dir, "--fraction", "0.25", "--seed", "5"},
+			check: func(t *testing.T, _, _ string) {
+				if f := e.Faults(); f.ThrottleFraction != 0.25 || f.ThrottleSeed != 5 {
+					t.Errorf("emulator faults %+v", f)
+				}
+			},
+		},
+		{
+			name: "clear", args: []string{"local", "fault", "clear", "--dir", dir},
+			check: func(t *testing.T, _, _ string) {
+				if f := e.Faults(); len(f.ICE) != 0 || f.ThrottleFraction != 0 {
+					t.Errorf("emulator faults %+v", f)
+				}
+			},
+		},
+		{name: "ice without a type", args: []string{"local", "fault", "ice", "--dir", dir}, code: cmdutil.ExitBadInput,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--instance-type") }},
+		{name: "bad capacity type", args: []string{"local", "fault", "ice", "--dir", dir, "--instance-type", "m5.large", "--capacity-type", "reserved"}, code: cmdutil.ExitBadInput,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--capacity-type") }},
+		{name: "fraction out of range", args: []string{"local", "fault", "throttle", "--dir", dir, "--fraction", "2"}, code: cmdutil.ExitBadInput,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--fraction") }},
+		{name: "no stack in the directory", args: []string{"local", "fault", "clear", "--dir", t.TempDir()}, code: cmdutil.ExitError,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "dovetail local up") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := runDovetail(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout, stderr)
+			}
+			tc.check(t, stdout, stderr)
+		})
+	}
+}
+
+func mustContain(t *testing.T, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Errorf("%q does not mention %q", s, sub)
+	}
+}
+
+func TestInterruptCommand(t *testing.T) {
+	e, dir := emulatorDir(t)
+	ctx := context.Background()
+	cfg := e.AWSConfig()
+	c := ec2.NewFromConfig(cfg)
+	img := e.SSMParameters()["/aws/service/eks/optimized-ami/1.37/amazon-linux-2023/x86_64/standard/recommended/image_id"]
+	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("cli"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(img)}}); err != nil {
+		t.Fatal(err)
+	}
+	subnets, err := c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.CreateFleet(ctx, &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String("cli"), Version: aws.String("$Latest")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: subnets.Subnets[0].SubnetId}},
+		}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: "spot"},
+	})
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("CreateFleet: %v", err)
+	}
+	in, _ := e.Instance(out.Instances[0].InstanceIds[0])
+
+	stdout, stderr, code := runDovetail(t, "local", "interrupt", in.PrivateDNSName, "--kind", "rebalance", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	mustContain(t, stdout, "rebalance")
+	q := sqs.NewFromConfig(cfg)
+	url, _ := e.QueueURL("local")
+	msgs, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 5})
+	if err != nil || len(msgs.Messages) != 1 {
+		t.Fatalf("queue: %v %+v", err, msgs)
+	}
+	var ev awsemu.Event
+	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &ev); err != nil || ev.DetailType != "EC2 Instance Rebalance Recommendation" {
+		t.Errorf("message %s: %v", aws.ToString(msgs.Messages[0].Body), err)
+	}
+
+	if _, stderr, code := runDovetail(t, "local", "interrupt", "ip-10-1-2-3.ec2.internal", "--kind", "rebalance", "--dir", dir); code != cmdutil.ExitError || !strings.Contains(stderr, "ip-10-1-2-3") {
+		t.Errorf("unknown node: exit %d, stderr %q", code, stderr)
+	}
+	if _, stderr, code := runDovetail(t, "local", "interrupt", in.ID, "--kind", "meteor", "--dir", dir); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "spot-interruption") {
+		t.Errorf("bad kind: exit %d, stderr %q", code, stderr)
+	}
+	if _, _, code := runDovetail(t, "local", "interrupt", "--kind", "rebalance", "--dir", dir); code != cmdutil.ExitBadInput {
+		t.Errorf("no target: exit %d", code)
+	}
+}

@@ -1,0 +1,238 @@
+package localaws
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu/kubenode"
+	stack "github.com/dovetail-sh/dovetail/pkg/local"
+)
+
+// EnvFile is the name, in the stack's directory, of the file that tells AWS
+// clients where the emulator is.
+const EnvFile = "aws.env"
+
+// Variables written to EnvFile.
+const (
+	VarEndpoint          = "AWS_ENDPOINT_URL"
+	VarRegion            = "AWS_REGION"
+	VarDefaultRegion     = "AWS_DEFAULT_REGION"
+	VarAccessKeyID       = "AWS_ACCESS_KEY_ID"
+	VarSecretAccessKey   = "AWS_SECRET_ACCESS_KEY"
+	VarClusterName       = "DOVETAIL_CLUSTER_NAME"
+	VarInterruptionQueue = "DOVETAIL_INTERRUPTION_QUEUE"
+)
+
+// serviceCIDR is the local control plane's service range (package
+// controlplane), which EKS DescribeCluster reports.
+const serviceCIDR = "10.96.0.0/16"
+
+// Component runs the AWS emulator and its node booter as part of the local
+// stack: it starts after the control plane, points EKS DescribeCluster at
+// the control plane, boots a Node for every running instance and writes
+// DIR/aws.env.
+type Component struct {
+	// TimeScale multiplies every emulated delay (see awsemu.Options).
+	TimeScale float64
+	// Seed seeds the emulator.
+	Seed int64
+	// Region is the emulated region; awsemu.DefaultRegion when empty.
+	Region string
+
+	emu    *awsemu.Emulator
+	booter *kubenode.Booter
+	cancel context.CancelFunc
+	log    *os.File
+	env    string
+}
+
+var _ stack.Component = (*Component)(nil)
+
+// New returns the component with its defaults.
+func New() *Component { return &Component{TimeScale: 1} }
+
+// Name implements stack.Component.
+func (c *Component) Name() string { return "aws-emulator" }
+
+// AddFlags registers the component's flags on `local up`.
+func (c *Component) AddFlags(fs *pflag.FlagSet) {
+	fs.Float64Var(&c.TimeScale, "time-scale", c.TimeScale, "multiply the AWS emulator's delays (instance boot, spot notice, ...) by this factor")
+	fs.Int64Var(&c.Seed, "aws-seed", c.Seed, "seed of the AWS emulator's ids, addresses and boot jitter")
+	fs.StringVar(&c.Region, "aws-region", awsemu.DefaultRegion, "region the AWS emulator serves")
+}
+
+// Start implements stack.Component.
+func (c *Component) Start(ctx context.Context, env stack.Env) error {
+	if !(c.TimeScale > 0) {
+		return fmt.Errorf("--time-scale %v: must be a positive number", c.TimeScale)
+	}
+	dir := filepath.Join(env.Dir, c.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "emulator.log"))
+	if err != nil {
+		return err
+	}
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 1, LogTimestamp: true})
+	runCtx, cancel := context.WithCancel(context.Background())
+	fail := func(err error) error {
+		cancel()
+		if c.booter != nil {
+			c.booter.Close()
+		}
+		if c.emu != nil {
+			_ = c.emu.Close()
+		}
+		logFile.Close()
+		return err
+	}
+	c.emu, err = awsemu.Start(runCtx, awsemu.Options{
+		ClusterName: env.ClusterName, Region: c.Region, TimeScale: c.TimeScale, Seed: c.Seed,
+		ServiceCIDR: serviceCIDR, Log: log.WithName("emulator"),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	cfg := env.ControlPlane.RESTConfig()
+	ca, err := caPEM(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	c.emu.SetCluster(cfg.Host, ca)
+	c.booter, err = kubenode.Start(runCtx, cfg, c.emu, kubenode.Options{Log: log.WithName("booter")})
+	if err != nil {
+		return fail(err)
+	}
+	c.env = filepath.Join(env.Dir, EnvFile)
+	if err := WriteEnv(c.env, c.Values(env.ClusterName)); err != nil {
+		return fail(err)
+	}
+	c.cancel, c.log = cancel, logFile
+	if env.Progress != nil {
+		fmt.Fprintf(env.Progress, "aws emulator listening on %s (region %s, time scale %g); clients: set -a; . %s\n",
+			c.emu.Endpoint(), c.emu.Options().Region, c.TimeScale, c.env)
+	}
+	return nil
+}
+
+// Values are the variables of EnvFile for this emulator.
+func (c *Component) Values(cluster string) map[string]string {
+	o := c.emu.Options()
+	return map[string]string{
+		VarEndpoint: c.emu.Endpoint(), VarRegion: o.Region, VarDefaultRegion: o.Region,
+		VarAccessKeyID: "dummy", VarSecretAccessKey: "dummy",
+		VarClusterName: cluster, VarInterruptionQueue: cluster,
+	}
+}
+
+// Emulator is the running emulator (nil before Start).
+func (c *Component) Emulator() *awsemu.Emulator { return c.emu }
+
+// Stop implements stack.Component.
+func (c *Component) Stop(ctx context.Context) error {
+	if c.env != "" {
+		_ = os.Remove(c.env)
+	}
+	c.booter.Close()
+	err := c.emu.Close()
+	c.cancel()
+	c.log.Close()
+	return err
+}
+
+func caPEM(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the control plane's CA: %w", err)
+		}
+		return b, nil
+	}
+	return nil, nil
+}
+
+// WriteEnv writes KEY=VALUE lines (sorted; values need no quoting) that
+// `set -a; . FILE` exports and ReadEnv reads back.
+func WriteEnv(path string, vals map[string]string) error {
+	var b strings.Builder
+	b.WriteString("# Written by `dovetail local up`: where the local AWS emulator listens.\n# Use with: set -a; . " + path + "; set +a\n")
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, vals[k])
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ErrNoEmulator is returned by ReadEnv when the directory has no running
+// stack with an emulator.
+var ErrNoEmulator = errors.New("no local AWS emulator is running there (start one with `dovetail local up`)")
+
+// ReadEnv reads the variables of DIR/aws.env. Errors name the file and line.
+func ReadEnv(dir string) (map[string]string, error) {
+	path := filepath.Join(dir, EnvFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNoEmulator)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseEnv(path, f)
+}
+
+func parseEnv(path string, r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s:%d: %q is not KEY=VALUE", path, n, line)
+		}
+		out[k] = strings.Trim(v, `"'`)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if out[VarEndpoint] == "" {
+		return nil, fmt.Errorf("%s: no %s", path, VarEndpoint)
+	}
+	return out, nil
+}
+
+// Admin returns an admin client for the emulator of the stack in dir.
+func Admin(dir string) (*awsemu.AdminClient, error) {
+	env, err := ReadEnv(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &awsemu.AdminClient{Endpoint: env[VarEndpoint]}, nil
+}

@@ -1,0 +1,116 @@
+package localaws_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
+	stack "github.com/dovetail-sh/dovetail/pkg/local"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplanetest.Main(m, controlplane.Options{Kwok: true}, &cp))
+}
+
+func TestComponentWritesAWSEnvAndServesTheCluster(t *testing.T) {
+	dir := t.TempDir()
+	c := localaws.New()
+	c.TimeScale = 0.01
+	var progress strings.Builder
+	ctx := context.Background()
+	if err := c.Start(ctx, stack.Env{Dir: dir, ClusterName: "dev", ControlPlane: cp, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = c.Stop(context.Background())
+		}
+	})
+	env, err := localaws.ReadEnv(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"AWS_ENDPOINT_URL": c.Emulator().Endpoint(), "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "dummy", "AWS_SECRET_ACCESS_KEY": "dummy",
+		"DOVETAIL_CLUSTER_NAME": "dev", "DOVETAIL_INTERRUPTION_QUEUE": "dev",
+	}
+	if len(env) != len(want) {
+		t.Errorf("aws.env has %v, want %v", env, want)
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
+		}
+	}
+	if !strings.Contains(progress.String(), c.Emulator().Endpoint()) {
+		t.Errorf("progress %q does not say where the emulator listens", progress.String())
+	}
+	// EKS reports the control plane; SQS has the queue named in aws.env.
+	cfg := c.Emulator().AWSConfig()
+	cfg.BaseEndpoint = aws.String(env["AWS_ENDPOINT_URL"])
+	cl, err := eks.NewFromConfig(cfg).DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String("dev")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(cl.Cluster.Endpoint); got != cp.RESTConfig().Host {
+		t.Errorf("EKS endpoint %q, the control plane is %q", got, cp.RESTConfig().Host)
+	}
+	if cl.Cluster.CertificateAuthority == nil || aws.ToString(cl.Cluster.CertificateAuthority.Data) == "" {
+		t.Error("EKS reports no certificate authority")
+	}
+	if _, err := sqs.NewFromConfig(cfg).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(env["DOVETAIL_INTERRUPTION_QUEUE"])}); err != nil {
+		t.Errorf("interruption queue: %v", err)
+	}
+	// The admin client found through aws.env reaches the same emulator.
+	admin, err := localaws.Admin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := admin.Health(ctx); err != nil || h.ClusterName != "dev" {
+		t.Errorf("health %+v %v", h, err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	if _, err := os.Stat(filepath.Join(dir, localaws.EnvFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("aws.env still there after Stop: %v", err)
+	}
+	if _, err := localaws.Admin(dir); !errors.Is(err, localaws.ErrNoEmulator) {
+		t.Errorf("Admin after Stop: %v", err)
+	}
+	if _, err := admin.Health(ctx); err == nil {
+		t.Error("the emulator still answers after Stop")
+	}
+}
+
+func TestReadEnvErrorsNameFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, localaws.EnvFile), []byte("# ok\nAWS_REGION=us-east-1\nnot a line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := localaws.ReadEnv(dir)
+	if err == nil || !strings.Contains(err.Error(), localaws.EnvFile+":3:") {
+		t.Errorf("error %v does not name the file and line 3", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, localaws.EnvFile), []byte("AWS_REGION=us-east-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localaws.ReadEnv(dir); err == nil || !strings.Contains(err.Error(), "AWS_ENDPOINT_URL") {
+		t.Errorf("missing endpoint: %v", err)
+	}
+}
