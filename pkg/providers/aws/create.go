@@ -130,12 +130,16 @@ func (p *Provider) commonTags(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 // request for a plan. images maps each planned type to its image.
 func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, reqs requirements.Requirements, plan Plan) (*instance.LaunchRequest, map[string]string, error) {
 	family := nc.AMIFamily()
-	data, err := userdata.Render(userdata.Input{
+	in := userdata.Input{
 		Family: family, ClusterName: p.o.ClusterName, ClusterEndpoint: p.o.ClusterEndpoint,
 		ClusterCA: decodeCA(p.o.ClusterCA), ServiceCIDR: p.o.ServiceCIDR,
 		Labels: nodeLabels(nodeClaim, reqs), Taints: nodeTaints(nodeClaim),
 		Kubelet: nc.Spec.Kubelet, UserData: nc.Spec.UserData,
-	})
+	}
+	if nc.Spec.InstanceStorePolicy != nil {
+		in.InstanceStorePolicy = string(*nc.Spec.InstanceStorePolicy)
+	}
+	data, err := userdata.Render(in)
 	if err != nil {
 		return nil, nil, &cloudprovider.CreateError{Reason: ReasonUserDataInvalid, Err: err}
 	}

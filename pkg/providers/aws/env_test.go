@@ -120,6 +120,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	e := &env{t: t, ctx: ctx, emu: emu, p: p, client: cl, logs: logs}
 	t.Cleanup(e.checkCallsAllowed)
+	t.Cleanup(e.checkIMDSv2)
 	e.class = e.createClass(discoverySpec())
 	return e
 }
@@ -249,6 +250,16 @@ func (e *env) checkCallsAllowed() {
 			if d := iampolicy.Allows(docs, action, r); !d.Allowed {
 				e.t.Errorf("IAM: %s on %s is not allowed by the controller policies", action, r)
 			}
+		}
+	}
+}
+
+// checkIMDSv2 checks that every instance the test launched requires IMDSv2
+// tokens with a hop limit of 1 (no test class changes the defaults).
+func (e *env) checkIMDSv2() {
+	for _, in := range e.emu.Instances() {
+		if mo := in.MetadataOptions; mo.HTTPTokens != "required" || mo.HTTPPutResponseHopLimit != 1 {
+			e.t.Errorf("instance %s launched with metadata options %+v; want IMDSv2 required, hop limit 1", in.ID, mo)
 		}
 	}
 }

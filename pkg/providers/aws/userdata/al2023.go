@@ -22,8 +22,17 @@ type nodeConfig struct {
 }
 
 type nodeConfigSpec struct {
-	Cluster *clusterDetails `json:"cluster,omitempty"`
-	Kubelet *kubeletOptions `json:"kubelet,omitempty"`
+	Cluster  *clusterDetails  `json:"cluster,omitempty"`
+	Instance *instanceOptions `json:"instance,omitempty"`
+	Kubelet  *kubeletOptions  `json:"kubelet,omitempty"`
+}
+
+type instanceOptions struct {
+	LocalStorage *localStorageOptions `json:"localStorage,omitempty"`
+}
+
+type localStorageOptions struct {
+	Strategy string `json:"strategy,omitempty"`
 }
 
 type clusterDetails struct {
@@ -59,6 +68,9 @@ func renderAL2023(in Input) (string, error) {
 			},
 			Kubelet: &kubeletOptions{Config: kubeletConfigMap(in.Kubelet)},
 		},
+	}
+	if in.InstanceStorePolicy == string(awsv1.InstanceStorePolicyRAID0) {
+		nc.Spec.Instance = &instanceOptions{LocalStorage: &localStorageOptions{Strategy: "RAID0"}}
 	}
 	if labels := nodeLabels(in.Labels); len(labels) > 0 {
 		nc.Spec.Kubelet.Flags = append(nc.Spec.Kubelet.Flags, "--node-labels="+strings.Join(labels, ","))

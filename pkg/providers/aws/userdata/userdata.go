@@ -41,6 +41,10 @@ type Input struct {
 	Kubelet *awsv1.KubeletConfiguration
 	// UserData is the EC2NodeClass's spec.userData (may be nil).
 	UserData *string
+	// InstanceStorePolicy is the class's spec.instanceStorePolicy; "RAID0"
+	// makes AL2023 nodes stripe their local NVMe disks for ephemeral
+	// storage (nodeadm's localStorage strategy).
+	InstanceStorePolicy string
 }
 
 // ErrInvalidUserData is wrapped by every *Error.

@@ -156,6 +156,7 @@ func TestAL2023KubeletConfig(t *testing.T) {
 		EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {Duration: 90e9}},
 		CPUCFSQuota:             ptr(false),
 	}
+	in.InstanceStorePolicy = "RAID0"
 	data, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestAL2023KubeletConfig(t *testing.T) {
 	for _, want := range []string{
 		"maxPods: 110", "- 10.100.0.10", "cpu: 100m", "memory: 500Mi", "memory.available: 5%",
 		"memory.available: 10%", "memory.available: 1m30s", "cpuCFSQuota: false", "cidr: 10.100.0.0/16",
-		"apiVersion: " + NodeConfigAPIVersion,
+		"apiVersion: " + NodeConfigAPIVersion, "strategy: RAID0",
 	} {
 		if !strings.Contains(data, want) {
 			t.Errorf("user data lacks %q:\n%s", want, data)
