@@ -86,4 +86,11 @@
 //
 // Go clients should use HTTPClient (or AWSConfig), which avoids a request
 // body race in aws-sdk-go-v2 that a fast loopback server triggers.
+//
+// # Related packages
+//
+// userdata parses launch-template user data (nodeadm, Bottlerocket,
+// bootstrap.sh); kubenode boots a kwok-managed Node for every running
+// instance; localaws runs both inside `dovetail local up` and writes
+// DIR/aws.env. docs/emulator.md is the user-facing description.
 package awsemu
