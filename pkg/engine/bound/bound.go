@@ -54,46 +54,50 @@ type Result struct {
 	// of every group within allocatable, on allowed offerings, meeting every
 	// MinPerZone and DistinctNodes.
 	LowerBound float64
-	// LPValue is the cost of the best fractional solution of the strengthened
-	// relaxation found (the restricted master's optimum). The relaxation's
-	// optimum lies between LowerBound and LPValue; when Converged they agree
-	// to within Options.Tolerance.
-	LPValue float64
-	// Converged reports that column generation proved the relaxation solved:
-	// no column prices out, or the gap LPValue-LowerBound closed to within the
-	// tolerance. When false (round budget exhausted) LowerBound is still valid,
-	// just possibly less tight.
+	// Converged reports that the strengthened relaxation was solved: a
+	// fractional solution meeting all of its constraints, of cost LPValue,
+	// is within Options.Tolerance of LowerBound. When false (a budget ran
+	// out), LowerBound is still valid, just possibly less tight.
 	Converged bool
+	// LPValue is the cost of that fractional solution when Converged, else 0.
+	LPValue float64
 	// Rounds is the number of column generation rounds (pricing passes).
 	Rounds int
-	// Pivots is the number of simplex pivots in the restricted master.
+	// Pivots is the number of simplex pivots in the master.
 	Pivots int
-	// Columns is the number of node configurations in the restricted master.
+	// PricingSolves is the number of exact single-node pricing LPs solved
+	// (the others were bounded from remembered resource prices).
+	PricingSolves int
+	// Columns is the number of node loads generated.
 	Columns int
-	// Rows is the number of constraints of the master: one per merged group,
-	// plus zone-minimum and node-presence rows.
+	// Rows is the number of constraints the master ended with (the rest
+	// were never violated).
 	Rows int
 	// Groups and Offerings are the sizes after reduction (merged groups,
 	// offerings left once dominated and duplicate ones are dropped).
 	Groups, Offerings int
-	// PodPrices holds, per input group (same index as Problem.Groups), the dual
-	// price in $/h of one more pod of the group in the dual solution that
-	// proves LowerBound (scaled like the bound). It is 0 for groups with
-	// Count 0, and shared by groups that were merged.
+	// PodPrices holds, per input group (same index as Problem.Groups), the
+	// price in $/h the proof assigns to one pod of the group (its dual value,
+	// zone and presence terms excluded). Merged groups share it; it is 0 for
+	// groups with Count 0.
 	PodPrices []float64
 }
 
 // Options tune Solve. The zero value means the defaults.
 type Options struct {
-	// MaxRounds caps the column generation rounds. Default 400.
+	// MaxRounds caps the column generation rounds. Default 300.
 	MaxRounds int
+	// MaxPivots caps the master's simplex pivots, the bulk of the work.
+	// Default 15000 (the reference workloads converge in 2000-5000).
+	MaxPivots int
 	// Tolerance is the relative gap between LPValue and LowerBound at which
 	// Solve stops. Default 1e-6.
 	Tolerance float64
 }
 
 const (
-	defaultMaxRounds = 400
+	defaultMaxRounds = 300
+	defaultMaxPivots = 15000
 	defaultTolerance = 1e-6
 	// safetyShrink scales the proven bound down before it is returned, so that
 	// floating point rounding in the dual arithmetic cannot lift it above the
@@ -116,6 +120,9 @@ func SolveWith(p *Problem, opts Options) (Result, error) {
 	if opts.MaxRounds <= 0 {
 		opts.MaxRounds = defaultMaxRounds
 	}
+	if opts.MaxPivots <= 0 {
+		opts.MaxPivots = defaultMaxPivots
+	}
 	if !(opts.Tolerance > 0) {
 		opts.Tolerance = defaultTolerance
 	}
@@ -133,15 +140,18 @@ func SolveWith(p *Problem, opts Options) (Result, error) {
 	if res.LowerBound < 0 {
 		res.LowerBound = 0
 	}
-	res.LPValue = s.rmp.objective()
 	res.Converged = s.converged
+	if s.converged {
+		res.LPValue = s.rmp.objective()
+	}
 	res.Rounds = s.rounds
 	res.Pivots = s.rmp.pivots
+	res.PricingSolves = s.solves
 	res.Columns = s.rmp.ncols()
 	res.Rows = s.rmp.m
 	for gi := range pr.groups {
 		g := &pr.groups[gi]
-		price := s.best.pi[g.row] * s.best.scale
+		price := s.groupValue(g, s.best.pi) * s.best.scale
 		for _, orig := range g.members {
 			res.PodPrices[orig] = price
 		}

@@ -12,7 +12,7 @@ import (
 // optimum found by enumeration, at least the plain (unstrengthened) LP, and
 // its tightness is reported.
 func TestBoundNeverExceedsBruteForceOptimum(t *testing.T) {
-	const instances = 400
+	const instances = 1000
 	rng := rand.New(rand.NewPCG(20240601, 7))
 	var sumRatio, sumPlainRatio, worst float64
 	var n, exact, notConverged int
@@ -140,7 +140,7 @@ func genMedium(rng *rand.Rand) Problem {
 	ng := 5 + rng.IntN(8)
 	for range ng {
 		g := Group{Count: 1 + rng.IntN(60)}
-		g.Request = [3]float64{float64(1+rng.IntN(15)) * 100, float64((1+rng.IntN(16))*256<<20), 1}
+		g.Request = [3]float64{float64(1+rng.IntN(15)) * 100, float64((1 + rng.IntN(16)) * 256 << 20), 1}
 		for oi, o := range p.Offerings {
 			if g.Request[0] <= o.Alloc[0] && g.Request[1] <= o.Alloc[1] && rng.IntN(5) != 0 {
 				g.Allowed = append(g.Allowed, oi)

@@ -48,6 +48,7 @@ type solver struct {
 	gb       []float64 // right-hand side of every global row
 	aggRow   [NumResources]int32
 	aggScale [NumResources]float64
+	rowBig   []float64 // artificial cost of each global row in the master
 	active   []bool
 	local    []int32 // global row -> master row, -1 if inactive
 	rows     []int32 // master row -> global row
@@ -84,12 +85,10 @@ type solver struct {
 	maxSolves   int
 	beta        float64 // Wentges smoothing weight of the stability center
 	neighbors   int     // adjacent pricing vertices added per column
-	activateMax int     // rows activated at once
 	roundPivots int     // master pivots per round
 
-	trace                 func(format string, args ...any) // tests only
-	statSolves, statIters int
-	rebuilds              int
+	trace  func(format string, args ...any) // tests only
+	solves int                              // exact pricing solves
 }
 
 func newSolver(pr *prep, opts Options) *solver {
@@ -113,6 +112,7 @@ func newSolver(pr *prep, opts Options) *solver {
 	}
 	ng := len(s.gb)
 	s.active = make([]bool, ng)
+	s.rowBig = make([]float64, ng)
 	s.local = make([]int32, ng)
 	s.best.pi = make([]float64, ng)
 	s.pi = make([]float64, ng)
@@ -123,7 +123,6 @@ func newSolver(pr *prep, opts Options) *solver {
 	s.maxSolves = 4 * len(pr.buckets)
 	s.beta = 0.5
 	s.neighbors = 8
-	s.activateMax = 1 << 30
 	s.roundPivots = 60
 	for oi := range pr.offers {
 		if pr.offers[oi].price == 0 {
@@ -183,14 +182,17 @@ func (s *solver) run() {
 			done = obj-s.best.lb <= s.opts.Tolerance*obj
 		}
 		if done {
+			// Optimal over the active rows: activate every row the solution
+			// violates (activating fewer at a time was measured to cost more
+			// rounds than it saves), or stop.
 			if rows := s.violatedRows(); len(rows) > 0 {
-				if len(rows) > s.activateMax {
-					rows = rows[:s.activateMax]
-				}
 				s.activate(rows)
 				continue
 			}
 			s.converged = true
+			return
+		}
+		if s.rmp.pivots >= s.opts.MaxPivots {
 			return
 		}
 	}
@@ -253,7 +255,6 @@ func (s *solver) setValues(pi []float64) {
 
 // rebuild makes a fresh master over the active rows holding every column.
 func (s *solver) rebuild() {
-	s.rebuilds++
 	s.rows = s.rows[:0]
 	for i := range s.local {
 		s.local[i] = -1
@@ -263,10 +264,12 @@ func (s *solver) rebuild() {
 		}
 	}
 	b := make([]float64, len(s.rows))
+	big := make([]float64, len(s.rows))
 	for i, gr := range s.rows {
 		b[i] = s.perturbed(gr)
+		big[i] = s.rowBig[gr]
 	}
-	s.rmp = newRMP(b, 2*s.pr.maxCost+1e-9, s.pr.maxCost)
+	s.rmp = newRMP(b, big, s.pr.maxCost)
 	for j := range s.colCost {
 		s.lRows, s.lVals = s.lRows[:0], s.lVals[:0]
 		for k := s.colStart[j]; k < s.colStart[j+1]; k++ {
@@ -291,13 +294,15 @@ func (s *solver) perturbed(gr int32) float64 {
 func (s *solver) activate(rows []int32) {
 	base := int32(len(s.rows))
 	b := make([]float64, len(rows))
+	big := make([]float64, len(rows))
 	for t, gr := range rows {
 		s.active[gr] = true
 		s.local[gr] = base + int32(t)
 		s.rows = append(s.rows, gr)
 		b[t] = s.perturbed(gr)
+		big[t] = s.rowBig[gr]
 	}
-	s.rmp.growRows(b, func(emit func(col int, row int32, val float64)) {
+	s.rmp.growRows(b, big, func(emit func(col int, row int32, val float64)) {
 		for j := range s.colCost {
 			for k := s.colStart[j]; k < s.colStart[j+1]; k++ {
 				if l := s.local[s.colRow[k]]; l >= base {
@@ -545,8 +550,7 @@ func (s *solver) price() (maxRatio, maxExcess float64, added int) {
 		f := s.exact(o)
 		o.ub = f
 		solves++
-		s.statSolves++
-		s.statIters += s.kn.iters
+		s.solves++
 		r := ratioOf(f, o.price)
 		maxExact = max(maxExact, r)
 		if len(bk.fresh) < maxFresh {
@@ -579,7 +583,6 @@ const maxFresh = 4
 // with negative reduced cost at the master's duals are kept. It reports
 // whether the optimum itself was added.
 func (s *solver) addColumn(oi int32) bool {
-	o := &s.pr.offers[oi]
 	k := &s.kn
 	ok := s.addLoad(oi, true, func(j int) float64 { return k.x[j] })
 	if !ok || s.neighbors == 0 {
@@ -600,7 +603,6 @@ func (s *solver) addColumn(oi int32) bool {
 			return k.x[j]
 		})
 	})
-	_ = o
 	return ok
 }
 
@@ -740,6 +742,25 @@ func (s *solver) initialColumns() {
 		xg := make([]float64, len(pr.buckets[o.bucket].groups))
 		xg[p.j] = x
 		s.addNode(p.off, xg, false)
+	}
+	// A row's dual never exceeds the cost of a column covering it with
+	// coefficient 1 (all duals are >= 0 at the master's optimum), so twice
+	// that cost is a safe artificial cost for the row.
+	for gi := range pr.groups {
+		g := &pr.groups[gi]
+		c := 2*cheapest[gi].cost + 1e-9
+		s.rowBig[g.row] = c
+		if g.presRow >= 0 {
+			s.rowBig[g.presRow] = c
+		}
+		for i, m := range g.mins {
+			s.rowBig[m.row] = 2*zoneBest[gi][i].cost + 1e-9
+		}
+		for r := range NumResources {
+			if s.aggRow[r] >= 0 && g.req[r] == s.aggScale[r] {
+				s.rowBig[s.aggRow[r]] = max(s.rowBig[s.aggRow[r]], c)
+			}
+		}
 	}
 	for gi := range pr.groups {
 		single(cheapest[gi], 1)

@@ -254,6 +254,29 @@ func genSmall(rng *rand.Rand, maxPods int) Problem {
 		if rng.IntN(3) == 0 {
 			g.DistinctNodes = rng.IntN(count + 1)
 		}
+		// Sometimes copy an earlier group's request so that Solve's merges
+		// are exercised: same allowed set (merged outright), or the earlier
+		// set confined to one zone (merged into a zone minimum).
+		if gi > 0 && rng.IntN(3) == 0 {
+			prev := p.Groups[rng.IntN(gi)]
+			g.Request = prev.Request
+			g.Allowed = slices.Clone(prev.Allowed)
+			g.MinPerZone = nil
+			g.DistinctNodes = 0
+			switch rng.IntN(3) {
+			case 0: // identical
+			case 1: // confined to the zone of one of prev's offerings
+				z := p.Offerings[g.Allowed[rng.IntN(len(g.Allowed))]].Zone
+				g.Allowed = slices.DeleteFunc(g.Allowed, func(o int) bool { return p.Offerings[o].Zone != z })
+				if rng.IntN(2) == 0 {
+					g.MinPerZone = map[int]int{z: 1 + rng.IntN(count)}
+				}
+			case 2: // all distinct, like prev possibly
+				if count >= 2 {
+					g.DistinctNodes = count
+				}
+			}
+		}
 		p.Groups = append(p.Groups, g)
 	}
 	return p

@@ -144,7 +144,7 @@ func mergeGroups(p *Problem, pr *prep, zoneOf map[int]int32) {
 		if kind != kindPartial {
 			for _, cand := range index[h] {
 				q := &pr.groups[cand]
-				if q.req == g.Request && q.kind == kind && slices.Equal(q.allowed, allowed) {
+				if q.req == g.Request && q.kind == kind && sameList(q.allowed, allowed) {
 					into = q
 					break
 				}
@@ -211,17 +211,26 @@ func mergeZonal(p *Problem, pr *prep, zoneOf map[int]int32) {
 		byReq[g.req] = append(byReq[g.req], gi)
 	}
 	drop := make([]bool, len(pr.groups))
+	mark := make([]int32, len(p.Offerings))
+	stamp := int32(0)
 	for _, req := range reqs {
 		cands := byReq[req]
 		if len(cands) < 2 {
 			continue
 		}
-		var u []int
+		// Union of the allowed sets, in offering order, by stamping.
+		stamp++
 		for _, gi := range cands {
-			u = append(u, pr.groups[gi].allowed...)
+			for _, o := range pr.groups[gi].allowed {
+				mark[o] = stamp
+			}
 		}
-		slices.Sort(u)
-		u = slices.Compact(u)
+		var u []int
+		for o, st := range mark {
+			if st == stamp {
+				u = append(u, o)
+			}
+		}
 		inZone := map[int32]int{}
 		for _, o := range u {
 			inZone[zoneOf[p.Offerings[o].Zone]]++
@@ -266,7 +275,11 @@ func mergeZonal(p *Problem, pr *prep, zoneOf map[int]int32) {
 			into = &pr.groups[len(pr.groups)-1]
 		}
 		for _, z := range zs {
+			// All of a confined group's pods are in its zone: its count
+			// becomes a minimum there, which subsumes its own minimums (it
+			// can have them only in that zone).
 			g := &pr.groups[z.gi]
+			g.mins = nil
 			into.absorb(g)
 			into.addMin(z.zone, g.count)
 			drop[z.gi] = true
@@ -311,6 +324,9 @@ func canonical(s []int) []int {
 	return slices.Compact(c)
 }
 
+// groupHash hashes a group's merge key from its request, kind and a cheap
+// summary of the allowed list (its length and up to 16 sampled entries);
+// candidates with equal hashes are compared exactly.
 func groupHash(req [NumResources]float64, kind int, allowed []int) uint64 {
 	const prime = 1099511628211
 	h := uint64(14695981039346656037)
@@ -320,10 +336,23 @@ func groupHash(req [NumResources]float64, kind int, allowed []int) uint64 {
 	}
 	mix(uint64(kind))
 	mix(uint64(len(allowed)))
-	for _, o := range allowed {
-		mix(uint64(o))
+	step := max(1, len(allowed)/16)
+	for i := 0; i < len(allowed); i += step {
+		mix(uint64(allowed[i]))
 	}
 	return h
+}
+
+// sameList reports whether two sorted lists are equal, without reading them
+// when they share their backing array.
+func sameList(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
 }
 
 // buildBuckets partitions the offerings used by some group into classes with

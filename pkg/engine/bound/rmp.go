@@ -4,7 +4,7 @@ import "math"
 
 // rmp is the restricted master LP of column generation:
 //
-//	min  sum_j cost_j theta_j + big * sum_i art_i
+//	min  sum_j cost_j theta_j + sum_i big_i art_i
 //	s.t. sum_j a_ij theta_j - surplus_i + art_i = b_i   (every row is a ">=" row)
 //	     theta, surplus, art >= 0
 //
@@ -14,9 +14,11 @@ import "math"
 // which is feasible, and stays primal feasible as columns are added, so each
 // round re-optimizes from the previous basis. Rows can be added too: each new
 // row enters with its artificial (or, if already satisfied, its surplus)
-// basic, which keeps the basis primal feasible. The artificial cost big
-// exceeds every dual value the real columns can support, so artificials
-// leave the basis once real columns cover the rows.
+// basic, which keeps the basis primal feasible. Each artificial cost big_i
+// exceeds every dual value the real columns can support on its row (the
+// caller passes twice the cost of the cheapest column covering the row with
+// coefficient 1), so artificials leave the basis once real columns cover the
+// rows.
 //
 // Nothing here has to be exact: the bound is proven from the duals by the
 // pricing step (Farley's scaling), so a sloppy master only costs tightness or
@@ -27,7 +29,7 @@ import "math"
 type rmp struct {
 	m   int
 	b   []float64
-	big float64
+	big []float64 // artificial cost per row
 
 	cost []float64
 	norm []float64
@@ -63,9 +65,9 @@ const (
 func artVar(row int) int32 { return ^int32(2 * row) }
 func surVar(row int) int32 { return ^int32(2*row + 1) }
 
-func newRMP(b []float64, big, costScale float64) *rmp {
-	r := &rmp{big: big, dtol: 1e-9 * math.Max(costScale, 1e-9)}
-	r.growRows(b, nil)
+func newRMP(b, big []float64, costScale float64) *rmp {
+	r := &rmp{dtol: 1e-9 * math.Max(costScale, 1e-9)}
+	r.growRows(b, big, nil)
 	return r
 }
 
@@ -86,12 +88,13 @@ func (r *rmp) addColumn(cost float64, rows []int32, vals []float64) {
 	r.posC = append(r.posC, -1)
 }
 
-// growRows appends rows with right-hand sides b. entries, if not nil, is
+// growRows appends rows with right-hand sides b and artificial costs big.
+// entries, if not nil, is
 // called with an emit function through which the caller gives the new rows'
 // coefficients on existing columns (row numbers are the new local ones,
 // starting at the old row count). Each new row's artificial becomes basic if
 // the current solution leaves the row short, else its surplus.
-func (r *rmp) growRows(b []float64, entries func(emit func(col int, row int32, val float64))) {
+func (r *rmp) growRows(b, big []float64, entries func(emit func(col int, row int32, val float64))) {
 	m0, k := r.m, len(b)
 	m := m0 + k
 	if entries != nil {
@@ -120,6 +123,7 @@ func (r *rmp) growRows(b []float64, entries func(emit func(col int, row int32, v
 		copy(binv[i*m:i*m+m0], r.binv[i*m0:i*m0+m0])
 	}
 	r.b = append(r.b, b...)
+	r.big = append(r.big, big...)
 	for t := range k {
 		row := m0 + t
 		sign := 1.0
@@ -161,7 +165,7 @@ func (r *rmp) varCost(v int32) float64 {
 		return r.cost[v]
 	}
 	if (^v)&1 == 0 {
-		return r.big
+		return r.big[(^v)>>1]
 	}
 	return 0
 }
