@@ -45,3 +45,21 @@ func BenchmarkSolve(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSolveSmall: the reference mix at about 100 pods, the size of a
+// typical scale-up, where the engine's plan must be within 1.10x of the bound.
+func BenchmarkSolveSmall(b *testing.B) {
+	p := referenceProblem(100)
+	var res Result
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		var err error
+		if res, err = Solve(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(res.Rounds), "rounds")
+	b.ReportMetric(float64(res.Rows), "rows")
+}

@@ -124,6 +124,9 @@ func TestKnownCases(t *testing.T) {
 			if !res.Converged {
 				t.Errorf("not converged: %+v", res)
 			}
+			if res.LPValue < res.LowerBound || res.LPValue > tc.want*(1+1e-6) {
+				t.Errorf("LPValue %.12g outside [bound %.12g, optimum %.12g]", res.LPValue, res.LowerBound, tc.want)
+			}
 		})
 	}
 }
@@ -145,4 +148,18 @@ func TestEmptyProblem(t *testing.T) {
 	}
 }
 
-var _ = math.Inf
+// TestPodPricesOneGroup: for one group on one offering whose nodes it fills
+// exactly, the proof must price each pod at its share of a node.
+func TestPodPricesOneGroup(t *testing.T) {
+	p := Problem{
+		Offerings: []Offering{{Price: 1, Alloc: [3]float64{4000, 16 * gib, 110}}},
+		Groups:    []Group{{Count: 8, Request: [3]float64{1000, gib, 1}, Allowed: []int{0}}},
+	}
+	res, err := Solve(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.PodPrices[0], 1.0/4; math.Abs(got-want) > 1e-6 {
+		t.Fatalf("pod price %.9g, want %.9g (a quarter of a $1 node)", got, want)
+	}
+}

@@ -43,6 +43,18 @@ func TestBoundNeverExceedsBruteForceOptimum(t *testing.T) {
 		if res.LowerBound <= 0 {
 			t.Fatalf("%s: bound %g not positive for a non-empty problem", name, res.LowerBound)
 		}
+		// The proof prices pods; zone and presence terms only add to it, so
+		// the priced pods are worth at most the bound.
+		var worth float64
+		for gi, g := range p.Groups {
+			if res.PodPrices[gi] < 0 {
+				t.Fatalf("%s: negative pod price %g", name, res.PodPrices[gi])
+			}
+			worth += float64(g.Count) * res.PodPrices[gi]
+		}
+		if worth > res.LowerBound*(1+1e-6)+1e-12 {
+			t.Fatalf("%s: pods priced at %.12g in all, above the bound %.12g", name, worth, res.LowerBound)
+		}
 		r := opt / res.LowerBound
 		sumRatio += r
 		sumPlainRatio += opt / plain

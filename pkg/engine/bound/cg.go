@@ -510,6 +510,7 @@ func (s *solver) price() (maxRatio, maxExcess float64, added int) {
 	maxRatio = -1
 	maxExact := -1.0
 	solves := 0
+	open := len(pr.buckets) // buckets with room for a column
 	for s.cand.Len() > 0 {
 		top := s.cand[0]
 		o := &pr.offers[top.off]
@@ -541,9 +542,12 @@ func (s *solver) price() (maxRatio, maxExcess float64, added int) {
 				maxRatio = top.ratio
 			}
 		}
-		if maxRatio >= 0 && (bk.added >= s.perBucket || solves >= s.maxSolves || added >= s.perRnd) {
+		if maxRatio >= 0 && (open == 0 || solves >= s.maxSolves || added >= s.perRnd || top.ratio <= 1+1e-9) {
+			break // certified, and no room for (or hope of) more columns
+		}
+		if maxRatio >= 0 && bk.added >= s.perBucket {
 			// The maximum is certified already; this offering could only
-			// give a column there is no room for.
+			// give a column its bucket has no room for.
 			heap.Pop(&s.cand)
 			continue
 		}
@@ -562,6 +566,9 @@ func (s *solver) price() (maxRatio, maxExcess float64, added int) {
 			if s.addColumn(top.off) {
 				bk.added++
 				added++
+				if bk.added == s.perBucket {
+					open--
+				}
 			}
 		}
 	}

@@ -128,6 +128,15 @@
 // tolerance (the master then holds a fractional solution meeting every row,
 // Result.LPValue, within Options.Tolerance of the bound).
 //
+// # Cost
+//
+// Work is bounded deterministically by Options.MaxRounds and
+// Options.MaxPivots (no clock is read). On benchmark.md's reference workload
+// the bound converges in 40-50 rounds and about 2000 master pivots, roughly
+// 80-100 ms of CPU from 1k to 100k pods (the group count, not the pod
+// count, sets the size); an EC2-like catalog of 800 types in 6 zones takes
+// about 2.5x that. BenchmarkSolve reports the figures.
+//
 // The tests check all of this against an independent brute-force
 // enumeration of plans on a thousand small random problems and against an
 // independent dense simplex on the plain relaxation.
