@@ -46,6 +46,7 @@ type checker struct {
 	errs   []string
 	byName map[string]*checkNode
 	all    []*corev1.Pod
+	terms  map[termKey]termVal
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -59,9 +60,6 @@ func checkPlan(in *engine.Input, plan *engine.Plan) []string {
 	c := &checker{in: in, plan: plan, podOn: map[*corev1.Pod]*checkNode{}, byName: map[string]*checkNode{}}
 	c.checkAccounting()
 	c.buildNodes()
-	if len(c.errs) > 0 {
-		return c.errs
-	}
 	for _, n := range c.nodes {
 		c.checkResources(n)
 		c.checkPorts(n)
@@ -495,7 +493,31 @@ func (c *checker) checkPod(p *corev1.Pod, n *checkNode) {
 
 // termSelector returns the selector of an affinity term with
 // matchLabelKeys/mismatchLabelKeys applied, and its namespace test.
+type termKey struct {
+	owner *corev1.Pod
+	sel   *metav1.LabelSelector
+	key   string
+}
+
+type termVal struct {
+	sel  labels.Selector
+	nsOK func(string) bool
+}
+
 func (c *checker) termSelector(owner *corev1.Pod, t corev1.PodAffinityTerm) (labels.Selector, func(ns string) bool) {
+	k := termKey{owner, t.LabelSelector, t.TopologyKey}
+	if v, ok := c.terms[k]; ok {
+		return v.sel, v.nsOK
+	}
+	sel, nsOK := c.buildTermSelector(owner, t)
+	if c.terms == nil {
+		c.terms = map[termKey]termVal{}
+	}
+	c.terms[k] = termVal{sel, nsOK}
+	return sel, nsOK
+}
+
+func (c *checker) buildTermSelector(owner *corev1.Pod, t corev1.PodAffinityTerm) (labels.Selector, func(ns string) bool) {
 	sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
 	if err != nil {
 		c.fail("pod %s: bad selector %v", ref(owner), err)

@@ -511,7 +511,13 @@ func (s *solver) newSpecClass(i int, pod *corev1.Pod, req rvec, path *field.Path
 			g.minDomains = *c.MinDomains
 		}
 		if c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
-			g.filterTerms = terms
+			// A pod with no node selection at all filters nothing.
+			for _, t := range terms {
+				if t.Len() > 0 {
+					g.filterTerms = terms
+					break
+				}
+			}
 		}
 		if c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
 			g.filterTols = pod.Spec.Tolerations

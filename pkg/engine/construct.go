@@ -119,6 +119,7 @@ func (s *solver) forcedNodes(p *cpool) float64 {
 // nowhere with its preferences relaxes them, lowest weight first.
 func (s *solver) construct() {
 	order := s.order()
+	s.classOrder = order
 	s.initDemand()
 	s.buildShapes(order)
 	for round := 0; round < maxRounds; round++ {

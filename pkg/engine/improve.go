@@ -114,7 +114,7 @@ func (s *solver) endTrial(keepIfCheaper bool) bool {
 	for _, n := range t.created {
 		after += s.claimCost(n)
 	}
-	ok := keepIfCheaper && s.backEmpty() && after < before-1e-9
+	ok := keepIfCheaper && s.backEmpty() && after < before-1e-9 && s.trialValid(t)
 	s.trial = nil
 	if ok {
 		for _, sn := range t.snaps {
@@ -143,8 +143,70 @@ func (s *solver) settle(n *snode) {
 		return
 	}
 	n.removed = false
+	s.renarrow(n)
 	if t, _, ok := s.rightSize(n); ok {
 		n.target, n.alloc = t, t.alloc
+	}
+}
+
+// renarrow recomputes what a claim's remaining pods allow (options,
+// zones, capacity types), since pods that left may have narrowed it. A
+// zone or capacity type stays pinned while a pod that needs it remains;
+// claims whose eligibility for filtered spreads was settled keep their
+// options.
+func (s *solver) renarrow(n *snode) {
+	p := n.pool
+	types := p.allTypes.clone()
+	zones, cts := p.zones, p.cts
+	var free requirements.Requirements
+	zoneRel, ctRel := false, false
+	seen := map[*pclass]bool{}
+	for _, pc := range n.podPC {
+		if seen[pc] {
+			continue
+		}
+		seen[pc] = true
+		a := findAlt(pc, n)
+		if a == nil {
+			return // cannot happen; keep the claim as it is
+		}
+		types.and(a.types)
+		zones &= a.zones
+		cts &= a.cts
+		if a.free.Len() > 0 {
+			free = free.Intersection(a.free)
+		}
+		zoneRel = zoneRel || pc.zoneRel
+		ctRel = ctRel || pc.ctRel
+		if len(pc.otherKeys) > 0 || len(pc.otherG) > 0 {
+			return // pinned values of other keys: keep as is
+		}
+	}
+	if len(n.elig) > 0 {
+		return
+	}
+	if zoneRel && n.zone >= 0 {
+		zones = 1 << uint(n.zone)
+	}
+	if ctRel && n.ct >= 0 {
+		cts = 1 << uint(n.ct)
+	}
+	if !types.has(n.target.idx) || zones&n.zones != n.zones && zones&n.zones == 0 {
+		return
+	}
+	n.types = types
+	n.free = free
+	n.cts = cts
+	if c, ok := cts.only(); ok {
+		n.ct = c
+	} else {
+		n.ct = -1
+	}
+	n.zones = zones
+	if z, ok := zones.only(); ok {
+		n.zone = z
+	} else {
+		n.zone = -1
 	}
 }
 
@@ -338,7 +400,7 @@ func (s *solver) repack(set []*snode) bool {
 		n.draining = true
 	}
 	// Offer the pods to the spare room of other claims, largest first.
-	for _, c := range s.order() {
+	for _, c := range s.classOrder {
 		for len(c.back) > 0 {
 			pc := s.curPC(c)
 			if !s.absorb(pc) {
@@ -348,7 +410,7 @@ func (s *solver) repack(set []*snode) bool {
 	}
 	// Re-pack the rest into new claims.
 	ok := true
-	for _, c := range s.order() {
+	for _, c := range s.classOrder {
 		for len(c.back) > 0 {
 			if !s.seed(s.curPC(c)) {
 				ok = false
@@ -375,4 +437,48 @@ func (s *solver) absorb(pc *pclass) bool {
 		}
 	}
 	return false
+}
+
+// trialValid checks what taking pods off claims could have broken, since
+// placements check only the pod being placed: a zone (or other key)
+// spread whose minimum dropped below a domain with owners, and required
+// affinity owners left without a matching pod in their domain.
+func (s *solver) trialValid(t *trial) bool {
+	seen := map[int]bool{}
+	var nodes []*snode
+	for _, m := range t.moves {
+		if !m.add {
+			nodes = append(nodes, m.node)
+		}
+		for _, gi := range m.pc.cls.member {
+			seen[gi] = true
+		}
+		for _, gi := range m.pc.sc.hard {
+			seen[gi] = true
+		}
+	}
+	for gi := range seen {
+		g := s.groups[gi]
+		switch {
+		case g.kind == gSpread && g.kk != kindHostname:
+			for d := range g.owners {
+				if !g.spreadHolds(d) {
+					return false
+				}
+			}
+		case g.kind == gAffinity && g.kk == kindHostname:
+			for _, n := range nodes {
+				if !g.affinityHolds(n.id) {
+					return false
+				}
+			}
+		case g.kind == gAffinity:
+			for d := range g.owners {
+				if !g.affinityHolds(d) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -17,6 +17,12 @@ type decision struct {
 	ct   int // capacity type to pin, -1: leave as is
 	// pinKey/pinVal pin an "other" topology key (new NodeClaims).
 	pinKey, pinVal string
+	// elig settles filtered spreads the pod is counted by, after narrowing
+	// the claim to eligTypes × eligZones × eligCTs (when eligTypes is set).
+	elig      []eligNarrow
+	eligTypes bitset
+	eligZones zmask
+	eligCTs   ctmask
 }
 
 func fail(why failWhy) decision { return decision{why: why, zone: -1, ct: -1} }
@@ -243,9 +249,35 @@ func (s *solver) canPlaceNew(pc *pclass, n *snode, zonePref []int) decision {
 			}
 		}
 	}
+	mvTypes := alt.types
+	if len(pc.eligG) > 0 {
+		// Settle, for each filtered spread this pod is counted by, whether
+		// the claim counts (narrowing it if it straddles the filter).
+		types := n.types.clone()
+		types.and(alt.types)
+		for _, g := range pc.eligG {
+			if _, done := n.elig[g.idx]; done {
+				continue
+			}
+			en, ok := s.eligPlan(g, n, types, zones, cts)
+			if !ok {
+				return failGroup(fwTopoOther, g)
+			}
+			if en.narrow {
+				types, zones, cts = en.types, en.zones, en.cts
+				d.eligTypes = types
+				d.eligZones, d.eligCTs = zones, cts
+			}
+			d.elig = append(d.elig, en)
+		}
+		mvTypes = types
+		if d.zone < 0 && zones.count() == 1 && n.zone < 0 {
+			d.zone = zones.first()
+		}
+	}
 	if len(n.pool.minValues) > 0 {
 		load := n.used.add(pc.req)
-		if !s.minValuesOK(n.pool, n, alt.types, load, zones, cts) {
+		if !s.minValuesOK(n.pool, n, mvTypes, load, zones, cts) {
 			return fail(fwMinValues)
 		}
 	}
@@ -454,6 +486,22 @@ func (s *solver) place(pc *pclass, n *snode, d decision, pod int32) {
 		if d.pinKey != "" {
 			s.pinOther(n, d.pinKey, d.pinVal)
 		}
+		if d.elig != nil {
+			if d.eligTypes != nil {
+				n.types.and(d.eligTypes)
+				s.narrowZones(n, n.zones&d.eligZones)
+				n.cts &= d.eligCTs
+				if c, ok := n.cts.only(); ok {
+					n.ct = c
+				}
+			}
+			if n.elig == nil {
+				n.elig = map[int]bool{}
+			}
+			for _, en := range d.elig {
+				n.elig[en.g] = en.res
+			}
+		}
 		s.openFree[n.pool.idx] = s.openFree[n.pool.idx].sub(pc.req)
 	}
 	n.pods = append(n.pods, pod)
@@ -506,17 +554,36 @@ func (s *solver) unplace(pc *pclass, n *snode, pod int32) {
 
 // count adds delta pods of pc on n to the topology groups.
 func (s *solver) count(pc *pclass, n *snode, delta int32) {
+	if delta > 0 {
+		for _, gi := range pc.sc.hard {
+			g := s.groups[gi]
+			if g.kind == gAffinity && g.total == 0 && slices.Contains(pc.cls.member, gi) {
+				if d, ok := s.domain(n, g); ok {
+					g.first = d
+				}
+			}
+		}
+	}
 	for _, gi := range pc.cls.member {
 		g := s.groups[gi]
 		g.total += delta
+		if g.total == 0 {
+			g.first = -1
+		}
 		if d, ok := s.domain(n, g); ok && s.eligible(g, n) {
 			g.addCount(d, delta)
 		}
 	}
-	for _, gi := range pc.owned {
+	// Only required terms make a pod an owner others must respect: the
+	// kube-scheduler checks existing pods' required anti-affinity, never
+	// their preferences.
+	for _, gi := range pc.sc.hard {
 		g := s.groups[gi]
 		if d, ok := s.domain(n, g); ok {
 			g.addOwner(d, delta)
+			if slices.Contains(pc.cls.member, gi) {
+				g.addOwnMem(d, delta)
+			}
 		}
 	}
 }

@@ -63,8 +63,9 @@ type solver struct {
 
 	stats Stats
 
-	shapes  []*shape
-	fillGen int
+	shapes     []*shape
+	fillGen    int
+	classOrder []*cclass
 
 	// improvement phase
 	improving     bool
@@ -363,7 +364,7 @@ func (s *solver) buildExisting() {
 		}
 		labels[requirements.NodeNameKey] = node.Name
 		n := &snode{kind: nkExisting, name: node.Name, pool: s.poolByName[en.NodePool], labels: labels,
-			zone: -1, ct: -1, taints: node.Spec.Taints, alloc: s.res.vec(node.Status.Allocatable)}
+			zone: -1, ct: -1, taints: node.Spec.Taints, alloc: s.allocOf(node.Status.Allocatable)}
 		if z, ok := s.zoneIdx[node.Labels[labelZone]]; ok {
 			n.zone = z
 		}
@@ -399,7 +400,7 @@ func (s *solver) buildExisting() {
 			s.typeCommonLabels(p, c.InstanceTypeOptions, labels)
 		}
 		n := &snode{kind: nkInFlight, name: c.Name, pool: p, labels: labels, zone: -1, ct: -1, taints: c.Taints,
-			alloc: s.res.vec(c.Allocatable)}
+			alloc: s.allocOf(c.Allocatable)}
 		if z, ok := s.zoneIdx[labels[labelZone]]; ok {
 			n.zone = z
 		}
@@ -428,6 +429,20 @@ func (s *solver) buildExisting() {
 		s.existingAnti(c.Pods, field.NewPath("inFlight").Index(i).Child("pods"))
 	}
 	s.nExisting = len(s.nodes)
+}
+
+// defaultMaxPods is the pod capacity assumed for a node or in-flight claim
+// whose allocatable does not say (the kubelet's default).
+const defaultMaxPods = 110
+
+// allocOf converts a node's allocatable; a missing pod count means the
+// kubelet default.
+func (s *solver) allocOf(l corev1.ResourceList) rvec {
+	v := s.res.vec(l)
+	if _, ok := l[corev1.ResourcePods]; !ok {
+		v[rPods] = defaultMaxPods
+	}
+	return v
 }
 
 // typeCommonLabels adds the labels every named instance type of the pool

@@ -122,6 +122,9 @@ type pclass struct {
 	// anti-affinity or hostname spread among themselves).
 	anchor       bool
 	anchorGroups []*tgroup
+	// eligG are the spreads with node filters (nodeAffinityPolicy or
+	// nodeTaintsPolicy Honor) that count the pod without it owning them.
+	eligG []*tgroup
 	// lastFail records why the last new-node attempt failed, per pool.
 	lastFail []failInfo
 	// value caches podValue per pool (-1: not computed).
@@ -220,7 +223,12 @@ func (s *solver) pclassFor(c *cclass, m uint32) *pclass {
 	}
 	for _, r := range refs {
 		g := r.g
-		blocks := r.own || g.kind != gAffinity
+		if g.kind == gSpread && r.member && !r.own && (g.filterTerms != nil || g.honorTaints) {
+			pc.eligG = append(pc.eligG, g)
+		}
+		// Affinity membership blocks only while a lone first owner waits
+		// for company (see groupOK); it still has to be checked.
+		blocks := true
 		switch g.kk {
 		case kindZone, kindZoneID:
 			pc.zoneRel = true

@@ -59,6 +59,8 @@ type tgroup struct {
 	// active preference).
 	count  []int32
 	owners []int32
+	// ownMem[d] counts the owners in d that are also members.
+	ownMem []int32
 	// total counts every member pod placed or existing, whether or not its
 	// domain is known.
 	total int32
@@ -77,6 +79,9 @@ type tgroup struct {
 	// requirement. While some are pending, members keep the spread
 	// balanced everywhere (an owner may still need any domain).
 	pendingOwners int
+	// first is the domain of a required-affinity owner placed by the
+	// first-pod rule (no other matching pod existed), -1 if none.
+	first int
 }
 
 type eligInfo struct {
@@ -134,6 +139,39 @@ func (g *tgroup) addCount(d int, delta int32) {
 func (g *tgroup) addOwner(d int, delta int32) {
 	g.owners = grow(g.owners, d)
 	g.owners[d] += delta
+}
+
+func (g *tgroup) addOwnMem(d int, delta int32) {
+	g.ownMem = grow(g.ownMem, d)
+	g.ownMem[d] += delta
+}
+
+func (g *tgroup) ownm(d int) int32 {
+	if d < len(g.ownMem) {
+		return g.ownMem[d]
+	}
+	return 0
+}
+
+// affinityHolds reports whether every required owner in domain d still has
+// another matching pod there (or is the only matching pod anywhere).
+func (g *tgroup) affinityHolds(d int) bool {
+	if g.own(d) == 0 {
+		return true
+	}
+	switch c := g.cnt(d); {
+	case c >= 2:
+		return true
+	case c == 1:
+		return g.ownm(d) == 0 || g.total == 1
+	}
+	return false
+}
+
+// spreadHolds reports whether domain d, if it holds required owners, is
+// within maxSkew of the minimum.
+func (g *tgroup) spreadHolds(d int) bool {
+	return g.own(d) == 0 || g.cnt(d)-g.min() <= g.maxSkew
 }
 
 // min returns the smallest count over the spread universe (0 for hostname
@@ -242,7 +280,7 @@ func (s *solver) group(spec groupSpec) int {
 	if i, ok := s.groupByKey[key]; ok {
 		return i
 	}
-	g := &tgroup{groupSpec: spec, idx: len(s.groups)}
+	g := &tgroup{groupSpec: spec, idx: len(s.groups), first: -1}
 	switch k := classifyKey(spec.key); k {
 	case kindZone, kindZoneID, kindCapacity, kindHostname:
 		g.kk = k
@@ -473,10 +511,107 @@ func (s *solver) otherValue(n *snode, key string) (string, bool) {
 	return "", false
 }
 
-// newEligible reports whether a new NodeClaim's pods count for a spread
-// group with node filters, narrowing the claim where that settles an
-// open question. The answer is cached on the claim so that counts stay
-// consistent as it narrows further.
+// eligFor returns the pool-level facts about which new nodes of pool p a
+// filtered spread group counts.
+func (s *solver) eligFor(g *tgroup, p *cpool) *eligInfo {
+	e := &g.elig[p.idx]
+	if e.done {
+		return e
+	}
+	e.done = true
+	if g.honorTaints {
+		if _, ok := tolerates(g.filterTols, p.taints); !ok {
+			e.never = true
+		}
+	}
+	if !e.never && g.filterTerms != nil {
+		for _, t := range g.filterTerms {
+			if ai := s.termCompat(p, t); ai.ok {
+				e.alts = append(e.alts, ai)
+			}
+		}
+		if len(e.alts) == 0 {
+			e.never = true
+		}
+	}
+	e.always = !e.never && g.filterTerms == nil
+	return e
+}
+
+// eligNarrow is how a claim settles whether a filtered spread group counts
+// its pods: res is the answer; when narrow is set the claim must first
+// narrow to types/zones/cts.
+type eligNarrow struct {
+	g      int
+	res    bool
+	narrow bool
+	types  bitset
+	zones  zmask
+	cts    ctmask
+}
+
+// eligPlan decides, without changing the claim, whether a new claim whose
+// options are types × zones × cts counts for a filtered spread group. When
+// the options straddle the filter it narrows them to the side that keeps
+// the target (eligible), or to the types outside the filter; ok is false
+// when neither keeps the target.
+func (s *solver) eligPlan(g *tgroup, n *snode, types bitset, zones zmask, cts ctmask) (eligNarrow, bool) {
+	e := s.eligFor(g, n.pool)
+	en := eligNarrow{g: g.idx}
+	switch {
+	case e.never:
+		return en, true
+	case e.always:
+		en.res = true
+		return en, true
+	}
+	disjoint := true
+	for _, ai := range e.alts {
+		if types.subsetOf(ai.types) && zones&^ai.zones == 0 && cts&^ai.cts == 0 && ai.free.Len() == 0 {
+			en.res = true
+			return en, true
+		}
+		if types.intersects(ai.types) && zones&ai.zones != 0 && cts&ai.cts != 0 {
+			disjoint = false
+		}
+	}
+	if disjoint {
+		return en, true
+	}
+	t := n.target
+	for _, ai := range e.alts {
+		if ai.free.Len() > 0 || !ai.types.has(t.idx) || zones&ai.zones == 0 || cts&ai.cts == 0 {
+			continue
+		}
+		if _, ok := t.cheapest(zones&ai.zones, cts&ai.cts); !ok {
+			continue
+		}
+		en.res, en.narrow = true, true
+		en.types = types.clone()
+		en.types.and(ai.types)
+		en.zones, en.cts = zones&ai.zones, cts&ai.cts
+		return en, true
+	}
+	outside := types.clone()
+	for _, ai := range e.alts {
+		for w := range outside {
+			if w < len(ai.types) {
+				outside[w] &^= ai.types[w]
+			}
+		}
+	}
+	if outside.has(t.idx) {
+		en.narrow = true
+		en.types, en.zones, en.cts = outside, zones, cts
+		return en, true
+	}
+	return en, false
+}
+
+// newEligible reports whether a new claim's pods count for a filtered
+// spread group. Placement settles it for member pods (see eligPlan) and
+// caches the answer on the claim, so counts stay consistent as the claim
+// narrows further; owners' own claims always count.
 func (s *solver) newEligible(g *tgroup, n *snode) bool {
 	if g.kind != gSpread || (g.filterTerms == nil && !g.honorTaints) {
 		return true
@@ -484,68 +619,10 @@ func (s *solver) newEligible(g *tgroup, n *snode) bool {
 	if v, ok := n.elig[g.idx]; ok {
 		return v
 	}
-	p := n.pool
-	e := &g.elig[p.idx]
-	if !e.done {
-		e.done = true
-		if g.honorTaints {
-			if _, ok := tolerates(g.filterTols, p.taints); !ok {
-				e.never = true
-			}
-		}
-		if !e.never && g.filterTerms != nil {
-			for _, t := range g.filterTerms {
-				if ai := s.termCompat(p, t); ai.ok {
-					e.alts = append(e.alts, ai)
-				}
-			}
-			if len(e.alts) == 0 {
-				e.never = true
-			}
-		}
-		e.always = !e.never && g.filterTerms == nil
-	}
-	res := false
-	switch {
-	case e.never:
-	case e.always:
-		res = true
-	default:
-		// Certain if some alternative contains the claim; otherwise narrow
-		// the claim into the first alternative that still holds its target.
-		for _, ai := range e.alts {
-			if n.types.subsetOf(ai.types) && n.zones&^ai.zones == 0 && n.cts&^ai.cts == 0 && ai.free.Len() == 0 {
-				res = true
-				break
-			}
-		}
-		if !res {
-			for _, ai := range e.alts {
-				if ai.types.has(n.target.idx) && n.zones&ai.zones != 0 && n.cts&ai.cts != 0 && ai.free.Len() == 0 {
-					if _, ok := n.target.cheapest(n.zones&ai.zones, n.cts&ai.cts); !ok {
-						continue
-					}
-					n.types.and(ai.types)
-					s.narrowZones(n, n.zones&ai.zones)
-					n.cts &= ai.cts
-					if c, ok := n.cts.only(); ok {
-						n.ct = c
-					}
-					res = true
-					break
-				}
-			}
-		}
-		if !res {
-			// Could not settle it: count conservatively as eligible unless
-			// no alternative intersects at all.
-			for _, ai := range e.alts {
-				if n.types.intersects(ai.types) && n.zones&ai.zones != 0 && n.cts&ai.cts != 0 {
-					res = true
-					break
-				}
-			}
-		}
+	en, ok := s.eligPlan(g, n, n.types, n.zones, n.cts)
+	res := en.res || !ok || en.narrow && en.res
+	if en.narrow && !en.res {
+		res = true // not settled: count it, the safe side for its own domain
 	}
 	if n.elig == nil {
 		n.elig = map[int]bool{}
@@ -584,6 +661,12 @@ func groupOK(g *tgroup, d int, own, member, elig bool) bool {
 	case gAffinity:
 		if own {
 			return g.cnt(d) > 0 || (g.total == 0 && member)
+		}
+		// While the group's first pod sits alone in its domain (placed by
+		// the first-pod rule), other matching pods must join it there, or
+		// its affinity would fail once they exist.
+		if member && g.first >= 0 && g.cnt(g.first) <= 1 && d != g.first {
+			return false
 		}
 		return true
 	default: // gAnti
