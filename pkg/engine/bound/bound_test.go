@@ -1,7 +1,9 @@
 package bound
 
 import (
+	"fmt"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -161,5 +163,29 @@ func TestPodPricesOneGroup(t *testing.T) {
 	}
 	if got, want := res.PodPrices[0], 1.0/4; math.Abs(got-want) > 1e-6 {
 		t.Fatalf("pod price %.9g, want %.9g (a quarter of a $1 node)", got, want)
+	}
+}
+
+// TestDeterministicAndPure: the same problem gives the same result every
+// time, and Solve leaves its input as it found it.
+func TestDeterministicAndPure(t *testing.T) {
+	p := referenceProblem(300)
+	snapshot := func(p *Problem) string { return fmt.Sprintf("%v", *p) }
+	before := snapshot(p)
+	first, err := Solve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		again, err := Solve(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(first, again) {
+			t.Fatalf("run %d differs:\n%+v\n%+v", i, first, again)
+		}
+	}
+	if snapshot(p) != before {
+		t.Fatal("Solve modified its input")
 	}
 }

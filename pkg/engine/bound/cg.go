@@ -113,6 +113,7 @@ func newSolver(pr *prep, opts Options) *solver {
 	ng := len(s.gb)
 	s.active = make([]bool, ng)
 	s.rowBig = make([]float64, ng)
+
 	s.local = make([]int32, ng)
 	s.best.pi = make([]float64, ng)
 	s.pi = make([]float64, ng)
