@@ -1,0 +1,107 @@
+package termination_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
+	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
+)
+
+func setup(t *testing.T) *controllerstest.Env {
+	env := controllerstest.New(t, cp.RESTConfig())
+	kube := env.Manager.GetClient()
+	env.Start(
+		lifecycle.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, env.Unavailable, lifecycle.Options{}),
+		termination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),
+	)
+	return env
+}
+
+func TestDeletingANodeClaimWithoutANodeTerminatesItsInstance(t *testing.T) {
+	tests := []struct {
+		name     string
+		launched bool
+		// deleteErrs are returned by the first Delete calls.
+		deleteErrs []error
+	}{
+		{"launched, node never registered", true, nil},
+		{"launched, cloud fails once", true, []error{errors.New("throttled")}},
+		{"never launched", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := setup(t)
+			nc := controllerstest.NodeClaim("gone", "team-a")
+			if !tt.launched {
+				env.Cloud.FailNext("Create", cloudErrs(1000)...)
+			}
+			nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+			env.Create(nc)
+			env.Eventually("launch attempt", func() (bool, error) {
+				if err := env.Get(nc); err != nil {
+					return false, err
+				}
+				return nc.GetCondition(karpv1.ConditionTypeLaunched) != nil, nil
+			})
+			env.Cloud.FailNext("Delete", tt.deleteErrs...)
+			env.Delete(nc)
+			env.Eventually("the NodeClaim to be gone", func() (bool, error) { return env.NotFound(nc) })
+			if n := len(env.Cloud.Instances()); n != 0 {
+				t.Fatalf("%d instances left", n)
+			}
+			if got := env.Cloud.Calls("Delete"); got < 1+len(tt.deleteErrs) {
+				t.Errorf("Delete called %d times, want at least %d", got, 1+len(tt.deleteErrs))
+			}
+			if v := metricstest.Count(env.Metrics.NodeClaimsTerminated); v != 1 {
+				t.Errorf("terminated series = %d, want 1", v)
+			}
+		})
+	}
+}
+
+func cloudErrs(n int) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = &cloudprovider.CreateError{Reason: "Boom"}
+	}
+	return out
+}
+
+func TestTerminationStampsTheDeadlineWhileTheNodeClaimIsHeld(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	kube := env.Manager.GetClient()
+	env.Start(termination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics))
+	nc := controllerstest.NodeClaim("stamp", "team-a")
+	nc.Finalizers = []string{karpv1.TerminationFinalizer, "example.com/hold"}
+	nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: 90 * time.Minute}
+	env.Create(nc)
+	env.Delete(nc)
+	env.Eventually("the deadline annotation and the released finalizer", func() (bool, error) {
+		if err := env.Get(nc); err != nil {
+			return false, err
+		}
+		s, ok := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]
+		if !ok || len(nc.Finalizers) != 1 {
+			return false, nil
+		}
+		at, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return false, err
+		}
+		if want := nc.DeletionTimestamp.Add(90 * time.Minute); !at.Equal(want) {
+			t.Fatalf("deadline %s, want %s", at, want)
+		}
+		return true, nil
+	})
+	if nc.Finalizers[0] != "example.com/hold" {
+		t.Fatalf("finalizers %v", nc.Finalizers)
+	}
+}
