@@ -155,8 +155,8 @@ func TestDeleteNodeDrainsInOrderHonouringPDBs(t *testing.T) {
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web-1"}}}},
-			MinAvailable:   ptr.To(intstr.FromInt32(2)),
+			Selector:     &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web-1"}}}},
+			MinAvailable: ptr.To(intstr.FromInt32(2)),
 		},
 	}
 	env.Create(pdb)
