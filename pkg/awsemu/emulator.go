@@ -162,6 +162,7 @@ type Emulator struct {
 	rng      *rand.Rand
 	reqSeq   uint64
 	calls    []Call
+	callGen  int // bumped by ResetCalls
 	faults   faultState
 	acct     *account
 	schedule timerHeap
@@ -267,6 +268,7 @@ func (e *Emulator) ResetCalls() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = nil
+	e.callGen++
 }
 
 // SetCluster sets what EKS DescribeCluster reports as the API server
@@ -362,6 +364,8 @@ type request struct {
 	body      []byte
 	params    params
 	requestID string
+	// callIdx and callGen locate this request's entry in Emulator.calls.
+	callIdx, callGen int
 }
 
 // signingService extracts the service name from a SigV4 Authorization
@@ -399,6 +403,7 @@ func (e *Emulator) begin(req *request) *apiError {
 	e.advance()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	req.callIdx, req.callGen = len(e.calls), e.callGen
 	e.calls = append(e.calls, Call{
 		Service: req.service,
 		Action:  req.service + ":" + req.action,
@@ -418,15 +423,13 @@ func (e *Emulator) finish(req *request, aerr *apiError) {
 	e.log.V(1).Info("request failed", "action", req.service+":"+req.action, "code", aerr.Code, "message", aerr.Message)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	action := req.service + ":" + req.action
-	for i := len(e.calls) - 1; i >= 0; i-- {
-		if e.calls[i].Action == action && e.calls[i].ErrorCode == "" {
-			e.calls[i].ErrorCode = aerr.Code
-			if aerr.QueryCode != "" {
-				e.calls[i].ErrorCode = aerr.QueryCode
-			}
-			return
-		}
+	if req.callGen != e.callGen || req.callIdx >= len(e.calls) {
+		return // ResetCalls ran in between
+	}
+	c := &e.calls[req.callIdx]
+	c.ErrorCode = aerr.Code
+	if aerr.QueryCode != "" {
+		c.ErrorCode = aerr.QueryCode
 	}
 }
 
