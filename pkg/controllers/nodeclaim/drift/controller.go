@@ -158,4 +158,3 @@ func staticDrift(np *karpv1.NodePool, nc *karpv1.NodeClaim) (string, string) {
 	}
 	return "", ""
 }
-
