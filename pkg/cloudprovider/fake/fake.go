@@ -3,7 +3,9 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -190,7 +192,9 @@ func matchesIgnoringOfferingKeys(reqs requirements.Requirements, labels map[stri
 		r := reqs.Get(key)
 		v, ok := labels[key]
 		if !ok {
-			if !r.AllowsAbsent() {
+			// A key no instance type answers for (a NodePool template
+			// label) is the node's to carry, not the type's.
+			if !r.AllowsAbsent() && typeLevelKey(key) {
 				return false
 			}
 			continue
@@ -200,6 +204,12 @@ func matchesIgnoringOfferingKeys(reqs requirements.Requirements, labels map[stri
 		}
 	}
 	return true
+}
+
+// typeLevelKey reports whether instance types answer for the key: the
+// well-known labels and the provider's (karpenter.k8s.aws/...) ones.
+func typeLevelKey(key string) bool {
+	return slices.Contains(karpv1.WellKnownLabels, key) || strings.HasPrefix(key, "karpenter.k8s.aws/")
 }
 
 func offeringAllowed(reqs requirements.Requirements, o cloudprovider.Offering) bool {

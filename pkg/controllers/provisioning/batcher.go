@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -25,6 +26,9 @@ type Batcher struct {
 	clock     clock.Clock
 	idle, max time.Duration
 	triggers  chan struct{}
+	// extended counts window extensions (for tests that step a fake
+	// clock and must know the new idle timer exists).
+	extended atomic.Int64
 }
 
 // NewBatcher returns a batcher with the given windows (the defaults when
@@ -69,6 +73,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 		case <-b.triggers:
 			idleT.Stop()
 			idleT = b.clock.NewTimer(b.idle)
+			b.extended.Add(1)
 		case <-idleT.C():
 			return true
 		case <-maxT.C():

@@ -27,7 +27,7 @@ type memory struct {
 	noms map[types.UID]target
 	// evacuating: nodes being replaced -> their NodeClaim's name. They are
 	// MarkedForDeletion in every snapshot until they are gone.
-	evacuating map[string]string
+	evacuating map[string]bool
 	// nominatedEvent: the target named by the last Nominated event of a
 	// pod. failedEvent: the last FailedScheduling reason of a pod.
 	nominatedEvent map[types.UID]string
@@ -39,7 +39,7 @@ type memory struct {
 func newMemory() *memory {
 	return &memory{
 		noms:           map[types.UID]target{},
-		evacuating:     map[string]string{},
+		evacuating:     map[string]bool{},
 		nominatedEvent: map[types.UID]string{},
 		failedEvent:    map[types.UID]string{},
 		limitEvent:     map[string]string{},

@@ -1,0 +1,184 @@
+package provisioning
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/requirements"
+)
+
+// Creation reasons written to nodeclaimutil.CreationReasonAnnotationKey;
+// they become the reason label of karpenter_nodeclaims_created_total.
+const (
+	ReasonProvisioning = "provisioning"
+	ReasonInterruption = "interruption"
+)
+
+// DefaultMaxInstanceTypes is how many instance types a NodeClaim offers the
+// cloud: the cheapest that hold its pods, widened only as far as the
+// NodePool's minValues need.
+const DefaultMaxInstanceTypes = 60
+
+// NewNodeClaim turns one planned node into the NodeClaim to create, from
+// its NodePool's template:
+//
+//   - generateName "<nodepool>-";
+//   - labels: the template's, karpenter.sh/nodepool, and every label the
+//     plan pins to one value (but not the planned hostname: the node's name
+//     is the cloud's);
+//   - annotations: the template's, the NodePool hash and its version, and
+//     the creation reason;
+//   - requirements: the plan's (instance types In the cheapest maxTypes
+//     options, zone and capacity type narrowed as planned, minValues kept),
+//     plus karpenter.sh/nodepool and the template labels as In
+//     requirements, so a restarted controller matches pods to the in-flight
+//     NodeClaim exactly as the plan did;
+//   - taints, startup taints, nodeClassRef, expireAfter and
+//     terminationGracePeriod from the template; resources.requests from the
+//     plan (the pods' requests plus daemonset overhead).
+//
+// types are the pool's instance types, used to keep minValues satisfied
+// when the options are cut to maxTypes (<= 0 means DefaultMaxInstanceTypes).
+func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string, maxTypes int) *karpv1.NodeClaim {
+	tmpl := np.Spec.Template
+	labels := map[string]string{}
+	maps.Copy(labels, tmpl.Labels)
+	maps.Copy(labels, planned.Labels)
+	delete(labels, corev1.LabelHostname)
+	labels[karpv1.NodePoolLabelKey] = np.Name
+
+	annotations := map[string]string{}
+	maps.Copy(annotations, tmpl.Annotations)
+	maps.Copy(annotations, hash.Annotations(np))
+	annotations[nodeclaimutil.CreationReasonAnnotationKey] = reason
+
+	reqs := planned.Requirements
+	options := truncateOptions(planned.InstanceTypeOptions, reqs, types, maxTypes)
+	var wire []karpv1.NodeSelectorRequirementWithMinValues
+	seen := map[string]bool{}
+	for r := range reqs.All() {
+		key := r.Key()
+		if key == corev1.LabelHostname {
+			continue
+		}
+		if key == corev1.LabelInstanceTypeStable && len(options) > 0 {
+			wire = append(wire, karpv1.NodeSelectorRequirementWithMinValues{
+				Key: key, Operator: corev1.NodeSelectorOpIn, Values: options, MinValues: r.MinValues(),
+			})
+			seen[key] = true
+			continue
+		}
+		seen[key] = true
+		exprs := r.NodeSelectorRequirements()
+		main := 0
+		for i, e := range exprs {
+			if e.Operator == corev1.NodeSelectorOpIn {
+				main = i
+			}
+		}
+		for i, e := range exprs {
+			w := karpv1.NodeSelectorRequirementWithMinValues{Key: e.Key, Operator: e.Operator, Values: e.Values}
+			if i == main {
+				w.MinValues = r.MinValues()
+			}
+			wire = append(wire, w)
+		}
+	}
+	if !seen[corev1.LabelInstanceTypeStable] && len(options) > 0 {
+		wire = append(wire, karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: options})
+	}
+	extra := map[string]string{karpv1.NodePoolLabelKey: np.Name}
+	maps.Copy(extra, tmpl.Labels)
+	for _, k := range sortedKeys(extra) {
+		if !seen[k] {
+			wire = append(wire, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{extra[k]}})
+		}
+	}
+
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: np.Name + "-",
+			Labels:       labels,
+			Annotations:  annotations,
+		},
+		Spec: karpv1.NodeClaimSpec{
+			Taints:                 append([]corev1.Taint(nil), planned.Taints...),
+			StartupTaints:          append([]corev1.Taint(nil), planned.StartupTaints...),
+			Requirements:           wire,
+			Resources:              karpv1.ResourceRequirements{Requests: planned.Requests.DeepCopy()},
+			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod.DeepCopy(),
+			ExpireAfter:            tmpl.Spec.ExpireAfter,
+		},
+	}
+	if ref := tmpl.Spec.NodeClassRef; ref != nil {
+		r := *ref
+		nc.Spec.NodeClassRef = &r
+	}
+	return nc
+}
+
+// truncateOptions keeps the first max options (they come cheapest first),
+// then adds more, in order, until every minValues of reqs is met by the
+// kept types' labels (or the options run out).
+func truncateOptions(options []string, reqs requirements.Requirements, types []*cloudprovider.InstanceType, max int) []string {
+	if max <= 0 {
+		max = DefaultMaxInstanceTypes
+	}
+	if len(options) <= max {
+		return append([]string(nil), options...)
+	}
+	byName := make(map[string]*cloudprovider.InstanceType, len(types))
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	type need struct {
+		key string
+		min int
+	}
+	var needs []need
+	for r := range reqs.All() {
+		if mv := r.MinValues(); mv != nil && *mv > 0 {
+			needs = append(needs, need{r.Key(), *mv})
+		}
+	}
+	kept := append([]string(nil), options[:max]...)
+	satisfied := func() bool {
+		for _, n := range needs {
+			distinct := map[string]bool{}
+			for _, name := range kept {
+				if n.key == corev1.LabelInstanceTypeStable {
+					distinct[name] = true
+				} else if it := byName[name]; it != nil {
+					if v, ok := it.Labels[n.key]; ok {
+						distinct[v] = true
+					}
+				}
+			}
+			if len(distinct) < n.min {
+				return false
+			}
+		}
+		return true
+	}
+	for i := max; i < len(options) && !satisfied(); i++ {
+		kept = append(kept, options[i])
+	}
+	return kept
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

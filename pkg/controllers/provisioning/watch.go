@@ -1,0 +1,80 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+)
+
+// watch feeds the batcher from the manager's informers:
+//
+//   - a pod that becomes provisionable and is not already nominated (a
+//     nominated pod's status updates must not hold the window open);
+//   - a Node or NodeClaim deleted (pods planned onto it need a new plan);
+//   - a NodePool created, or whose spec or readiness changed.
+//
+// Status-only churn (node heartbeats, NodePool counters) never triggers,
+// so a busy cluster cannot keep a batch window from closing.
+func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
+	pods, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
+	podChanged := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if ok && Provisionable(pod) && !p.mem.nominated(pod.UID, p.clock.Now()) {
+			p.Trigger()
+		}
+	}
+	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    podChanged,
+		UpdateFunc: func(_, obj any) { podChanged(obj) },
+		DeleteFunc: func(obj any) {
+			if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+				p.mem.forget(pod.UID)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+
+	onDelete := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { p.Trigger() }}
+	for _, obj := range []client.Object{&corev1.Node{}, &karpv1.NodeClaim{}} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("%T informer: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(onDelete); err != nil {
+			return err
+		}
+	}
+
+	pools, err := c.GetInformer(ctx, &karpv1.NodePool{})
+	if err != nil {
+		return fmt.Errorf("NodePool informer: %w", err)
+	}
+	_, err = pools.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { p.Trigger() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*karpv1.NodePool)
+			n, ok2 := newObj.(*karpv1.NodePool)
+			if ok1 && ok2 && (o.Generation != n.Generation || o.IsTrue(karpv1.ConditionTypeReady) != n.IsTrue(karpv1.ConditionTypeReady)) {
+				p.Trigger()
+			}
+		},
+	})
+	return err
+}
+
+func unwrap(obj any) any {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
