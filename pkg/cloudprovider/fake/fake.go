@@ -316,4 +316,3 @@ func (c *CloudProvider) IsDrifted(_ context.Context, nodeClaim *karpv1.NodeClaim
 
 // Name is "fake".
 func (c *CloudProvider) Name() string { return "fake" }
-
