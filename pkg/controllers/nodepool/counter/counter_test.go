@@ -1,0 +1,156 @@
+package counter_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
+)
+
+func TestCountNodeClaims(t *testing.T) {
+	q := resource.MustParse
+	launched := func(name, ct, it, price string, capacity corev1.ResourceList) karpv1.NodeClaim {
+		nc := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			karpv1.CapacityTypeLabelKey: ct, corev1.LabelInstanceTypeStable: it,
+		}, Annotations: map[string]string{"dovetail.sh/price-per-hour": price}}}
+		nc.Status.ProviderID = "fake:///z/" + name
+		nc.Status.Capacity = capacity
+		return nc
+	}
+	a := launched("a", "spot", "m5.large", "0.03", corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("8Gi")})
+	b := launched("b", "on-demand", "m5.large", "0.1", corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("8Gi")})
+	c := launched("c", "on-demand", "g4dn.xlarge", "0.5", corev1.ResourceList{corev1.ResourceCPU: q("4"), "nvidia.com/gpu": q("1")})
+	pending := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pending"}}
+	nodeOfB := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("7Gi")}}}
+
+	got := counter.CountNodeClaims([]karpv1.NodeClaim{a, b, c, pending}, map[string]*corev1.Node{b.Status.ProviderID: nodeOfB})
+	want := corev1.ResourceList{
+		corev1.ResourceCPU:    q("8"),
+		corev1.ResourceMemory: q("15Gi"), // 8Gi estimated for a, 7Gi reported by b's node
+		"nvidia.com/gpu":      q("1"),
+		counter.ResourceNodes: q("3"),
+	}
+	if len(got.Resources) != len(want) {
+		t.Fatalf("resources %v, want %v", got.Resources, want)
+	}
+	for name, w := range want {
+		if g := got.Resources[name]; g.Cmp(w) != 0 {
+			t.Errorf("%s = %s, want %s", name, g.String(), w.String())
+		}
+	}
+	if got.Nodes != 3 || got.ByType["on-demand"]["m5.large"] != 1 || got.ByType["spot"]["m5.large"] != 1 || got.ByType["on-demand"]["g4dn.xlarge"] != 1 {
+		t.Errorf("nodes %d, by type %v", got.Nodes, got.ByType)
+	}
+	if math.Abs(got.CostPerHour-0.63) > 1e-9 {
+		t.Errorf("cost %v, want 0.63", got.CostPerHour)
+	}
+}
+
+// TestKubectlShowsTheCountedPool is the user's view: after two launches
+// `kubectl get nodepool -o wide` shows NODES, READY, CPU and MEMORY, and
+// the metrics agree; after a deletion the count drops.
+func TestKubectlShowsTheCountedPool(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	kube := env.Manager.GetClient()
+	env.Start(
+		lifecycle.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, env.Unavailable, lifecycle.Options{}),
+		termination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),
+		readiness.NewController(kube, env.Clock),
+		counter.NewController(kube, env.Metrics),
+	)
+	class := controllerstest.EC2NodeClass("default")
+	env.Create(class)
+	for _, c := range awsv1.ReadyDependents {
+		class.SetCondition(c, metav1.ConditionTrue, "Resolved", "", env.Clock.Now())
+	}
+	if err := env.Client.Status().Update(env.Context(), class); err != nil {
+		t.Fatal(err)
+	}
+	np := controllerstest.NodePool("team-a")
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("100")}
+	env.Create(np)
+	small := controllerstest.NodeClaim("small", np.Name)
+	big := controllerstest.NodeClaim("big", np.Name, controllerstest.Requirement(corev1.LabelInstanceTypeStable, "c5.xlarge"))
+	env.Create(small)
+	env.Create(big)
+
+	env.Eventually("2 nodes counted", func() (bool, error) {
+		err := env.Get(np)
+		return np.Status.Nodes != nil && *np.Status.Nodes == 2, err
+	})
+	row := kubectlRow(t, np.Name)
+	for col, want := range map[string]string{"NODES": "2", "READY": "True", "CPU": "6", "MEMORY": "16Gi", "NODECLASS": "default"} {
+		if row[col] != want {
+			t.Errorf("kubectl column %s = %q, want %q (row %v)", col, row[col], want, row)
+		}
+	}
+	checks := map[string][2]float64{
+		"usage cpu":           {metricstest.Value(t, env.Metrics.NodePoolUsage.WithLabelValues("cpu", np.Name)), 6},
+		"usage nodes":         {metricstest.Value(t, env.Metrics.NodePoolUsage.WithLabelValues("nodes", np.Name)), 2},
+		"limit cpu":           {metricstest.Value(t, env.Metrics.NodePoolLimit.WithLabelValues("cpu", np.Name)), 100},
+		"m5.large on-demand":  {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "m5.large")), 1},
+		"c5.xlarge on-demand": {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "c5.xlarge")), 1},
+		"cost per hour (USD)": {metricstest.Value(t, env.Metrics.NodePoolCostPerHour.WithLabelValues(np.Name)), 0.096 + 0.17},
+	}
+	for name, c := range checks {
+		if math.Abs(c[0]-c[1]) > 1e-9 {
+			t.Errorf("%s = %v, want %v", name, c[0], c[1])
+		}
+	}
+
+	env.Delete(big)
+	env.Eventually("1 node counted", func() (bool, error) {
+		err := env.Get(np)
+		return np.Status.Nodes != nil && *np.Status.Nodes == 1, err
+	})
+	if v := metricstest.Count(env.Metrics.NodePoolNodes); v != 1 {
+		t.Errorf("%d node-mix series after the deletion, want 1", v)
+	}
+	env.Delete(np)
+	env.Eventually("the pool's series to go", func() (bool, error) {
+		return metricstest.Count(env.Metrics.NodePoolCostPerHour) == 0, nil
+	})
+}
+
+// kubectlRow runs `kubectl get nodepool NAME -o wide` and maps headers to
+// the values of its one row.
+func kubectlRow(t *testing.T, name string) map[string]string {
+	t.Helper()
+	out, err := cp.Kubectl(context.Background(), "get", "nodepool", name, "-o", "wide").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("unexpected kubectl output:\n%s", out)
+	}
+	// Columns are aligned under their headers; empty cells are blanks.
+	header, values := lines[0], lines[1]+strings.Repeat(" ", len(lines[0]))
+	row := map[string]string{}
+	fields := strings.Fields(header)
+	for i, h := range fields {
+		start := strings.Index(header, h)
+		end := len(header)
+		if i+1 < len(fields) {
+			end = strings.Index(header, fields[i+1])
+		}
+		if i+1 == len(fields) {
+			end = len(values)
+		}
+		row[h] = strings.TrimSpace(values[start:end])
+	}
+	return row
+}

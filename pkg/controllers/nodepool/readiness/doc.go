@@ -1,0 +1,14 @@
+// Package readiness keeps a NodePool's conditions current:
+//
+//   - ValidationSucceeded: what the CRD schema cannot check
+//     (NodePool.RuntimeValidate: template label and taint syntax); False
+//     with the field errors otherwise.
+//   - NodeClassReady: the referenced EC2NodeClass exists and its Ready
+//     condition is True for its current generation (Unknown until the node
+//     class controller has resolved it; False with the class's message).
+//     status.nodeClassObservedGeneration records the generation judged.
+//   - Ready: both of the above (computed by NodePool.SetCondition).
+//
+// Provisioning launches only from Ready pools. The controller watches
+// EC2NodeClasses and re-checks every pool that references a changed one.
+package readiness

@@ -1,0 +1,99 @@
+package readiness_test
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+)
+
+// setClassReady writes the Ready condition the node class controller would.
+func setClassReady(t *testing.T, env *controllerstest.Env, class *awsv1.EC2NodeClass, ready bool) {
+	t.Helper()
+	if err := env.Get(class); err != nil {
+		t.Fatal(err)
+	}
+	status, reason := metav1.ConditionTrue, "Resolved"
+	if !ready {
+		status, reason = metav1.ConditionFalse, "SubnetsNotFound"
+	}
+	for _, c := range awsv1.ReadyDependents {
+		class.SetCondition(c, status, reason, "no subnet matches", env.Clock.Now())
+	}
+	if err := env.Client.Status().Update(env.Context(), class); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitPool(t *testing.T, env *controllerstest.Env, np *karpv1.NodePool, cond string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	env.Eventually(cond+"="+string(status)+"/"+reason, func() (bool, error) {
+		if err := env.Get(np); err != nil {
+			return false, err
+		}
+		c := np.GetCondition(cond)
+		return c != nil && c.Status == status && c.Reason == reason, nil
+	})
+}
+
+func TestNodePoolReadinessFollowsItsNodeClassAndValidation(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+
+	np := controllerstest.NodePool("team-a")
+	env.Create(np)
+	waitPool(t, env, np, karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse, readiness.ReasonNodeClassNotFound)
+	waitPool(t, env, np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, readiness.ReasonValid)
+	if np.IsTrue(karpv1.ConditionTypeReady) {
+		t.Fatal("Ready without a node class")
+	}
+
+	class := controllerstest.EC2NodeClass("default")
+	env.Create(class)
+	waitPool(t, env, np, karpv1.ConditionTypeNodeClassReady, metav1.ConditionUnknown, readiness.ReasonAwaitingNodeClass)
+
+	setClassReady(t, env, class, false)
+	waitPool(t, env, np, karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse, readiness.ReasonNodeClassNotReady)
+
+	setClassReady(t, env, class, true)
+	waitPool(t, env, np, karpv1.ConditionTypeReady, metav1.ConditionTrue, "Ready")
+	if np.Status.NodeClassObservedGeneration != class.Generation {
+		t.Errorf("nodeClassObservedGeneration = %d, want %d", np.Status.NodeClassObservedGeneration, class.Generation)
+	}
+
+	// A template label value the schema lets through but Kubernetes refuses.
+	if err := env.Get(np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Template.Labels = map[string]string{"team": "a b"}
+	if err := env.Client.Update(env.Context(), np); err != nil {
+		t.Fatalf("the schema refused the label (the test needs one only RuntimeValidate catches): %v", err)
+	}
+	waitPool(t, env, np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, readiness.ReasonValidationFailed)
+	if c := np.GetCondition(karpv1.ConditionTypeValidationSucceeded); c == nil || !contains(c.Message, "spec.template.metadata.labels[team]") {
+		t.Errorf("message %q does not name the field", c.Message)
+	}
+	waitPool(t, env, np, karpv1.ConditionTypeReady, metav1.ConditionFalse, readiness.ReasonValidationFailed)
+}
+
+func TestUnsupportedNodeClassKind(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	np := controllerstest.NodePool("other-kind")
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "example.com", Kind: "GCENodeClass", Name: "x"}
+	env.Create(np)
+	waitPool(t, env, np, karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse, readiness.ReasonUnsupportedNodeClass)
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
