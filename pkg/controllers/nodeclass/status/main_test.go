@@ -1,0 +1,15 @@
+package status_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplanetest.Main(m, controlplane.Options{}, &cp))
+}
