@@ -53,6 +53,6 @@ func ExampleStart() {
 		panic(err)
 	}
 	in := e.Instances()[0]
-	fmt.Println(len(subnets.Subnets), "subnets;", out.Instances[0].InstanceType, in.CapacityType, in.State, "at", in.Price, "USD/h")
-	// Output: 3 subnets; c5.large on-demand pending at 0.085 USD/h
+	fmt.Println(len(subnets.Subnets), "subnets;", out.Instances[0].InstanceType, in.CapacityType, "at", in.Price, "USD/h")
+	// Output: 3 subnets; c5.large on-demand at 0.085 USD/h
 }
