@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/node/termination"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	nctermination "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
+	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
+)
+
+// Controller is what every dovetail controller offers the manager.
+type Controller interface {
+	// Name names the controller in logs and metrics (the controller label
+	// of karpenter_cloudprovider_* among them).
+	Name() string
+	// Register adds the controller (its watches and reconciler, or a
+	// runnable) to the manager. It is called once, before the manager
+	// starts.
+	Register(ctx context.Context, mgr manager.Manager) error
+}
+
+// Deps are the shared dependencies of the controllers.
+type Deps struct {
+	// Client reads through the manager's cache and writes to the API
+	// server (manager.GetClient()).
+	Client client.Client
+	// Cloud is the cloud provider, undecorated: NewControllers gives each
+	// controller its own metrics-recording view of it.
+	Cloud cloudprovider.CloudProvider
+	// NodeClassResolver resolves EC2NodeClass status; nil leaves the node
+	// class controller out.
+	NodeClassResolver ncstatus.Resolver
+	Clock             clock.Clock
+	Recorder          events.EventRecorder
+	Metrics           *metrics.Registry
+	// Unavailable is the cache of refused offerings, shared by the
+	// lifecycle (writer) and provisioning (reader).
+	Unavailable *unavailable.Cache
+}
+
+// Config holds the controllers' tunables, already resolved from the
+// operator's options (liveness timeouts scaled, defaults applied).
+type Config struct {
+	LaunchTimeout, RegistrationTimeout time.Duration
+	GCInterval, GCGracePeriod          time.Duration
+	VolumeDetachTimeout                time.Duration
+	DriftPollInterval                  time.Duration
+	NodeClassRefreshInterval           time.Duration
+	Provisioning                       provisioning.Options
+	// InterruptionQueue is the SQS queue name; "" disables interruption
+	// handling.
+	InterruptionQueue string
+	// FeatureGates as parsed by the operator (name -> enabled).
+	FeatureGates map[string]bool
+}
+
+// NewControllers lists every controller dovetail runs, wired with its
+// dependencies. This is the one place where the wiring is visible; the
+// operator registers the result with the manager in this order.
+func NewControllers(d Deps, cfg Config) ([]Controller, error) {
+	cloud := func(name string) cloudprovider.CloudProvider {
+		return metrics.Decorate(d.Cloud, d.Metrics, name, d.Clock)
+	}
+	provisioningMetrics, err := provisioning.NewMetrics(d.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("provisioning metrics: %w", err)
+	}
+	out := []Controller{
+		// NodePools: hash first, so NodeClaims made from a pool find it.
+		hash.NewController(d.Client),
+		readiness.NewController(d.Client, d.Clock),
+		counter.NewController(d.Client, d.Metrics),
+
+		// Pods to NodeClaims.
+		provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, cfg.Provisioning),
+
+		// NodeClaims from launch to deletion.
+		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
+			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout}),
+		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
+		nctermination.NewController(d.Client, cloud("nodeclaim.termination"), d.Clock, d.Recorder, d.Metrics),
+		termination.NewController(d.Client, cloud("node.termination"), d.Clock, d.Recorder, d.Metrics,
+			termination.Options{VolumeDetachTimeout: cfg.VolumeDetachTimeout}),
+		garbagecollection.NewController(d.Client, cloud("nodeclaim.garbagecollection"), d.Clock, d.Recorder, d.Metrics,
+			garbagecollection.Options{Interval: cfg.GCInterval, GracePeriod: cfg.GCGracePeriod}),
+
+		// Interruption (SQS) joins here when cfg.InterruptionQueue != "".
+	}
+	if d.NodeClassResolver != nil {
+		out = append(out, ncstatus.NewController(d.Client, d.NodeClassResolver, d.Recorder, cfg.NodeClassRefreshInterval))
+	}
+	return out, nil
+}
