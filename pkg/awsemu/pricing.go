@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 var pricingOps = map[string]jsonHandler{
@@ -288,6 +289,9 @@ func (p *product) attribute(lower string) (string, bool) {
 	case "sku":
 		return p.sku(), true
 	}
+	if !pricedAttributes()[lower] {
+		return "", false // not an attribute of any product: no map to build
+	}
 	attrs := p.attributes()
 	for k, v := range attrs {
 		if strings.ToLower(k) == lower {
@@ -296,6 +300,16 @@ func (p *product) attribute(lower string) (string, bool) {
 	}
 	return "", false
 }
+
+// pricedAttributes is the set of lower-cased attribute names products have.
+var pricedAttributes = sync.OnceValue(func() map[string]bool {
+	sample := product{region: "us-east-1", info: &InstanceTypeInfo{Name: "m5.large", GPU: &GPUInfo{Count: 1}}}
+	out := map[string]bool{}
+	for k := range sample.attributes() {
+		out[strings.ToLower(k)] = true
+	}
+	return out
+})
 
 func containsFold(list []string, s string) bool {
 	for _, v := range list {

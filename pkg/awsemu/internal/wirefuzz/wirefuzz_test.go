@@ -1,4 +1,4 @@
-package awsemu_test
+package wirefuzz_test
 
 import (
 	"context"
