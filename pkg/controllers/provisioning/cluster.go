@@ -195,6 +195,12 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 		}
 		switch {
 		case pod.Spec.NodeName != "":
+			if hasNom && (!evacuating[pod.Spec.NodeName] || t.name == pod.Spec.NodeName) {
+				// The pod was planned while pending and is now bound: done.
+				// Only a replacement's reservation outlives the binding.
+				delete(p.mem.noms, pod.UID)
+				hasNom = false
+			}
 			if !evacuating[pod.Spec.NodeName] || !movable(pod) {
 				c.Pods = append(c.Pods, pod)
 				continue

@@ -1,0 +1,369 @@
+package interruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/messages"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
+)
+
+// RebalanceAnnotationKey on a NodePool opts its nodes into proactive
+// replacement on a rebalance recommendation (value RebalanceReplace).
+// Without it a recommendation is only recorded as an event, as the peer
+// does.
+const (
+	RebalanceAnnotationKey = "dovetail.sh/rebalance-recommendation"
+	RebalanceReplace       = "Replace"
+)
+
+// Event reasons (on the NodeClaim and its Node).
+const (
+	ReasonSpotInterrupted         = "SpotInterrupted"
+	ReasonRebalanceRecommendation = "RebalanceRecommendation"
+	ReasonScheduledChange         = "ScheduledChange"
+	ReasonInstanceStopping        = "InstanceStopping"
+	ReasonInstanceTerminating     = "InstanceTerminating"
+	// ReasonReplacing: replacement capacity was planned for the node's pods.
+	ReasonReplacing = "Replacing"
+	// ReasonRebalanced: the replacements are initialized; the node is
+	// cordoned and drained.
+	ReasonRebalanced = "Rebalanced"
+)
+
+// Queue is the interruption queue (queue.Queue in production).
+type Queue interface {
+	// Receive long-polls; an empty result means the wait ended.
+	Receive(ctx context.Context) ([]queue.Message, error)
+	// Delete removes a handled message.
+	Delete(ctx context.Context, m queue.Message) error
+}
+
+var _ Queue = (*queue.Queue)(nil)
+
+// Replacer plans and creates replacement capacity for the pods of nodes
+// about to go (provisioning.Provisioner in production).
+type Replacer interface {
+	Replace(ctx context.Context, nodes ...string) (*provisioning.Result, error)
+}
+
+var _ Replacer = (*provisioning.Provisioner)(nil)
+
+// Controller handles the interruption queue (see the package doc).
+type Controller struct {
+	kube        client.Client
+	queue       Queue
+	replacer    Replacer
+	clock       clock.Clock
+	recorder    events.EventRecorder
+	metrics     *Metrics
+	unavailable *unavailable.Cache
+	log         logr.Logger
+}
+
+var _ manager.LeaderElectionRunnable = (*Controller)(nil)
+
+// New returns the controller. q nil disables queue polling (no
+// INTERRUPTION_QUEUE); the rebalance reconciler still runs so replacements
+// started before a restart finish. m may be nil.
+func New(kube client.Client, q Queue, r Replacer, clk clock.Clock, recorder events.EventRecorder, m *Metrics, unavailable *unavailable.Cache) *Controller {
+	if m == nil {
+		m, _ = NewMetrics(nil)
+	}
+	return &Controller{kube: kube, queue: q, replacer: r, clock: clk, recorder: recorder, metrics: m, unavailable: unavailable, log: logr.Discard()}
+}
+
+// Name is the controller's name in logs.
+func (c *Controller) Name() string { return "interruption" }
+
+// NeedLeaderElection: only the leader polls the queue.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Register adds the queue poller (when there is a queue) and the rebalance
+// reconciler to the manager.
+func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
+	c.log = mgr.GetLogger().WithName(c.Name())
+	if err := (&rebalancer{c: c}).register(mgr); err != nil {
+		return err
+	}
+	if c.queue == nil {
+		return nil
+	}
+	return mgr.Add(c)
+}
+
+// Start polls the queue until ctx ends. Receive errors back off 1 s
+// doubling to 30 s (on the clock).
+func (c *Controller) Start(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		msgs, err := c.queue.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			delay := min(time.Duration(1<<min(failures-1, 5))*time.Second, 30*time.Second)
+			c.log.Error(err, "receiving interruption messages", "retryIn", delay)
+			t := c.clock.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C():
+			}
+			continue
+		}
+		failures = 0
+		workqueue.ParallelizeUntil(ctx, 10, len(msgs), func(i int) {
+			if err := c.Handle(ctx, msgs[i]); err != nil {
+				c.log.Error(err, "handling interruption message; it will be received again", "id", msgs[i].ID)
+			}
+		})
+	}
+	return nil
+}
+
+// MessageType is the message_type label of a message.
+func MessageType(m *queue.Message) string {
+	if m.Parsed == nil {
+		return TypeMalformed
+	}
+	switch m.Parsed.Kind {
+	case messages.KindSpotInterruption:
+		return TypeSpotInterrupted
+	case messages.KindRebalanceRecommendation:
+		return TypeRebalanceRecommendation
+	case messages.KindScheduledChange:
+		return TypeScheduledChange
+	case messages.KindStateChange:
+		switch m.Parsed.State {
+		case messages.StateStopping, messages.StateStopped:
+			return TypeInstanceStopped
+		case messages.StateShuttingDown, messages.StateTerminated:
+			return TypeInstanceTerminated
+		}
+	}
+	return TypeUnknown
+}
+
+// Handle acts on one message and deletes it from the queue. An error
+// leaves the message on the queue, to be received again. Malformed and
+// unknown messages, and messages about instances no NodeClaim owns, are
+// deleted without action.
+func (c *Controller) Handle(ctx context.Context, m queue.Message) error {
+	typ := MessageType(&m)
+	c.metrics.Received.WithLabelValues(typ).Inc()
+	if m.Parsed != nil {
+		var errs []error
+		for _, id := range m.Parsed.InstanceIDs {
+			errs = append(errs, c.handleInstance(ctx, m.Parsed, typ, id))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	} else {
+		c.log.Info("deleting a malformed interruption message", "id", m.ID, "error", m.ParseErr)
+	}
+	if err := c.queue.Delete(ctx, m); err != nil {
+		return err
+	}
+	c.metrics.Deleted.Inc()
+	if m.Parsed != nil && !m.Parsed.Time.IsZero() {
+		c.metrics.QueueDuration.Observe(max(c.clock.Since(m.Parsed.Time), 0).Seconds())
+	}
+	return nil
+}
+
+// nodeClaimFor finds the live NodeClaim of an instance id (its providerID
+// ends in /<id>).
+func (c *Controller) nodeClaimFor(ctx context.Context, instanceID string) (*karpv1.NodeClaim, error) {
+	var list karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	for i := range list.Items {
+		pid := list.Items[i].Status.ProviderID
+		if pid != "" && strings.HasSuffix(pid, "/"+instanceID) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func (c *Controller) handleInstance(ctx context.Context, msg *messages.Message, typ, id string) error {
+	nc, err := c.nodeClaimFor(ctx, id)
+	if err != nil {
+		return err
+	}
+	if nc == nil {
+		c.log.V(1).Info("no NodeClaim for the instance", "instance", id, "type", typ)
+		return nil
+	}
+	if msg.Kind == messages.KindSpotInterruption && nc.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot && c.unavailable != nil {
+		c.unavailable.MarkUnavailable(cloudprovider.OfferingKey{
+			InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+			Zone:         nc.Labels[corev1.LabelTopologyZone],
+			CapacityType: karpv1.CapacityTypeSpot,
+		})
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return nil // already going
+	}
+	switch {
+	case msg.Disruptive():
+		reason, note := disruptiveEvent(msg, id)
+		c.event(ctx, nc, corev1.EventTypeWarning, reason, note)
+		return c.disrupt(ctx, nc)
+	case msg.Kind == messages.KindRebalanceRecommendation:
+		return c.rebalance(ctx, nc, id)
+	default:
+		return nil
+	}
+}
+
+func disruptiveEvent(msg *messages.Message, id string) (reason, note string) {
+	switch msg.Kind {
+	case messages.KindSpotInterruption:
+		return ReasonSpotInterrupted, fmt.Sprintf("Spot interruption warning for %s: replacing the node, then draining it", id)
+	case messages.KindScheduledChange:
+		return ReasonScheduledChange, fmt.Sprintf("Scheduled maintenance of %s: replacing the node, then draining it", id)
+	}
+	if msg.State == messages.StateStopping || msg.State == messages.StateStopped {
+		return ReasonInstanceStopping, fmt.Sprintf("Instance %s is %s: replacing the node, then draining it", id, msg.State)
+	}
+	return ReasonInstanceTerminating, fmt.Sprintf("Instance %s is %s: replacing the node, then draining it", id, msg.State)
+}
+
+// disrupt replaces a node that is going away: replacement capacity is
+// planned and created first (so it boots while the old node drains), then
+// the node is cordoned and tainted and its NodeClaim deleted; termination
+// evicts the pods, honouring PodDisruptionBudgets.
+func (c *Controller) disrupt(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if node := nc.Status.NodeName; node != "" && c.replacer != nil {
+		res, err := c.replacer.Replace(ctx, node)
+		if err != nil {
+			return fmt.Errorf("planning replacements for node %s: %w", node, err)
+		}
+		c.metrics.Actions.WithLabelValues("replace").Inc()
+		if len(res.Replacements) > 0 {
+			c.event(ctx, nc, corev1.EventTypeNormal, ReasonReplacing, "Replacement capacity: NodeClaim "+strings.Join(res.Replacements, ", "))
+		}
+		if err := c.cordon(ctx, node); err != nil {
+			return err
+		}
+	}
+	if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting NodeClaim %s: %w", nc.Name, err)
+	}
+	c.metrics.Actions.WithLabelValues("delete").Inc()
+	return nil
+}
+
+// rebalance starts a proactive replacement for an opted-in NodePool, or
+// records the recommendation.
+func (c *Controller) rebalance(ctx context.Context, nc *karpv1.NodeClaim, id string) error {
+	np := &karpv1.NodePool{}
+	optedIn := false
+	if name := nc.Labels[karpv1.NodePoolLabelKey]; name != "" {
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, np); err == nil {
+			optedIn = np.Annotations[RebalanceAnnotationKey] == RebalanceReplace
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if !optedIn || nc.Status.NodeName == "" || c.replacer == nil {
+		c.event(ctx, nc, corev1.EventTypeNormal, ReasonRebalanceRecommendation,
+			fmt.Sprintf("Rebalance recommendation for %s: the instance is at elevated risk of interruption (annotate its NodePool %s=%s to replace it proactively)", id, RebalanceAnnotationKey, RebalanceReplace))
+		c.metrics.Actions.WithLabelValues("record").Inc()
+		return nil
+	}
+	if nc.Annotations[provisioning.ReplacedByAnnotationKey] != "" {
+		return nil // already being replaced
+	}
+	c.event(ctx, nc, corev1.EventTypeNormal, ReasonRebalanceRecommendation,
+		fmt.Sprintf("Rebalance recommendation for %s: launching a replacement before draining the node", id))
+	return c.startReplacement(ctx, nc)
+}
+
+// startReplacement plans the node's replacement and records it on the
+// NodeClaim; the rebalancer drains the node once the replacements are
+// initialized.
+func (c *Controller) startReplacement(ctx context.Context, nc *karpv1.NodeClaim) error {
+	res, err := c.replacer.Replace(ctx, nc.Status.NodeName)
+	if err != nil {
+		return fmt.Errorf("planning replacements for node %s: %w", nc.Status.NodeName, err)
+	}
+	c.metrics.Actions.WithLabelValues("rebalance").Inc()
+	value := noReplacement
+	if len(res.Replacements) > 0 {
+		value = strings.Join(res.Replacements, ",")
+		c.event(ctx, nc, corev1.EventTypeNormal, ReasonReplacing, "Replacement capacity: NodeClaim "+strings.Join(res.Replacements, ", ")+"; the node is drained once it is initialized")
+	}
+	patch := client.MergeFrom(nc.DeepCopy())
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[provisioning.ReplacedByAnnotationKey] = value
+	if err := c.kube.Patch(ctx, nc, patch); err != nil {
+		return fmt.Errorf("recording the replacement of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// noReplacement is the replaced-by value when the pods fit on existing
+// capacity.
+const noReplacement = "-"
+
+// cordon marks the node unschedulable and taints it
+// karpenter.sh/disrupted:NoSchedule.
+func (c *Controller) cordon(ctx context.Context, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		hasTaint := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) })
+		if node.Spec.Unschedulable && hasTaint {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		node.Spec.Unschedulable = true
+		if !hasTaint {
+			node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+		}
+		return c.kube.Patch(ctx, node, patch)
+	})
+}
+
+// event records an event on the NodeClaim and, when it has one, its Node.
+func (c *Controller) event(ctx context.Context, nc *karpv1.NodeClaim, typ, reason, note string) {
+	if c.recorder == nil {
+		return
+	}
+	c.recorder.Eventf(nc, nil, typ, reason, "Interruption", "%s", note)
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err == nil {
+			c.recorder.Eventf(node, nil, typ, reason, "Interruption", "%s", note)
+		}
+	}
+}
