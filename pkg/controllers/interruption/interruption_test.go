@@ -330,5 +330,3 @@ func TestMalformedAndForeignMessagesAreDeleted(t *testing.T) {
 		t.Errorf("%d actions taken on messages about no NodeClaim", n)
 	}
 }
-
-
