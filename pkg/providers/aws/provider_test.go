@@ -502,9 +502,12 @@ func TestBottlerocketLaunch(t *testing.T) {
 }
 
 // TestConcurrentLaunchesBatch: 40 concurrent identical launches make far
-// fewer CreateFleet calls than launches.
+// fewer CreateFleet calls than launches (at most 5; one on an idle
+// machine).
 func TestConcurrentLaunchesBatch(t *testing.T) {
-	e := newEnv(t, envOptions{provider: awsprovider.Options{BatchIdle: 50 * time.Millisecond}})
+	// Generous windows: the check is about combining, not timing, and must
+	// hold on a loaded machine (or under -race).
+	e := newEnv(t, envOptions{provider: awsprovider.Options{BatchIdle: 200 * time.Millisecond, BatchMax: 3 * time.Second}})
 	if _, err := e.p.Create(e.ctx, e.claim()); err != nil { // warm the caches
 		t.Fatal(err)
 	}
@@ -543,7 +546,7 @@ func TestConcurrentLaunchesBatch(t *testing.T) {
 		counts[c.Action]++
 	}
 	t.Logf("calls for %d concurrent launches: %v", n, counts)
-	if counts["ec2:CreateFleet"] > 4 {
+	if counts["ec2:CreateFleet"] > n/8 {
 		t.Errorf("%d CreateFleet calls for %d identical launches", counts["ec2:CreateFleet"], n)
 	}
 }

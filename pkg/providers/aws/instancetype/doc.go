@@ -8,8 +8,12 @@
 //
 // # Caching
 //
-// Types and offerings are read on first use and again after TypeRefresh
-// (default 6 h); prices after PriceRefresh (default 12 h). List results are
+// Types and offerings are read on first use (List waits for that) and
+// again after TypeRefresh (default 6 h); prices after PriceRefresh
+// (default 12 h). Those reloads run in the background: List keeps
+// answering from the data it has, so a launch never waits for a refresh,
+// and a failed refresh keeps the old data. Refresh reloads everything at
+// once, synchronously. List results are
 // cached per (kubelet settings, zones, architectures) until the data or
 // the set of unavailable offerings changes, so a launch costs no API call.
 //

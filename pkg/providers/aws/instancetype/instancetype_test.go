@@ -265,3 +265,51 @@ func TestListIsCachedAndCallsAreFew(t *testing.T) {
 	}
 	t.Logf("first List: %d API calls", n)
 }
+
+// TestBackgroundRefresh: data older than its refresh interval is reloaded
+// in the background while List keeps answering; types (6 h) and prices
+// (12 h) each on their own interval.
+func TestBackgroundRefresh(t *testing.T) {
+	e, p, clk := newProvider(t, true)
+	nc := resolvedClass(catalog.Builtin().DefaultZones(e.Options().Region))
+	ctx := context.Background()
+	if _, err := p.List(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	calls := func(action string) int {
+		n := 0
+		for _, c := range e.Calls() {
+			if c.Action == action {
+				n++
+			}
+		}
+		return n
+	}
+	refresh := func(step time.Duration) {
+		t.Helper()
+		gen := p.Generation()
+		clk.Step(step)
+		if _, err := p.List(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for p.Generation() == gen {
+			if time.Now().After(deadline) {
+				t.Fatal("no background refresh")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	pricing, types := calls("pricing:GetProducts"), calls("ec2:DescribeInstanceTypes")
+	refresh(instancetype.DefaultTypeRefresh + time.Minute)
+	if calls("ec2:DescribeInstanceTypes") <= types {
+		t.Error("types were not reloaded after TypeRefresh")
+	}
+	if calls("pricing:GetProducts") != pricing {
+		t.Error("prices were reloaded before PriceRefresh")
+	}
+	refresh(instancetype.DefaultPriceRefresh - instancetype.DefaultTypeRefresh)
+	if calls("pricing:GetProducts") <= pricing {
+		t.Error("prices were not reloaded after PriceRefresh")
+	}
+}

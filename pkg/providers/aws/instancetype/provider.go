@@ -59,11 +59,12 @@ type Options struct {
 type Provider struct {
 	o Options
 
-	mu        sync.Mutex
-	snap      *snapshot
-	typesAt   time.Time
-	pricesAt  time.Time
-	listCache map[string]listEntry
+	mu         sync.Mutex
+	refreshing bool
+	snap       *snapshot
+	typesAt    time.Time
+	pricesAt   time.Time
+	listCache  map[string]listEntry
 }
 
 type snapshot struct {
@@ -110,44 +111,106 @@ func (p *Provider) Unavailable() *Unavailable { return p.o.Unavailable }
 
 // Refresh reloads types, offerings and prices now.
 func (p *Provider) Refresh(ctx context.Context) error {
+	next, err := p.load(ctx, nil, true, true)
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.typesAt, p.pricesAt = time.Time{}, time.Time{}
-	return p.ensureLocked(ctx)
+	p.install(next, true, true)
+	return nil
 }
 
+// ensureLocked loads the data on first use (synchronously); later, data
+// older than its refresh interval is reloaded in the background while
+// callers keep using what is there, so a launch never waits for a
+// refresh. Callers hold p.mu.
 func (p *Provider) ensureLocked(ctx context.Context) error {
-	now := p.o.Clock.Now()
-	next := &snapshot{}
-	if p.snap != nil {
-		*next = *p.snap
-	}
-	changed := false
-	if p.snap == nil || now.Sub(p.typesAt) >= p.o.TypeRefresh {
-		types, labels, err := p.describeTypes(ctx)
+	if p.snap == nil {
+		next, err := p.load(ctx, nil, true, true)
 		if err != nil {
 			return err
+		}
+		p.install(next, true, true)
+		return nil
+	}
+	now := p.o.Clock.Now()
+	types := now.Sub(p.typesAt) >= p.o.TypeRefresh
+	prices := now.Sub(p.pricesAt) >= p.o.PriceRefresh
+	if (types || prices) && !p.refreshing {
+		p.refreshing = true
+		old := p.snap
+		go p.background(old, types, prices)
+	}
+	return nil
+}
+
+// background reloads stale data and installs it.
+func (p *Provider) background(old *snapshot, types, prices bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	next, err := p.load(ctx, old, types, prices)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refreshing = false
+	if err != nil {
+		p.o.Log.Info("refreshing instance types and prices failed; keeping the old data", "error", err.Error())
+		return
+	}
+	p.install(next, types, prices)
+}
+
+// load reads what is stale into a new snapshot based on old (nil: read
+// everything). It holds no lock.
+func (p *Provider) load(ctx context.Context, old *snapshot, types, prices bool) (*snapshot, error) {
+	next := &snapshot{}
+	if old != nil {
+		*next = *old
+	}
+	if types || old == nil {
+		ts, labels, err := p.describeTypes(ctx)
+		if err != nil {
+			return nil, err
 		}
 		offered, err := p.describeOfferings(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		next.types, next.labels, next.offered = types, labels, offered
-		p.typesAt = now
-		changed = true
+		next.types, next.labels, next.offered = ts, labels, offered
 	}
-	if p.snap == nil || now.Sub(p.pricesAt) >= p.o.PriceRefresh {
+	if prices || old == nil {
 		next.onDemand = p.onDemandPrices(ctx, next.types)
 		next.spot = p.spotPrices(ctx, next.types, next.onDemand, next.offered)
+	}
+	return next, nil
+}
+
+// install makes next current. Callers hold p.mu.
+func (p *Provider) install(next *snapshot, types, prices bool) {
+	now := p.o.Clock.Now()
+	if types {
+		p.typesAt = now
+	}
+	if prices {
 		p.pricesAt = now
-		changed = true
 	}
-	if changed {
-		next.gen++
-		p.snap = next
-		p.listCache = map[string]listEntry{}
+	if p.snap != nil {
+		next.gen = p.snap.gen
 	}
-	return nil
+	next.gen++
+	p.snap = next
+	p.listCache = map[string]listEntry{}
+}
+
+// Generation counts the data snapshots installed so far (for tests and
+// metrics).
+func (p *Provider) Generation() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snap == nil {
+		return 0
+	}
+	return p.snap.gen
 }
 
 func (p *Provider) describeTypes(ctx context.Context) ([]*catalog.Type, map[string]map[string]string, error) {
