@@ -230,3 +230,34 @@ func TestReadCatalog(t *testing.T) {
 		})
 	}
 }
+
+// TestRunLocatesEngineInputErrors checks that a pod the engine refuses (a
+// node affinity operator Kubernetes does not have) is reported at its
+// document, for a listed pod and for a workload's template alike.
+func TestRunLocatesEngineInputErrors(t *testing.T) {
+	bad := `affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Near, values: [b]}]}]}}}`
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{name: "pod", doc: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  " + bad,
+			want: []string{`(document 3, Pod "p"): spec`, "Near"}},
+		{name: "deployment", doc: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c}]\n      " + bad,
+			want: []string{`(document 3, Deployment "web"): spec.template.spec`, "pod default/web-0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := read(t, nodeClassDoc, poolDoc, tc.doc)
+			_, err := simulate.Run(m, simulate.Options{Region: "us-east-1"})
+			if !errors.Is(err, simulate.ErrBadInput) {
+				t.Fatalf("err = %v, want bad input", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

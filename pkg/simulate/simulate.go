@@ -4,8 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
@@ -141,6 +147,12 @@ func Run(m *Manifests, opts Options) (*Result, error) {
 	plan, err := engine.Solve(in)
 	elapsed := now().Sub(start)
 	if err != nil {
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			if located := m.locate(in, ie.Errs); located != nil {
+				return nil, located
+			}
+		}
 		if errors.Is(err, engine.ErrInvalidInput) {
 			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
@@ -205,3 +217,47 @@ func FromPlan(plan *engine.Plan) *Result {
 // roundPrice rounds to a millionth of a dollar, hiding float summation
 // noise.
 func roundPrice(p float64) float64 { return math.Round(p*1e6) / 1e6 }
+
+// podPath matches the engine's path of a pending pod: pods[i], optionally
+// followed by [namespace/name].
+var podPath = regexp.MustCompile(`^pods\[(\d+)\](\[[^\]]*\])?\.?`)
+
+// locate maps the engine's complaints about pending pods back to the
+// documents they came from: the Pod itself, or the workload whose template
+// made it (the path then starts at spec.template). It returns nil when any
+// error cannot be located.
+func (m *Manifests) locate(in *engine.Input, errs field.ErrorList) InputErrors {
+	var out InputErrors
+	for _, fe := range errs {
+		sub := podPath.FindStringSubmatch(fe.Field)
+		if sub == nil {
+			return nil
+		}
+		i, err := strconv.Atoi(sub[1])
+		if err != nil || i >= len(in.Pods) || in.Pods[i] == nil {
+			return nil
+		}
+		pod := in.Pods[i]
+		rest := strings.TrimPrefix(fe.Field, sub[0])
+		kind, ns, name := "Pod", pod.Namespace, pod.Name
+		if o, ok := m.Origin(ObjectKey{Kind: kind, Namespace: ns, Name: name}); ok {
+			c := *fe
+			c.Field = rest
+			out = append(out, o.errorf(kind, name, field.ErrorList{&c}, nil))
+			continue
+		}
+		owner := metav1.GetControllerOf(pod)
+		if owner == nil {
+			return nil
+		}
+		o, ok := m.Origin(ObjectKey{Kind: owner.Kind, Namespace: ns, Name: owner.Name})
+		if !ok {
+			return nil
+		}
+		c := *fe
+		c.Field = "spec.template." + rest
+		c.Detail = strings.TrimSpace(fmt.Sprintf("%s (pod %s/%s)", c.Detail, ns, name))
+		out = append(out, o.errorf(owner.Kind, owner.Name, field.ErrorList{&c}, nil))
+	}
+	return out
+}
