@@ -126,6 +126,10 @@ func prefixFor(name string) string {
 	return p
 }
 
+// LogWriter returns a writer that sends lines to the test log until the
+// test ends (for loggers of components the test starts itself).
+func (e *Env) LogWriter() io.Writer { return e.log }
+
 // Context is cancelled when the test ends.
 func (e *Env) Context() context.Context { return e.ctx }
 

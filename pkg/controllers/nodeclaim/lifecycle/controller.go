@@ -91,6 +91,10 @@ var errDeleted = errors.New("nodeclaim deleted")
 type state struct {
 	nc   *karpv1.NodeClaim
 	base *karpv1.NodeClaim
+	// onCommit runs once the status patch has succeeded: metrics and
+	// events of a transition are reported exactly once, by the reconcile
+	// whose write won.
+	onCommit []func()
 }
 
 // Reconcile runs the lifecycle steps in order; each returns when to look
@@ -127,9 +131,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		results = append(results, res)
 	}
 	if !equality.Semantic.DeepEqual(st.base.Status, st.nc.Status) {
-		if err := nodeclaimutil.PatchStatus(ctx, c.kube, st.nc, st.base); err != nil && stepErr == nil {
-			return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
+		if err := nodeclaimutil.PatchStatus(ctx, c.kube, st.nc, st.base); err != nil {
+			if stepErr == nil {
+				return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
+			}
+			st.onCommit = nil
 		}
+	}
+	for _, f := range st.onCommit {
+		f()
 	}
 	if stepErr != nil {
 		return nodeclaimutil.RequeueOnConflict(stepErr)

@@ -133,10 +133,11 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	}
 
 	// Initialization waits for the startup taint.
-	got = waitCondition(t, env, nc.Name, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown)
-	if c := got.GetCondition(karpv1.ConditionTypeInitialized); c.Reason != lifecycle.ReasonStartupTaintsExist {
-		t.Errorf("Initialized reason %q, want %q", c.Reason, lifecycle.ReasonStartupTaintsExist)
-	}
+	env.Eventually("Initialized=Unknown/StartupTaintsExist once the node is Ready", func() (bool, error) {
+		got = get(t, env, nc.Name)
+		c := got.GetCondition(karpv1.ConditionTypeInitialized)
+		return c != nil && c.Status == metav1.ConditionUnknown && c.Reason == lifecycle.ReasonStartupTaintsExist, nil
+	})
 	if got.IsTrue(karpv1.ConditionTypeReady) {
 		t.Error("Ready before initialization")
 	}

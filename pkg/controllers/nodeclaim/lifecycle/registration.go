@@ -60,10 +60,12 @@ func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result,
 	}
 	nc.Status.NodeName = node.Name
 	if nc.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered, "", now) {
-		pool := nodeclaimutil.NodePool(nc)
-		c.metrics.NodeClaimsRegistered.WithLabelValues(pool).Inc()
-		c.metrics.NodesCreated.WithLabelValues(pool, node.Labels[corev1.LabelTopologyZone]).Inc()
-		c.recorder.Eventf(nc, node, corev1.EventTypeNormal, ReasonRegistered, "Register", "Node %s registered", node.Name)
+		pool, zone, ncCopy, nodeCopy := nodeclaimutil.NodePool(nc), node.Labels[corev1.LabelTopologyZone], nc.DeepCopy(), node.DeepCopy()
+		st.onCommit = append(st.onCommit, func() {
+			c.metrics.NodeClaimsRegistered.WithLabelValues(pool).Inc()
+			c.metrics.NodesCreated.WithLabelValues(pool, zone).Inc()
+			c.recorder.Eventf(ncCopy, nodeCopy, corev1.EventTypeNormal, ReasonRegistered, "Register", "Node %s registered", nodeCopy.Name)
+		})
 	}
 	return reconcile.Result{}, nil
 }

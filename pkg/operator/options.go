@@ -1,0 +1,260 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Options configure the operator. Field paths in Validate's errors use the
+// JSON-ish names in the comments; the CLI maps them to its flags and
+// environment variables.
+type Options struct {
+	// ClusterName (clusterName) names the cluster in cloud tags. Required.
+	ClusterName string
+	// InterruptionQueue (interruptionQueue) is the SQS queue name; empty
+	// turns interruption handling off.
+	InterruptionQueue string
+	// BatchIdleDuration (batchIdleDuration) and BatchMaxDuration
+	// (batchMaxDuration) bound a provisioning batch: it closes after
+	// BatchIdleDuration without a new pending pod, or BatchMaxDuration in
+	// all. Defaults 1 s and 10 s.
+	BatchIdleDuration, BatchMaxDuration time.Duration
+	// KubeClientQPS (kubeClientQPS) and KubeClientBurst (kubeClientBurst)
+	// rate-limit the Kubernetes client. Defaults 200 and 300.
+	KubeClientQPS   float32
+	KubeClientBurst int
+	// MetricsPort (metricsPort) and HealthProbePort (healthProbePort): 0
+	// picks a free port; -1 turns the server off. Defaults 8080 and 8081.
+	MetricsPort, HealthProbePort int
+	// BindAddress is the host the servers listen on ("" means every
+	// interface).
+	BindAddress string
+	// LogLevel (logLevel): debug, info, warn or error. Default info.
+	LogLevel string
+	// FeatureGates (featureGates) switch optional behaviour.
+	FeatureGates FeatureGates
+	// LeaderElection (leaderElection) makes replicas take turns.
+	LeaderElection LeaderElection
+	// LivenessTimeScale (livenessTimeScale) multiplies the NodeClaim
+	// liveness timeouts (5 min to launch, 15 min to register): 1 in a real
+	// cluster; local mode, where nodes boot in milliseconds, uses less.
+	// Must be in (0, 1].
+	LivenessTimeScale float64
+}
+
+// LeaderElection configures the lease replicas compete for.
+type LeaderElection struct {
+	Enabled bool
+	// Name and Namespace of the Lease (defaults dovetail-leader-election in
+	// kube-system).
+	Name, Namespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod: how long a lease lasts
+	// without renewal (15 s), how long the leader tries to renew before
+	// giving up (10 s), and how often candidates retry (2 s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Defaults.
+const (
+	DefaultBatchIdleDuration = time.Second
+	DefaultBatchMaxDuration  = 10 * time.Second
+	DefaultKubeClientQPS     = 200
+	DefaultKubeClientBurst   = 300
+	DefaultMetricsPort       = 8080
+	DefaultHealthProbePort   = 8081
+	DefaultLogLevel          = "info"
+	DefaultLeaseName         = "dovetail-leader-election"
+	DefaultLeaseNamespace    = "kube-system"
+	DefaultLeaseDuration     = 15 * time.Second
+	DefaultRenewDeadline     = 10 * time.Second
+	DefaultRetryPeriod       = 2 * time.Second
+)
+
+// DefaultOptions returns the defaults (ClusterName is left empty: it has
+// none).
+func DefaultOptions() Options {
+	return Options{
+		BatchIdleDuration: DefaultBatchIdleDuration,
+		BatchMaxDuration:  DefaultBatchMaxDuration,
+		KubeClientQPS:     DefaultKubeClientQPS,
+		KubeClientBurst:   DefaultKubeClientBurst,
+		MetricsPort:       DefaultMetricsPort,
+		HealthProbePort:   DefaultHealthProbePort,
+		LogLevel:          DefaultLogLevel,
+		FeatureGates:      DefaultFeatureGates(),
+		LeaderElection: LeaderElection{
+			Enabled: true, Name: DefaultLeaseName, Namespace: DefaultLeaseNamespace,
+			LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod,
+		},
+		LivenessTimeScale: 1,
+	}
+}
+
+var clusterNamePattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]*$`)
+
+// LogLevels are the accepted values of LogLevel.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// Validate checks every option and returns all problems at once.
+func (o Options) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if o.ClusterName == "" {
+		errs = append(errs, field.Required(field.NewPath("clusterName"), "the name of the cluster dovetail manages"))
+	} else if len(o.ClusterName) > 100 || !clusterNamePattern.MatchString(o.ClusterName) {
+		errs = append(errs, field.Invalid(field.NewPath("clusterName"), o.ClusterName,
+			"must be 1-100 letters, digits, '-' or '_', starting with a letter or digit (EKS cluster name rules)"))
+	}
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath(name), d.String(), "must be positive"))
+		}
+	}
+	positive("batchIdleDuration", o.BatchIdleDuration)
+	positive("batchMaxDuration", o.BatchMaxDuration)
+	if o.BatchIdleDuration > 0 && o.BatchMaxDuration > 0 && o.BatchIdleDuration > o.BatchMaxDuration {
+		errs = append(errs, field.Invalid(field.NewPath("batchIdleDuration"), o.BatchIdleDuration.String(),
+			"must not exceed batchMaxDuration ("+o.BatchMaxDuration.String()+")"))
+	}
+	if o.KubeClientQPS <= 0 || math.IsInf(float64(o.KubeClientQPS), 0) || math.IsNaN(float64(o.KubeClientQPS)) {
+		errs = append(errs, field.Invalid(field.NewPath("kubeClientQPS"), o.KubeClientQPS, "must be a positive number"))
+	}
+	if o.KubeClientBurst <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("kubeClientBurst"), o.KubeClientBurst, "must be positive"))
+	}
+	port := func(name string, p int) {
+		if p < -1 || p > 65535 {
+			errs = append(errs, field.Invalid(field.NewPath(name), p, "must be a port (0-65535; 0 picks a free one, -1 turns the server off)"))
+		}
+	}
+	port("metricsPort", o.MetricsPort)
+	port("healthProbePort", o.HealthProbePort)
+	if o.MetricsPort > 0 && o.MetricsPort == o.HealthProbePort {
+		errs = append(errs, field.Invalid(field.NewPath("healthProbePort"), o.HealthProbePort, "must differ from metricsPort"))
+	}
+	if !contains(LogLevels, o.LogLevel) {
+		errs = append(errs, field.NotSupported(field.NewPath("logLevel"), o.LogLevel, LogLevels))
+	}
+	if !(o.LivenessTimeScale > 0 && o.LivenessTimeScale <= 1) {
+		errs = append(errs, field.Invalid(field.NewPath("livenessTimeScale"), o.LivenessTimeScale, "must be in (0, 1]"))
+	}
+	le := o.LeaderElection
+	if le.Enabled {
+		p := field.NewPath("leaderElection")
+		if msgs := validation.IsDNS1123Subdomain(le.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("name"), le.Name, strings.Join(msgs, "; ")))
+		}
+		if msgs := validation.IsDNS1123Label(le.Namespace); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("namespace"), le.Namespace, strings.Join(msgs, "; ")))
+		}
+		for _, d := range []struct {
+			name string
+			v    time.Duration
+		}{{"leaseDuration", le.LeaseDuration}, {"renewDeadline", le.RenewDeadline}, {"retryPeriod", le.RetryPeriod}} {
+			if d.v <= 0 {
+				errs = append(errs, field.Invalid(p.Child(d.name), d.v.String(), "must be positive"))
+			}
+		}
+		if le.RenewDeadline > 0 && le.LeaseDuration > 0 && le.RenewDeadline >= le.LeaseDuration {
+			errs = append(errs, field.Invalid(p.Child("renewDeadline"), le.RenewDeadline.String(),
+				"must be shorter than leaseDuration ("+le.LeaseDuration.String()+")"))
+		}
+		if le.RetryPeriod > 0 && le.RenewDeadline > 0 && le.RetryPeriod >= le.RenewDeadline {
+			errs = append(errs, field.Invalid(p.Child("retryPeriod"), le.RetryPeriod.String(),
+				"must be shorter than renewDeadline ("+le.RenewDeadline.String()+")"))
+		}
+	}
+	return errs
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// FeatureGates maps gate names to whether they are on.
+type FeatureGates map[string]bool
+
+// KnownFeatureGates are the gates dovetail accepts, with their defaults
+// (the peer's names, so an existing FEATURE_GATES value carries over).
+var KnownFeatureGates = map[string]bool{
+	"ReservedCapacity":        true,
+	"SpotToSpotConsolidation": false,
+	"NodeRepair":              false,
+	"NodeOverlay":             false,
+	"StaticCapacity":          false,
+	"CapacityBuffer":          false,
+}
+
+// DefaultFeatureGates returns a copy of the defaults.
+func DefaultFeatureGates() FeatureGates {
+	out := FeatureGates{}
+	for k, v := range KnownFeatureGates {
+		out[k] = v
+	}
+	return out
+}
+
+// ErrFeatureGate is wrapped by every ParseFeatureGates error.
+var ErrFeatureGate = errors.New("invalid feature gates")
+
+// ParseFeatureGates parses "Name=true,Other=false" on top of the defaults.
+// Unknown names and values other than true/false are errors naming the
+// position of the bad entry.
+func ParseFeatureGates(s string) (FeatureGates, error) {
+	gates := DefaultFeatureGates()
+	if strings.TrimSpace(s) == "" {
+		return gates, nil
+	}
+	for i, entry := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: entry %d %q: want Name=true or Name=false", ErrFeatureGate, i+1, entry)
+		}
+		if _, known := KnownFeatureGates[name]; !known {
+			return nil, fmt.Errorf("%w: entry %d: unknown gate %q (known: %s)", ErrFeatureGate, i+1, name, strings.Join(gateNames(), ", "))
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d: gate %s: %q is not true or false", ErrFeatureGate, i+1, name, value)
+		}
+		gates[name] = b
+	}
+	return gates, nil
+}
+
+func gateNames() []string {
+	out := make([]string, 0, len(KnownFeatureGates))
+	for k := range KnownFeatureGates {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String writes the gates as ParseFeatureGates reads them, sorted.
+func (g FeatureGates) String() string {
+	names := make([]string, 0, len(g))
+	for k := range g {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + strconv.FormatBool(g[n])
+	}
+	return strings.Join(parts, ",")
+}

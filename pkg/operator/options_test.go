@@ -1,0 +1,128 @@
+package operator_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dovetail-sh/dovetail/pkg/operator"
+)
+
+func valid() operator.Options {
+	o := operator.DefaultOptions()
+	o.ClusterName = "prod-1"
+	return o
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   func(*operator.Options)
+		fields []string // field paths of the expected errors, in order
+	}{
+		{"defaults plus a cluster name", func(*operator.Options) {}, nil},
+		{"no cluster name", func(o *operator.Options) { o.ClusterName = "" }, []string{"clusterName"}},
+		{"bad cluster name", func(o *operator.Options) { o.ClusterName = "-bad name" }, []string{"clusterName"}},
+		{"zero batch idle", func(o *operator.Options) { o.BatchIdleDuration = 0 }, []string{"batchIdleDuration"}},
+		{"idle beyond max", func(o *operator.Options) { o.BatchIdleDuration = time.Minute }, []string{"batchIdleDuration"}},
+		{"qps and burst", func(o *operator.Options) { o.KubeClientQPS = -1; o.KubeClientBurst = 0 }, []string{"kubeClientQPS", "kubeClientBurst"}},
+		{"ports", func(o *operator.Options) { o.MetricsPort = 70000; o.HealthProbePort = -2 }, []string{"metricsPort", "healthProbePort"}},
+		{"same port twice", func(o *operator.Options) { o.HealthProbePort = o.MetricsPort }, []string{"healthProbePort"}},
+		{"free ports are fine", func(o *operator.Options) { o.MetricsPort, o.HealthProbePort = 0, 0 }, nil},
+		{"servers off", func(o *operator.Options) { o.MetricsPort, o.HealthProbePort = -1, -1 }, nil},
+		{"log level", func(o *operator.Options) { o.LogLevel = "verbose" }, []string{"logLevel"}},
+		{"time scale", func(o *operator.Options) { o.LivenessTimeScale = 0 }, []string{"livenessTimeScale"}},
+		{"lease timings", func(o *operator.Options) {
+			o.LeaderElection.RenewDeadline = o.LeaderElection.LeaseDuration
+			o.LeaderElection.Name = "Not_A_Name"
+		}, []string{"leaderElection.name", "leaderElection.renewDeadline"}},
+		{"lease timings ignored without leader election", func(o *operator.Options) {
+			o.LeaderElection = operator.LeaderElection{}
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.edit(&o)
+			errs := o.Validate()
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.fields, ",") {
+				t.Fatalf("errors on %v, want %v (%v)", got, tt.fields, errs)
+			}
+		})
+	}
+}
+
+func TestParseFeatureGates(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    map[string]bool // gates to check
+		errHint string
+	}{
+		{"", map[string]bool{"ReservedCapacity": true, "SpotToSpotConsolidation": false}, ""},
+		{"SpotToSpotConsolidation=true, ReservedCapacity=false", map[string]bool{"ReservedCapacity": false, "SpotToSpotConsolidation": true}, ""},
+		{"NodeRepair=True", map[string]bool{"NodeRepair": true}, ""},
+		{"NodeRepair", nil, "entry 1"},
+		{"NodeRepair=true,SpotToSpot=true", nil, `entry 2: unknown gate "SpotToSpot"`},
+		{"NodeRepair=maybe", nil, "not true or false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := operator.ParseFeatureGates(tt.in)
+			if tt.errHint != "" {
+				if !errors.Is(err, operator.ErrFeatureGate) || !strings.Contains(err.Error(), tt.errHint) {
+					t.Fatalf("error %v, want ErrFeatureGate mentioning %q", err, tt.errHint)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v", k, got[k], v)
+				}
+			}
+			again, err := operator.ParseFeatureGates(got.String())
+			if err != nil || again.String() != got.String() {
+				t.Errorf("String does not round-trip: %q -> %q (%v)", got.String(), again.String(), err)
+			}
+		})
+	}
+}
+
+func FuzzParseFeatureGates(f *testing.F) {
+	for _, s := range []string{"", "NodeRepair=true", "a=b=c", ",,", "ReservedCapacity=false,NodeOverlay=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := operator.ParseFeatureGates(s)
+		if err != nil {
+			if !errors.Is(err, operator.ErrFeatureGate) {
+				t.Fatalf("error %v does not wrap ErrFeatureGate", err)
+			}
+			return
+		}
+		for k := range g {
+			if _, ok := operator.KnownFeatureGates[k]; !ok {
+				t.Fatalf("unknown gate %q accepted", k)
+			}
+		}
+	})
+}
+
+func TestControllerConfigScalesLiveness(t *testing.T) {
+	o := valid()
+	o.LivenessTimeScale = 0.1
+	cfg := operator.ControllerConfig(o)
+	if cfg.LaunchTimeout != 30*time.Second || cfg.RegistrationTimeout != 90*time.Second {
+		t.Fatalf("launch %s, registration %s; want 30s and 90s (5m and 15m scaled by 0.1)", cfg.LaunchTimeout, cfg.RegistrationTimeout)
+	}
+	if cfg.Provisioning.BatchIdleDuration != time.Second || cfg.Provisioning.BatchMaxDuration != 10*time.Second {
+		t.Fatalf("batch windows %+v", cfg.Provisioning)
+	}
+}

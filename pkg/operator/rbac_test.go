@@ -1,0 +1,130 @@
+package operator_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
+	"github.com/dovetail-sh/dovetail/pkg/operator"
+)
+
+// serviceAccount is the identity config/rbac binds.
+const serviceAccount = "system:serviceaccount:kube-system:dovetail"
+
+// TestRBACIsEnoughAndNoMore applies config/rbac, runs the operator as the
+// ServiceAccount it binds, and checks that a whole NodeClaim life works
+// (launch, registration, drain through a PDB, termination, node class
+// status and finalizer, events, leader election) while anything outside
+// the role is forbidden.
+func TestRBACIsEnoughAndNoMore(t *testing.T) {
+	ctx := context.Background()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "config", "rbac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cp.Kubectl(ctx, "apply", "-f", dir).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -f config/rbac: %v\n%s", err, out)
+	}
+	saConfig, err := cp.RESTConfigFor(serviceAccount, "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	env := controllerstest.New(t, cp.RESTConfig())
+	env.StartKubelet(controllerstest.KubeletOptions{})
+	ns := env.Namespace()
+	class := controllerstest.EC2NodeClass("default")
+	env.Create(class)
+	env.Create(controllerstest.NodePool("team-a"))
+	opts := testOptions(operator.DefaultLeaseName) // the Role allows only this lease
+	r := start(t, env, saConfig, opts)
+	env.Eventually("leadership", func() (bool, error) { return elected(r.op), nil })
+
+	env.Eventually("the node class to be resolved and held by a finalizer", func() (bool, error) {
+		err := env.Get(class)
+		return class.IsTrue(awsv1.ConditionTypeReady) && len(class.Finalizers) == 1, err
+	})
+	nc := readyNodeClaim(t, env, controllerstest.NodeClaim("rbac", "team-a"))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Status.NodeName}}
+	pod := controllerstest.Pod(ns, "web", node.Name)
+	env.Create(pod)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			MinAvailable: ptr.To(intstr.FromInt32(0)),
+		},
+	}
+	env.Create(pdb)
+	env.Eventually("the pod to run", func() (bool, error) {
+		err := env.Get(pod)
+		return pod.Status.Phase == corev1.PodRunning, err
+	})
+
+	env.Delete(node)
+	env.Eventually("pod, node and NodeClaim to be gone", func() (bool, error) {
+		for _, o := range []client.Object{pod, node, nc} {
+			if gone, err := env.NotFound(o); !gone || err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	env.EventuallyEvent("Pod", pod.Name, "Evicted")
+	if n := len(env.Cloud.Instances()); n != 0 {
+		t.Fatalf("%d instances left", n)
+	}
+	env.Delete(class)
+	env.Eventually("the node class to be released", func() (bool, error) { return env.NotFound(class) })
+
+	if logs := r.logs.String(); strings.Contains(strings.ToLower(logs), "forbidden") {
+		t.Errorf("the operator hit a forbidden request:\n%s", grep(logs, "forbidden"))
+	}
+
+	// And no more than that.
+	sa, err := client.New(saConfig, client.Options{Scheme: controllerstest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := []struct {
+		name string
+		call func() error
+	}{
+		{"list secrets", func() error { return sa.List(ctx, &corev1.SecretList{}) }},
+		{"create a NodePool", func() error { return sa.Create(ctx, controllerstest.NodePool("sneaky")) }},
+		{"delete a namespace", func() error {
+			return sa.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}},
+		{"create a pod", func() error { return sa.Create(ctx, controllerstest.Pod(ns, "sneaky", "")) }},
+		{"delete a NodePool", func() error {
+			return sa.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, client.DryRunAll)
+		}},
+	}
+	for _, f := range forbidden {
+		if err := f.call(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s as %s: %v, want Forbidden", f.name, serviceAccount, err)
+		}
+	}
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(strings.ToLower(l), sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
