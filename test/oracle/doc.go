@@ -71,10 +71,19 @@
 //
 // # Limits
 //
+// Existing nodes (with running pods that spread and affinity count) and
+// in-flight NodeClaims (one instance type, zone and capacity type each, so
+// the node they become is known) are generated too; pods the engine puts
+// there must bind there.
+//
 // Not generated: nodeTaintsPolicy Honor together with nodeAffinityPolicy
 // Honor (the pin taint would then exclude every other node from the
-// count), matchLabelKeys, namespaceSelector, existing nodes and in-flight
-// NodeClaims, unbound WaitForFirstConsumer claims (no provisioner runs).
+// count), matchLabelKeys, namespaceSelector, NodePool limits, unbound
+// WaitForFirstConsumer claims (no provisioner runs), and, with
+// nodeAffinityPolicy Ignore, a capacity-type spread on a pod bound to one
+// capacity type: the engine then counts the other capacity type as a
+// domain (as Karpenter does), while kube-scheduler counts only the domains
+// of nodes that exist, so the two legitimately disagree.
 //
 // Run it with `go test ./test/oracle/` (200 workloads);
 // ORACLE_WORKLOADS=n and ORACLE_SEED=s pick other workloads, and

@@ -52,10 +52,26 @@ type Workload struct {
 	// PV pinned to one zone.
 	Claims  []*corev1.PersistentVolumeClaim
 	Volumes []*corev1.PersistentVolume
+	// Existing are nodes that already run (or, InFlight, are being
+	// launched) before the pods arrive, with Bound pods on them.
+	Existing []NodeSpec
+	Bound    []*corev1.Pod
 	// Features lists the constraints the workload mixes (for coverage
 	// reporting).
 	Features []string
 }
+
+// NodeSpec describes an existing node or an in-flight NodeClaim of the
+// workload's general pool; the harness gives it the instance type's labels,
+// capacity and allocatable.
+type NodeSpec struct {
+	Name, InstanceType, Zone string
+	// InFlight makes it a NodeClaim that has no Node yet.
+	InFlight bool
+}
+
+// GeneralPool is the name of the workload's general NodePool.
+func (w *Workload) GeneralPool() string { return w.ID + "-general" }
 
 // PinTaintKey is the key of the workload's per-node pin taint.
 func (w *Workload) PinTaintKey() string { return PinTaintPrefix + w.ID }
@@ -70,6 +86,10 @@ type gen struct {
 	team                string
 	bothCT              bool // the general pool allows spot and on-demand
 	port                int32
+	// anchorable lists groups whose label existing pods may carry without
+	// making the workload infeasible (no zone affinity or zone
+	// anti-affinity on it).
+	anchorable []string
 }
 
 func (g *gen) feature(f string) { g.features[f] = true }
@@ -95,6 +115,7 @@ func Generate(id string, seed uint64, zones []string) *Workload {
 	for i := range groups {
 		g.group(i)
 	}
+	g.existing()
 	for f := range g.features {
 		g.w.Features = append(g.w.Features, f)
 	}
@@ -352,6 +373,15 @@ func (g *gen) group(i int) {
 	if volumes {
 		g.feature("pvc-zone")
 	}
+	// Running pods may carry this group's label unless that could make the
+	// group infeasible: zone affinity or anti-affinity would tie the group
+	// to (or bar it from) the running pods' zones, and zones fixed by
+	// volumes leave zone spread no room to even out.
+	zoneAnti := aff.PodAntiAffinity != nil && len(aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 &&
+		aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey == corev1.LabelTopologyZone
+	if aff.PodAffinity == nil && !zoneAnti && !volumes {
+		g.anchorable = append(g.anchorable, app)
+	}
 	offset := g.r.IntN(len(zones))
 	for k := range n {
 		pod := &corev1.Pod{
@@ -366,6 +396,40 @@ func (g *gen) group(i int) {
 			g.volume(pod, zone)
 		}
 		g.w.Pods = append(g.w.Pods, pod)
+	}
+}
+
+// existingTypes are instance types the general pool allows (categories c,
+// m, r; generation > 4; listed sizes), by architecture.
+var existingTypes = []string{"m5.xlarge", "m6i.large", "r5.large", "c6g.xlarge", "m7g.large"}
+
+// existing adds up to two running nodes and one in-flight NodeClaim of the
+// general pool (on-demand), with pods bound to the running ones: pods of
+// groups without zone (anti-)affinity, so the workload stays feasible, or
+// unrelated ones.
+func (g *gen) existing() {
+	if !g.chance(0.4) {
+		return
+	}
+	for i := range 1 + g.r.IntN(2) {
+		spec := NodeSpec{Name: fmt.Sprintf("%s-existing-%d", g.w.ID, i), InstanceType: g.pick(existingTypes), Zone: g.pick(g.zones)}
+		g.w.Existing = append(g.w.Existing, spec)
+		for j := range g.r.IntN(3) {
+			app := "idle"
+			if len(g.anchorable) > 0 && g.chance(0.7) {
+				app = g.pick(g.anchorable)
+			}
+			g.w.Bound = append(g.w.Bound, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("running-%d-%d", i, j), Namespace: g.w.Namespace, Labels: map[string]string{LabelApp: app}},
+				Spec: corev1.PodSpec{NodeName: spec.Name, Containers: []corev1.Container{{Name: "main", Image: "app", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
+			})
+		}
+	}
+	g.feature("existing-nodes")
+	if g.chance(0.5) {
+		g.w.Existing = append(g.w.Existing, NodeSpec{Name: g.w.ID + "-inflight-0", InstanceType: g.pick(existingTypes), Zone: g.pick(g.zones), InFlight: true})
+		g.feature("in-flight-nodeclaim")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -86,7 +87,7 @@ func TestOracle(t *testing.T) {
 	var mu sync.Mutex
 	var failures []string
 	features := map[string]int{}
-	pods, nodes := 0, 0
+	pods, nodes, onExisting := 0, 0, 0
 	var solve time.Duration
 	var phases [4]time.Duration
 	var wg sync.WaitGroup
@@ -105,6 +106,7 @@ func TestOracle(t *testing.T) {
 					features[f]++
 				}
 				pods += st.pods
+				onExisting += st.onExisting
 				nodes += st.nodes
 				solve += st.solve
 				for i := range phases {
@@ -141,7 +143,8 @@ func TestOracle(t *testing.T) {
 	for _, f := range keys {
 		cov = append(cov, fmt.Sprintf("%s=%d", f, features[f]))
 	}
-	t.Logf("oracle: %d workloads, %d pods on %d planned nodes, engine time %v, wall time %v", n, pods, nodes, solve.Round(time.Millisecond), time.Since(start).Round(time.Second))
+	t.Logf("oracle: %d workloads, %d pods (%d of them on existing nodes or in-flight NodeClaims) on %d planned nodes, engine time %v, wall time %v",
+		n, pods, onExisting, nodes, solve.Round(time.Millisecond), time.Since(start).Round(time.Second))
 	var ph []string
 	for i, d := range phases {
 		ph = append(ph, fmt.Sprintf("%s %v", phaseNames[i], (d/time.Duration(n)).Round(time.Millisecond)))
@@ -163,7 +166,7 @@ func TestOracle(t *testing.T) {
 	for _, f := range []string{"anti-affinity-hostname", "anti-affinity-zone", "affinity-zone", "spread-zone", "spread-hostname",
 		"spread-capacity-type", "spread-minDomains", "spread-schedule-anyway", "spread-nodeAffinityPolicy-Ignore", "host-port",
 		"pvc-zone", "team-pool", "toleration+team-selector", "weighted-pools", "daemonset", "arch-selector", "required-node-affinity-zone",
-		"preferred-node-affinity", "preferred-anti-affinity"} {
+		"preferred-node-affinity", "preferred-anti-affinity", "existing-nodes", "in-flight-nodeclaim"} {
 		if n >= defaultWorkloads && features[f] == 0 {
 			t.Errorf("no workload exercised %s", f)
 		}
@@ -243,8 +246,8 @@ func (h *harness) waitFor(ctx context.Context, timeout time.Duration, check func
 var errTimeout = errors.New("timed out")
 
 type stats struct {
-	pods, nodes int
-	solve       time.Duration
+	pods, nodes, onExisting int
+	solve                   time.Duration
 	// phases: create objects, nodes seen, daemon pods bound, pods bound.
 	phases [4]time.Duration
 }
@@ -255,8 +258,13 @@ var phaseNames = [4]string{"create", "nodes-seen", "daemons-bound", "pods-bound"
 // always cleans up what it created.
 func (h *harness) run(ctx context.Context, w *oracle.Workload) (stats, error) {
 	var st stats
+	existing, err := h.existing(w)
+	if err != nil {
+		return st, err
+	}
 	in, err := snapshot.Build(&snapshot.Cluster{
-		NodePools: w.NodePools, NodeClasses: []*awsv1.EC2NodeClass{w.NodeClass}, Pods: w.Pods, DaemonSets: w.DaemonSets,
+		NodePools: w.NodePools, NodeClasses: []*awsv1.EC2NodeClass{w.NodeClass}, Pods: append(slices.Clone(w.Pods), w.Bound...), DaemonSets: w.DaemonSets,
+		Nodes: existing.nodes, NodeClaims: existing.claims,
 		PersistentVolumeClaims: w.Claims, PersistentVolumes: w.Volumes,
 		Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: w.Namespace}}},
 	}, h.src, snapshot.Options{Region: region, Engine: engine.Options{SkipLowerBound: true}})
@@ -276,10 +284,14 @@ func (h *harness) run(ctx context.Context, w *oracle.Workload) (stats, error) {
 		}
 		return st, fmt.Errorf("the workload is feasible by construction, but the engine left %d pods unschedulable:\n%s", len(plan.Unschedulable), strings.Join(msgs, "\n"))
 	}
-	if len(plan.Existing) > 0 {
-		return st, fmt.Errorf("plan places %d pods on existing nodes, but there are none", len(plan.Existing))
-	}
 	planned := map[string]string{} // pod name -> node
+	for _, pl := range plan.Existing {
+		if _, ok := existing.real[pl.Node]; !ok {
+			return st, fmt.Errorf("pod %s placed on %s, which is neither an existing node nor an in-flight NodeClaim", pl.Pod, pl.Node)
+		}
+		planned[pl.Pod.Name] = pl.Node
+		st.onExisting++
+	}
 	for _, nc := range plan.NodeClaims {
 		for _, p := range nc.Pods {
 			if prev, dup := planned[p.Name]; dup {
@@ -293,13 +305,101 @@ func (h *harness) run(ctx context.Context, w *oracle.Workload) (stats, error) {
 	}
 	st.pods, st.nodes = len(w.Pods), len(plan.NodeClaims)
 
-	err = h.apply(ctx, w, in, plan, planned, &st)
+	err = h.apply(ctx, w, in, plan, planned, existing, &st)
 	h.cleaning.Add(1)
 	go func() {
 		defer h.cleaning.Done()
 		h.cleanup(w)
 	}()
 	return st, err
+}
+
+// existingNodes are a workload's running nodes and in-flight NodeClaims as
+// the engine sees them, and the real Nodes the oracle creates for them.
+type existingNodes struct {
+	nodes  []*corev1.Node
+	claims []*karpv1.NodeClaim
+	// real maps the name of each to its Node (pin taint included);
+	// inFlight marks the in-flight ones (they get daemonset pods).
+	real     map[string]*corev1.Node
+	inFlight map[string]bool
+}
+
+// existing builds the workload's running nodes and in-flight NodeClaims of
+// its general pool: on-demand, with the instance type's labels, capacity
+// and allocatable (under the node class's kubelet settings) and the pool's
+// template labels. An in-flight NodeClaim names exactly one instance type,
+// zone and capacity type, so the node it becomes is known.
+func (h *harness) existing(w *oracle.Workload) (*existingNodes, error) {
+	out := &existingNodes{real: map[string]*corev1.Node{}, inFlight: map[string]bool{}}
+	if len(w.Existing) == 0 {
+		return out, nil
+	}
+	var pool *karpv1.NodePool
+	for _, np := range w.NodePools {
+		if np.Name == w.GeneralPool() {
+			pool = np
+		}
+	}
+	types, err := h.src.InstanceTypes(pool, w.NodeClass)
+	if err != nil {
+		return nil, err
+	}
+	for _, spec := range w.Existing {
+		i := slices.IndexFunc(types, func(it *cloudprovider.InstanceType) bool { return it.Name == spec.InstanceType })
+		if i < 0 {
+			return nil, fmt.Errorf("existing node %s: the catalog has no %s", spec.Name, spec.InstanceType)
+		}
+		it := types[i]
+		var offering *cloudprovider.Offering
+		for j := range it.Offerings {
+			if o := &it.Offerings[j]; o.Zone == spec.Zone && o.CapacityType == cloudprovider.CapacityTypeOnDemand {
+				offering = o
+			}
+		}
+		if offering == nil {
+			return nil, fmt.Errorf("existing node %s: %s is not sold on demand in %s", spec.Name, it.Name, spec.Zone)
+		}
+		labels := maps.Clone(it.Labels)
+		maps.Copy(labels, pool.Spec.Template.Labels)
+		labels[corev1.LabelInstanceTypeStable] = it.Name
+		labels[corev1.LabelTopologyZone] = spec.Zone
+		labels[corev1.LabelTopologyRegion] = region
+		labels[karpv1.CapacityTypeLabelKey] = cloudprovider.CapacityTypeOnDemand
+		labels[karpv1.NodePoolLabelKey] = pool.Name
+		labels[corev1.LabelHostname] = spec.Name
+		if offering.ZoneID != "" {
+			labels[awsv1.LabelTopologyZoneID] = offering.ZoneID
+		}
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels},
+			Spec:       corev1.NodeSpec{ProviderID: "oracle://" + spec.Name},
+			Status:     corev1.NodeStatus{Capacity: it.Capacity, Allocatable: it.Allocatable()},
+		}
+		real := n.DeepCopy()
+		real.Labels[oracle.LabelNode] = spec.Name
+		real.Spec.Taints = append(real.Spec.Taints, corev1.Taint{Key: w.PinTaintKey(), Value: spec.Name, Effect: corev1.TaintEffectNoSchedule})
+		out.real[spec.Name] = real
+		if !spec.InFlight {
+			out.nodes = append(out.nodes, n)
+			continue
+		}
+		out.inFlight[spec.Name] = true
+		reqs := []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{it.Name}},
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{spec.Zone}},
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{cloudprovider.CapacityTypeOnDemand}},
+			{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{pool.Name}},
+		}
+		for _, k := range slices.Sorted(maps.Keys(pool.Spec.Template.Labels)) {
+			reqs = append(reqs, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{pool.Spec.Template.Labels[k]}})
+		}
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: map[string]string{karpv1.NodePoolLabelKey: pool.Name}}}
+		nc.Spec.Requirements = reqs
+		nc.Spec.NodeClassRef = pool.Spec.Template.Spec.NodeClassRef
+		out.claims = append(out.claims, nc)
+	}
+	return out, nil
 }
 
 // types indexes the instance types the snapshot gave each pool.
@@ -385,7 +485,7 @@ func daemonRunsOn(w *oracle.Workload, spec *corev1.PodSpec, n *corev1.Node) bool
 	return !untolerated
 }
 
-func (h *harness) apply(ctx context.Context, w *oracle.Workload, in *engine.Input, plan *engine.Plan, planned map[string]string, st *stats) error {
+func (h *harness) apply(ctx context.Context, w *oracle.Workload, in *engine.Input, plan *engine.Plan, planned map[string]string, existing *existingNodes, st *stats) error {
 	cs := h.cs
 	mark := time.Now()
 	phase := func(i int) { st.phases[i] += time.Since(mark); mark = time.Now() }
@@ -409,6 +509,10 @@ func (h *harness) apply(ctx context.Context, w *oracle.Workload, in *engine.Inpu
 			return err
 		}
 		nodes[i] = n
+	}
+	// The existing nodes and in-flight NodeClaims become nodes too.
+	for _, spec := range w.Existing {
+		nodes = append(nodes, existing.real[spec.Name])
 	}
 	// Create the nodes in parallel. The API server's TaintNodesByCondition
 	// admission adds node.kubernetes.io/not-ready on creation; the node
@@ -438,11 +542,23 @@ func (h *harness) apply(ctx context.Context, w *oracle.Workload, in *engine.Inpu
 		return err
 	}
 	phase(1)
-	// Daemonset pods first, pinned the way the DaemonSet controller pins
-	// them (required node affinity on metadata.name), created in parallel.
+	// The running pods, bound by name as the kubelet found them.
 	want := map[string]string{}
+	for _, p := range w.Bound {
+		if _, err := cs.CoreV1().Pods(w.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("running pod %s: %w", p.Name, err)
+		}
+		want[p.Name] = p.Spec.NodeName
+	}
+	// Daemonset pods on the new and in-flight nodes (the engine counts them
+	// there; the existing nodes' daemon pods would be among their running
+	// pods), pinned the way the DaemonSet controller pins them (required
+	// node affinity on metadata.name), created in parallel.
 	var daemons []*corev1.Pod
 	for _, n := range nodes {
+		if _, ok := existing.real[n.Name]; ok && !existing.inFlight[n.Name] {
+			continue
+		}
 		for _, ds := range w.DaemonSets {
 			spec := ds.Spec.Template.Spec.DeepCopy()
 			if !daemonRunsOn(w, spec, n) {
@@ -478,6 +594,9 @@ func (h *harness) apply(ctx context.Context, w *oracle.Workload, in *engine.Inpu
 	// bindOrder), starting from plan order interleaved across NodeClaims
 	// (the n-th pod of every claim before the n+1-th).
 	var base []string
+	for _, pl := range plan.Existing {
+		base = append(base, pl.Pod.Name)
+	}
 	for round := 0; ; round++ {
 		added := false
 		for _, nc := range plan.NodeClaims {
@@ -494,11 +613,17 @@ func (h *harness) apply(ctx context.Context, w *oracle.Workload, in *engine.Inpu
 	for _, p := range w.Pods {
 		pinnedPods[p.Name] = pinned(w, p, planned[p.Name])
 	}
+	running := map[string]bool{}
+	for _, p := range w.Bound {
+		pinnedPods[p.Name] = p
+		planned[p.Name] = p.Spec.NodeName
+		running[p.Name] = true
+	}
 	nodeByName := map[string]*corev1.Node{}
 	for _, n := range nodes {
 		nodeByName[n.Name] = n
 	}
-	order, stuck := bindOrder(pinnedPods, planned, nodeByName, base)
+	order, stuck := bindOrder(pinnedPods, planned, nodeByName, running, base)
 	for _, name := range order {
 		if _, err := cs.CoreV1().Pods(w.Namespace).Create(ctx, pinnedPods[name], metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("pod %s: %w", name, err)

@@ -1,6 +1,8 @@
 package oracle_test
 
 import (
+	"maps"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +19,7 @@ import (
 // waiting for the other to even out a different spread). The plan gives a
 // placement, not a global order, so the oracle builds one greedily: at each
 // step the first pod of base (plan order, interleaved across NodeClaims)
-// that the model below accepts.
+// that the model below accepts. running pods are bound from the start.
 //
 // The model mirrors kube-scheduler's PodTopologySpread filter (eligible
 // nodes per nodeAffinityPolicy and nodeTaintsPolicy, domains, minDomains,
@@ -27,8 +29,8 @@ import (
 // still judges every pod, so a wrong model can cause a false failure, never
 // a false pass. stuck counts the steps where no pod was acceptable and the
 // next one in base order was taken anyway.
-func bindOrder(pods map[string]*corev1.Pod, planned map[string]string, nodes map[string]*corev1.Node, base []string) (order []string, stuck int) {
-	bound := map[string]bool{}
+func bindOrder(pods map[string]*corev1.Pod, planned map[string]string, nodes map[string]*corev1.Node, running map[string]bool, base []string) (order []string, stuck int) {
+	bound := maps.Clone(running)
 	remaining := append([]string(nil), base...)
 	for len(remaining) > 0 {
 		pick := -1
