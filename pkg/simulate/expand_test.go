@@ -261,3 +261,37 @@ func TestRunLocatesEngineInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadCatalog checks that ReadCatalog never panics, that its errors
+// name the file, and that what it accepts is usable: named types with
+// non-negative capacity.
+func FuzzReadCatalog(f *testing.F) {
+	for _, s := range []string{
+		`{"instanceTypes":[{"name":"a","capacity":{"cpu":"2","memory":"4Gi"},"offerings":[{"zone":"z","capacityType":"spot","price":0.1}]}]}`,
+		`{"instanceTypes":[{"name":"a","capacity":{"cpu":"-1"}}]}`,
+		`{"instanceTypes":[{"name":"a","capacity":{"cpu":"1x"}}]}`,
+		`instanceTypes: [{name: a, capacity: {cpu: "1"}, offerings: [{zone: z, capacityType: on-demand, price: .NaN}]}]`,
+		`{"instanceTypes": null}`, `[]`, `"x"`, ``, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		types, err := simulate.ReadCatalog("cat.json", data, nil)
+		if err != nil {
+			if !errors.Is(err, simulate.ErrBadInput) || !strings.HasPrefix(err.Error(), "cat.json") {
+				t.Fatalf("error not located: %v", err)
+			}
+			return
+		}
+		for _, it := range types {
+			if it.Name == "" {
+				t.Fatal("accepted a type without a name")
+			}
+			for name, q := range it.Capacity {
+				if q.Sign() < 0 {
+					t.Fatalf("accepted negative capacity %s=%s", name, q.String())
+				}
+			}
+		}
+	})
+}

@@ -2,6 +2,8 @@ package oracle_test
 
 import (
 	"maps"
+	"slices"
+	"testing"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -157,4 +159,49 @@ func affinityOK(p *corev1.Pod, target *corev1.Node, term corev1.PodAffinityTerm,
 	}
 	// The first pod of a group that matches its own term may go anywhere.
 	return !anywhere && sel.Matches(labels.Set(p.Labels))
+}
+
+func TestBindOrder(t *testing.T) {
+	node := func(name, zone string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			corev1.LabelHostname: name, corev1.LabelTopologyZone: zone}}}
+	}
+	nodes := map[string]*corev1.Node{"a1": node("a1", "a"), "a2": node("a2", "a"), "b1": node("b1", "b")}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	spread := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}}}
+	}
+	follower := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "follower", Namespace: "ns", Labels: map[string]string{"app": "f"}},
+		Spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "leader"}}, TopologyKey: corev1.LabelTopologyZone}}}}}}
+	leader := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "leader", Namespace: "ns", Labels: map[string]string{"app": "leader"}}}
+	pods := map[string]*corev1.Pod{"w1": spread("w1"), "w2": spread("w2"), "w3": spread("w3"), "w4": spread("w4"), "follower": follower, "leader": leader}
+	planned := map[string]string{"w1": "a1", "w2": "a2", "w3": "b1", "w4": "b1", "follower": "b1", "leader": "b1"}
+
+	tests := []struct {
+		name      string
+		base      []string
+		running   map[string]bool
+		want      []string
+		wantStuck int
+	}{
+		{name: "spread is interleaved", base: []string{"w1", "w2", "w3", "w4"}, want: []string{"w1", "w3", "w2", "w4"}},
+		{name: "affinity waits for its target", base: []string{"follower", "leader"}, want: []string{"leader", "follower"}},
+		{name: "running pods count", base: []string{"w3", "w4"}, running: map[string]bool{"w1": true, "w2": true}, want: []string{"w3", "w4"}},
+		{name: "a dead end is reported", base: []string{"w1", "w2"}, want: []string{"w1", "w2"}, wantStuck: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			running := tc.running
+			if running == nil {
+				running = map[string]bool{}
+			}
+			got, stuck := bindOrder(pods, planned, nodes, running, tc.base)
+			if !slices.Equal(got, tc.want) || stuck != tc.wantStuck {
+				t.Errorf("order %v stuck %d, want %v stuck %d", got, stuck, tc.want, tc.wantStuck)
+			}
+		})
+	}
 }
