@@ -6,7 +6,8 @@ import (
 
 // BenchmarkSolve measures Solve (validation included) on benchmark.md's
 // reference workload at 1k, 20k and 100k pods and on an EC2-like catalog
-// (about 800 types x 6 zones x spot/on-demand) with 20k pods. Building the
+// (about 800 types x 6 zones x spot/on-demand) with 20k pods, and on 100 and
+// 300 distinct groups there (clustered mode). Building the
 // problem is outside the timer. Besides ns/op it reports cpu-ns/op (process
 // CPU time, the honest figure on a shared machine) and the solver's sizes.
 func BenchmarkSolve(b *testing.B) {
@@ -18,6 +19,8 @@ func BenchmarkSolve(b *testing.B) {
 		{"reference-20k", func() *Problem { return referenceProblem(20_000) }},
 		{"reference-100k", func() *Problem { return referenceProblem(100_000) }},
 		{"ec2like-20k", func() *Problem { return ec2LikeProblem(20_000) }},
+		{"distinct-100groups", func() *Problem { return distinctProblem(100, 3) }},
+		{"distinct-300groups", func() *Problem { return distinctProblem(300, 3) }},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

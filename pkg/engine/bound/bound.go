@@ -57,7 +57,9 @@ type Result struct {
 	// Converged reports that the strengthened relaxation was solved: a
 	// fractional solution meeting all of its constraints, of cost LPValue,
 	// is within Options.Tolerance of LowerBound. When false (a budget ran
-	// out), LowerBound is still valid, just possibly less tight.
+	// out, or clustered mode for large inputs solved a coarser relaxation;
+	// see the package documentation), LowerBound is still valid, just
+	// possibly less tight.
 	Converged bool
 	// LPValue is the cost of that fractional solution when Converged, else 0.
 	LPValue float64
@@ -88,7 +90,8 @@ type Options struct {
 	// MaxRounds caps the column generation rounds. Default 300.
 	MaxRounds int
 	// MaxPivots caps the master's simplex pivots, the bulk of the work.
-	// Default 15000 (the reference workloads converge in 2000-5000).
+	// Default 15000 (the reference workloads converge in 2000-5000). An
+	// internal cap on the master's work applies as well.
 	MaxPivots int
 	// Tolerance is the relative gap between LPValue and LowerBound at which
 	// Solve stops. Default 1e-6.
@@ -114,6 +117,10 @@ func Solve(p *Problem) (Result, error) {
 
 // SolveWith is Solve with explicit options.
 func SolveWith(p *Problem, opts Options) (Result, error) {
+	return solve(p, opts, defaultTuning())
+}
+
+func solve(p *Problem, opts Options, tun tuning) (Result, error) {
 	if err := Validate(p); err != nil {
 		return Result{}, err
 	}
@@ -134,7 +141,7 @@ func SolveWith(p *Problem, opts Options) (Result, error) {
 		res.Converged = true
 		return res, nil
 	}
-	s := newSolver(pr, opts)
+	s := newSolver(pr, opts, tun)
 	s.run()
 	res.LowerBound = s.best.lb * (1 - safetyShrink)
 	if res.LowerBound < 0 {

@@ -180,3 +180,30 @@ func genMedium(rng *rand.Rand) Problem {
 	}
 	return p
 }
+
+// TestClusteredModeIsValid forces clustered mode (two clusters, and a row
+// cap from tiny to unlimited) on the brute-force instances: its bound must
+// stay below the optimum too, and below the exact mode's converged bound,
+// since it relaxes the same LP further.
+func TestClusteredModeIsValid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(77, 3))
+	for i := range 600 {
+		p := genSmall(rng, 8)
+		opt := bruteForceOptimum(&p)
+		tun := tuning{exactGroups: 0, exactRows: 0, clusters: 1 + i%3, clusteredRows: []int{3, 6, 1 << 30}[i%3]}
+		res, err := solve(&p, Options{}, tun)
+		if err != nil {
+			t.Fatalf("instance %d: %v", i, err)
+		}
+		if res.LowerBound > opt+1e-9 {
+			t.Fatalf("instance %d (%+v): clustered bound %.12g > optimum %.12g\n%+v", i, tun, res.LowerBound, opt, p)
+		}
+		exact, err := Solve(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exact.Converged && res.LowerBound > exact.LowerBound*(1+1e-6)+1e-12 {
+			t.Fatalf("instance %d: clustered bound %.12g above the exact relaxation's %.12g", i, res.LowerBound, exact.LowerBound)
+		}
+	}
+}

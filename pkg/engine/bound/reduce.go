@@ -40,6 +40,7 @@ type igroup struct {
 	k       int64 // proven lower bound on nodes hosting the group
 	cap     int64 // proven upper bound on the group's pods on one node
 	mmax    int64 // min(cap, fmax)
+	idx     int   // index in prep.groups
 	row     int32 // demand row
 	presRow int32 // node-presence row, -1 if implied by the caps
 }
@@ -67,6 +68,7 @@ type ioffer struct {
 type bucket struct {
 	groups  []int32
 	zoneRow []int32 // per groups[j]: zone row of (group, zone) or -1
+	czRow   []int32 // per groups[j]: cluster-zone row or -1 (nil: none)
 	offers  []int32 // indices into prep.offers
 	zone    int32
 	// per-round pricing values per groups[j]: w1 = first pod on a node
@@ -536,6 +538,7 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 func assignRows(pr *prep) {
 	for gi := range pr.groups {
 		g := &pr.groups[gi]
+		g.idx = gi
 		g.row = int32(len(pr.b))
 		pr.b = append(pr.b, float64(g.count))
 	}

@@ -44,8 +44,9 @@ type rmp struct {
 	pi   []float64
 
 	pivots int
-	since  int // pivots since the last refactorization
-	cursor int // partial pricing position
+	work   float64 // sum over pivots of m^2, the cost of one pivot
+	since  int     // pivots since the last refactorization
+	cursor int     // partial pricing position
 	col    []float64
 	nzIdx  []int32
 	nzVal  []float64
@@ -332,6 +333,7 @@ func (r *rmp) optimize(budget int) {
 		r.head[leave] = q
 		r.setPos(q, int32(leave))
 		r.pivots++
+		r.work += float64(m) * float64(m)
 		r.since++
 		if r.since >= 8*m+100 {
 			r.refactor()

@@ -195,3 +195,33 @@ func describe(p *Problem) string {
 	}
 	return fmt.Sprintf("%d offerings, %d groups, %d pods, %d allowed pairs", len(p.Offerings), len(p.Groups), pods, allowed)
 }
+
+// distinctProblem: ng groups with random, mostly distinct requests (50m-4
+// cpu, 64Mi-8Gi) on the EC2-like catalog; half of them spread over the 6
+// zones (minimums of count/6 each), a quarter needing all-distinct nodes.
+// Too many distinct groups for the exact mode: it exercises clustered mode.
+func distinctProblem(ng int, seed uint64) *Problem {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	offs := ec2LikeOfferings(rand.New(rand.NewPCG(7, 7)))
+	p := &Problem{Offerings: offs}
+	for range ng {
+		req := [3]float64{float64(50 + rng.IntN(4000)), float64((64 + rng.IntN(8000)) << 20), 1}
+		g := Group{Count: 1 + rng.IntN(200), Request: req}
+		for i, o := range offs {
+			if req[0] <= o.Alloc[0] && req[1] <= o.Alloc[1] {
+				g.Allowed = append(g.Allowed, i)
+			}
+		}
+		if rng.IntN(2) == 0 {
+			g.MinPerZone = map[int]int{}
+			for z := range 6 {
+				g.MinPerZone[z] = g.Count / 6
+			}
+		}
+		if rng.IntN(4) == 0 {
+			g.DistinctNodes = g.Count
+		}
+		p.Groups = append(p.Groups, g)
+	}
+	return p
+}
