@@ -144,6 +144,15 @@ func Run(_ context.Context, opts *Options) error {
 		if !slices.Contains(cat.Regions(), opts.Region) || len(cat.DefaultZones(opts.Region)) == 0 {
 			return cmdutil.BadInputf("--region: %q has no zones in the built-in catalog; known regions: %s", opts.Region, strings.Join(regionsWithZones(cat), ", "))
 		}
+		for _, z := range opts.Zones {
+			if len(cat.OfferedTypes(opts.Region, z)) == 0 {
+				var names []string
+				for _, dz := range cat.DefaultZones(opts.Region) {
+					names = append(names, dz.Name)
+				}
+				return cmdutil.BadInputf("--zones: %q is not a zone of %s in the built-in catalog (its default zones: %s)", z, opts.Region, strings.Join(names, ", "))
+			}
+		}
 		sopts.Catalog = cat
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))

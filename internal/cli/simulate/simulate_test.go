@@ -66,6 +66,7 @@ func TestRunBadInputs(t *testing.T) {
 		{name: "bad document", files: []string{"-"}, stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: x}}}]}\n",
 			want: "-:1 (document 1, Pod \"p\"): spec.containers[0].resources.requests[cpu]"},
 		{name: "unknown region", files: []string{"-"}, stdin: "", extra: func(o *simulate.Options) { o.Region = "mars-1" }, want: "--region"},
+		{name: "unknown zone", files: []string{"-"}, extra: func(o *simulate.Options) { o.Zones = []string{"us-east-1a", "eu-west-1a"} }, want: `--zones: "eu-west-1a"`},
 		{name: "missing catalog file", files: []string{"-"}, extra: func(o *simulate.Options) { o.InstanceTypes = "testdata/nope.json" }, want: "--instance-types"},
 	}
 	for _, tc := range tests {
