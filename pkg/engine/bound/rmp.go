@@ -315,9 +315,7 @@ func (r *rmp) optimize(budget int) {
 			if c := r.col[i]; c != 0 && i != leave {
 				row := r.binv[i*m : i*m+m]
 				if dense {
-					for k, v := range rowL {
-						row[k] -= c * v
-					}
+					axpy(row, rowL, -c)
 					continue
 				}
 				for t, k := range r.nzIdx {
@@ -440,4 +438,20 @@ func (r *rmp) primal(j int) float64 {
 		return r.xb[p]
 	}
 	return 0
+}
+
+// axpy sets y += a*x (len(y) == len(x)), four at a time.
+func axpy(y, x []float64, a float64) {
+	n := len(x)
+	y = y[:n]
+	k := 0
+	for ; k+4 <= n; k += 4 {
+		y[k] += a * x[k]
+		y[k+1] += a * x[k+1]
+		y[k+2] += a * x[k+2]
+		y[k+3] += a * x[k+3]
+	}
+	for ; k < n; k++ {
+		y[k] += a * x[k]
+	}
 }
