@@ -127,12 +127,22 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 func (s *solver) boundConstraints(pc *pclass, count int, allowed []int, prob *bound.Problem, g *bound.Group) {
 	for _, gi := range pc.owned {
 		tg := s.groups[gi]
-		if !slices.Contains(pc.cls.member, gi) || int(tg.total) != count || !s.onlyMember(tg, pc.cls) {
+		if !slices.Contains(pc.cls.member, gi) {
+			continue
+		}
+		// The class's own pods are pairwise apart under hostname
+		// anti-affinity among themselves, and under a hostname spread of
+		// maxSkew 1 (a node holding one of them may hold no other: the
+		// minimum over hostnames is 0 while any node lacks them, as the
+		// engine plans it).
+		if tg.kk == kindHostname && (tg.kind == gAnti || tg.kind == gSpread && tg.maxSkew == 1) && count >= 2 {
+			g.DistinctNodes = count
+			continue
+		}
+		if int(tg.total) != count || !s.onlyMember(tg, pc.cls) {
 			continue
 		}
 		switch {
-		case tg.kind == gAnti && tg.kk == kindHostname:
-			g.DistinctNodes = count
 		case tg.kind == gSpread && (tg.kk == kindZone) && tg.filterTerms == nil && !tg.honorTaints:
 			m := tg.univZones.count()
 			if m < 2 || int(tg.minDomains) > m {

@@ -147,6 +147,14 @@ type cclass struct {
 	back []backPod
 	// failed: construction could not place the remaining pods.
 	failed bool
+	// quotaG, when set, is a zone spread (maxSkew 1) whose only pending
+	// members are this class's pods: instead of following the spread's
+	// counts as they change, each zone gets a fixed quota of the class's
+	// pods that ends the spread exactly balanced (quotaUsed counts what is
+	// placed), so a claim can take its zone's share at once.
+	quotaG    *tgroup
+	quota     []int32
+	quotaUsed []int32
 	// blocked marks the fill generation in which the class cannot go onto
 	// the claim being filled.
 	blocked int

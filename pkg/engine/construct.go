@@ -19,9 +19,11 @@ const targetTolerance = 0.002
 // picks one (the best fit by fitScore).
 const fitWindow = 8
 
-// maxRounds bounds the construction passes; later passes only retry pods
-// that failed (pod affinity targets may have appeared meanwhile).
-const maxRounds = 4
+// maxRounds bounds the construction passes. Later passes retry only the
+// pods that failed, while some progress is made: a pod may wait for pod
+// affinity targets, or for other zones to catch up in a spread whose pods
+// are pinned to zones by their volumes.
+const maxRounds = 64
 
 // List ids for placement cursors.
 func (s *solver) lidExAll() int         { return 0 }
@@ -49,18 +51,43 @@ func (s *solver) order() []*cclass {
 		r := c.sc.req
 		return float64(r[rCPU])/1000 + float64(r[rMem])/(4<<30) + float64(r[rEph])/(100<<30)
 	}
+	type key struct {
+		anchor, zone bool
+		size, tie    float64
+	}
+	keys := make(map[*cclass]key, len(out))
+	for _, c := range out {
+		pc := s.pclassFor(c, c.sc.masks[0])
+		k := key{anchor: pc.anchor, zone: pc.zoneRel, size: size(c)}
+		if s.knobs.shuffle != 0 {
+			// A seeded tie-break perturbs the order of similar sizes.
+			h := splitmix(s.knobs.shuffle ^ uint64(c.id)*0x9e3779b97f4a7c15)
+			k.tie = float64(h>>11) / (1 << 53)
+			k.size = math.Round(k.size*4) / 4
+		}
+		keys[c] = k
+	}
 	slices.SortStableFunc(out, func(a, b *cclass) int {
 		if c := cmp.Compare(b.sc.priority, a.sc.priority); c != 0 {
 			return c
 		}
-		aa, ba := s.pclassFor(a, a.sc.masks[0]).anchor, s.pclassFor(b, b.sc.masks[0]).anchor
-		if aa != ba {
-			if aa {
+		ka, kb := keys[a], keys[b]
+		if ka.anchor != kb.anchor {
+			if ka.anchor {
 				return -1
 			}
 			return 1
 		}
-		if c := cmp.Compare(size(b), size(a)); c != 0 {
+		if s.knobs.zoneFirst && ka.zone != kb.zone {
+			if ka.zone {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(kb.size, ka.size); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ka.tie, kb.tie); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.id, b.id)
@@ -99,6 +126,79 @@ func (s *solver) initDemand() {
 	}
 }
 
+// zoneQuotas gives zone quotas to classes whose zone spread (maxSkew 1,
+// no node filters) counts only their own pods (and existing ones): the
+// final counts per zone of the spread's universe are fixed in advance as
+// floor or ceil of the total over the zones, the extra pods rotating by
+// class so zones fill evenly.
+func (s *solver) zoneQuotas() {
+	members := map[int]int{}
+	for _, c := range s.classes {
+		for _, gi := range c.member {
+			members[gi]++
+		}
+	}
+	nz := len(s.zones)
+	for _, c := range s.classes {
+		if c.sc.vol != allZones {
+			continue
+		}
+		pc := s.pclassFor(c, c.sc.masks[0])
+		var g *tgroup
+		ok := true
+		for _, r := range pc.zoneG {
+			switch {
+			case r.own && r.member && r.g.kind == gSpread && r.g.maxSkew == 1 && g == nil &&
+				r.g.filterTerms == nil && !r.g.honorTaints && members[r.g.idx] == 1 && slices.Contains(c.sc.hard, r.g.idx):
+				g = r.g
+			default:
+				ok = false
+			}
+		}
+		if !ok || g == nil {
+			continue
+		}
+		m := g.univZones.count()
+		if m < int(g.minDomains) || m == 0 {
+			continue
+		}
+		total := int(g.total) + len(c.pods)
+		base, extra := total/m, total%m
+		var zones []int
+		for z := 0; z < nz; z++ {
+			if g.univZones.has(z) {
+				zones = append(zones, z)
+			}
+		}
+		// Zones already holding more existing pods take the extras first;
+		// then rotate by class.
+		rot := c.id % m
+		slices.SortStableFunc(zones, func(a, b int) int {
+			if c := cmp.Compare(g.cnt(b), g.cnt(a)); c != 0 {
+				return c
+			}
+			return cmp.Compare((a+m-rot)%m, (b+m-rot)%m)
+		})
+		quota := make([]int32, nz)
+		feasible := true
+		for i, z := range zones {
+			want := base
+			if i < extra {
+				want++
+			}
+			q := want - int(g.cnt(z))
+			if q < 0 {
+				feasible = false
+			}
+			quota[z] = int32(q)
+		}
+		if !feasible {
+			continue
+		}
+		c.quotaG, c.quota, c.quotaUsed = g, quota, make([]int32, nz)
+	}
+}
+
 // forcedNodes is how many more new nodes the pool's anchors need.
 func (s *solver) forcedNodes(p *cpool) float64 {
 	k := 0.0
@@ -121,6 +221,10 @@ func (s *solver) construct() {
 	order := s.order()
 	s.classOrder = order
 	s.initDemand()
+	if s.knobs.lambda {
+		s.computeLambdas()
+	}
+	s.zoneQuotas()
 	s.buildShapes(order)
 	for round := 0; round < maxRounds; round++ {
 		progress := false
@@ -197,11 +301,7 @@ func (s *solver) curPC(c *cclass) *pclass {
 	return s.pclassFor(c, c.sc.masks[c.maskIdx])
 }
 
-func (s *solver) noteRelaxed(c *cclass) {
-	if c.maskIdx > 0 {
-		s.stats.Relaxed++
-	}
-}
+func (s *solver) noteRelaxed(c *cclass) {}
 
 func (s *solver) zonePrefFor(pc *pclass) []int {
 	if !pc.zoneRel {
@@ -240,6 +340,9 @@ func (s *solver) seed(pc *pclass) bool {
 // shape is a request vector with the classes that have it.
 type shape struct {
 	req rvec
+	// all lists every class of the shape; classes the ones that may still
+	// have pending pods (fill drops exhausted ones; re-packs restore them).
+	all []*cclass
 	// hard shapes hold classes that own hostname-level spread or
 	// anti-affinity: they fill claims first, since each needs room on many
 	// different nodes.
@@ -269,6 +372,7 @@ func (s *solver) buildShapes(order []*cclass) {
 			s.shapes = append(s.shapes, &shape{req: c.sc.req, hard: k.hard})
 		}
 		s.shapes[i].classes = append(s.shapes[i].classes, c)
+		s.shapes[i].all = append(s.shapes[i].all, c)
 	}
 }
 
@@ -285,6 +389,7 @@ func (s *solver) fill(n *snode) {
 		}
 	}
 	for {
+		s.evals++
 		var free rvec
 		for d := range nres {
 			free[d] = n.alloc[d] - n.used[d]
@@ -299,7 +404,7 @@ func (s *solver) fill(n *snode) {
 			// fills evenly), larger pods first at equal balance.
 			uc := float64(n.used[rCPU]+sh.req[rCPU]) * inv[rCPU]
 			um := float64(n.used[rMem]+sh.req[rMem]) * inv[rMem]
-			sc := -(min(uc, um) + 0.25*(uc+um))
+			sc := -(min(uc, um) + s.knobs.fillAlpha*(uc+um))
 			if best == nil || sh.hard && !best.hard || sh.hard == best.hard && sc < bestScore {
 				best, bestScore = sh, sc
 			}
@@ -327,7 +432,7 @@ func (s *solver) fillFrom(n *snode, sh *shape, gen int) bool {
 			continue
 		}
 		pc := s.curPC(c)
-		if !pc.inFirstTier(n.pool) {
+		if !pc.inFirstTier(n.pool) || !s.worthIt(pc, n) {
 			c.blocked = gen
 			continue
 		}
@@ -347,6 +452,23 @@ func (s *solver) fillFrom(n *snode, sh *shape, gen int) bool {
 	}
 	sh.classes = sh.classes[:k]
 	return placed
+}
+
+// worthIt reports whether a pod belongs on a claim's target type at all:
+// its share of the node's price (by its dominant resource there) must not
+// exceed what it would cost on its cheapest type by more than the gate
+// allows. It keeps, say, cpu-heavy pods off a memory-optimised node whose
+// memory the fill could not use, so the node does not grow to a type
+// whose price the pods cannot justify.
+func (s *solver) worthIt(pc *pclass, n *snode) bool {
+	if s.knobs.gate <= 0 {
+		return true
+	}
+	v := s.podValue(pc, n.pool)
+	if v <= 0 {
+		return true
+	}
+	return v >= s.knobs.gate*podShareCost(pc.req, n.target, n.zones, n.cts)
 }
 
 // inFirstTier reports whether p is among the class's highest-weight pools.
@@ -385,6 +507,20 @@ func (s *solver) scanExisting(pc *pclass, zp []int) bool {
 }
 
 func (s *solver) scanClaims(pc *pclass, p *cpool, zp []int) bool {
+	if s.trial != nil && s.trial.fresh {
+		// A re-pack already offered its pods to the other claims' spare
+		// room; its seeds only look at the claims it made itself.
+		var list []int32
+		for _, n := range s.trial.created {
+			if n.pool == p {
+				list = append(list, int32(n.id))
+			}
+		}
+		if pc.zoneRel {
+			return s.scanList(pc, 0, list, zp, false)
+		}
+		return s.scanList(pc, 0, list, nil, false)
+	}
 	if !pc.zoneRel {
 		return s.scanList(pc, s.lidPoolAll(p.idx), s.poolAll[p.idx], nil, false)
 	}
@@ -647,12 +783,12 @@ func (s *solver) chooseTarget(pc *pclass, p *cpool, a *classAlt, zones zmask, ct
 	if best == inf {
 		return nil, why
 	}
-	if k <= 1 {
+	if k <= 1 && s.knobs.trial {
 		if t := s.chooseByTrial(pc, p, a, zones, cts, costs, best); t != nil {
 			return t, fwNone
 		}
 	}
-	limit := best * (1 + s.tol)
+	limit := best * (1 + s.knobs.tol)
 	var pick *ctype
 	j := 0
 	a.types.each(func(i int) {
@@ -710,9 +846,11 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 	// Pending pods per shape for this pool, and their worth.
 	counts := s.trialCounts[:0]
 	values := s.trialValues[:0]
+	gates := s.gateValues[:0]
 	for _, sh := range s.shapes {
 		n := 0
 		v := 0.0
+		var gateClass *pclass
 		for _, c := range sh.classes {
 			if !s.pending(c) {
 				continue
@@ -722,7 +860,8 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 				continue
 			}
 			if v == 0 {
-				v = s.podValue(cp, p)
+				v = s.trialValue(cp, p)
+				gateClass = cp
 			}
 			n += s.trialCap(cp, len(c.pods)-c.next+len(c.back))
 		}
@@ -731,17 +870,22 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 		}
 		counts = append(counts, n)
 		values = append(values, v)
+		gv := 0.0
+		if gateClass != nil {
+			gv = s.podValue(gateClass, p)
+		}
+		gates = append(gates, gv)
 	}
-	s.trialCounts, s.trialValues = counts, values
-	seedValue := s.podValue(pc, p)
+	s.trialCounts, s.trialValues, s.gateValues = counts, values, gates
+	seedValue := s.trialValue(pc, p)
 	var pick *ctype
 	pickRatio := 0.0
 	left := s.trialLeft
 	for _, t := range short {
 		left = append(left[:0], counts...)
-		worth := seedValue + s.trialFill(t, pc.req, left, values)
+		worth := seedValue + s.trialFill(t, t.priceIn(zones, cts), pc.req, left, values)
 		ratio := worth / t.priceIn(zones, cts)
-		if pick == nil || ratio > pickRatio*(1+s.tol) || ratio >= pickRatio*(1-s.tol) && larger(t, pick) {
+		if pick == nil || ratio > pickRatio*(1+s.knobs.tol) || ratio >= pickRatio*(1-s.knobs.tol) && larger(t, pick) {
 			if ratio > pickRatio {
 				pickRatio = ratio
 			}
@@ -756,6 +900,13 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 // as far as its topology says: a zone spread leaves a zone about its share,
 // hostname anti-affinity or spread among themselves maxSkew per node.
 func (s *solver) trialCap(pc *pclass, n int) int {
+	if c := pc.cls; c.quotaG != nil {
+		most := int32(0)
+		for z := range c.quota {
+			most = max(most, c.quota[z]-c.quotaUsed[z])
+		}
+		return min(n, int(most))
+	}
 	for _, r := range pc.zoneG {
 		g := r.g
 		if g.kind == gSpread && (r.own || r.member) {
@@ -796,7 +947,7 @@ func memBand(t *ctype) int {
 
 // trialFill fills a type on paper from the pending shape counts, the way
 // fill would (ignoring topology), and returns the worth of what it took.
-func (s *solver) trialFill(t *ctype, seed rvec, left []int, values []float64) float64 {
+func (s *solver) trialFill(t *ctype, price float64, seed rvec, left []int, values []float64) float64 {
 	used := seed
 	worth := 0.0
 	var inv [nres]float64
@@ -806,6 +957,7 @@ func (s *solver) trialFill(t *ctype, seed rvec, left []int, values []float64) fl
 		}
 	}
 	for {
+		s.evals++
 		var free rvec
 		for d := range nres {
 			free[d] = t.alloc[d] - used[d]
@@ -816,9 +968,12 @@ func (s *solver) trialFill(t *ctype, seed rvec, left []int, values []float64) fl
 			if left[i] == 0 || !sh.req.fits(free) {
 				continue
 			}
+			if s.knobs.gate > 0 && s.gateValues[i] > 0 && s.gateValues[i] < s.knobs.gate*price*share(sh.req, t.alloc) {
+				continue
+			}
 			uc := float64(used[rCPU]+sh.req[rCPU]) * inv[rCPU]
 			um := float64(used[rMem]+sh.req[rMem]) * inv[rMem]
-			sc := -(min(uc, um) + 0.25*(uc+um))
+			sc := -(min(uc, um) + s.knobs.fillAlpha*(uc+um))
 			if bi < 0 || sc < bestScore {
 				bi, bestScore = i, sc
 			}
@@ -856,6 +1011,17 @@ func (s *solver) limitsAllow(p *cpool, t *ctype) bool {
 	return true
 }
 
+// share is the fraction of alloc a request takes in its dominant resource.
+func share(req, alloc rvec) float64 {
+	sh := 0.0
+	for d := range nres {
+		if req[d] > 0 && alloc[d] > 0 {
+			sh = math.Max(sh, float64(req[d])/float64(alloc[d]))
+		}
+	}
+	return sh
+}
+
 // podShareCost is the share of a type's price one pod takes (by its
 // dominant resource): how tiers of equal-weight pools are ranked.
 func podShareCost(req rvec, t *ctype, zones zmask, cts ctmask) float64 {
@@ -866,4 +1032,60 @@ func podShareCost(req rvec, t *ctype, zones zmask, cts ctmask) float64 {
 		}
 	}
 	return t.priceIn(zones, cts) * share
+}
+
+// resetShapes makes every class a fill candidate again (after pods were
+// taken back off claims).
+func (s *solver) resetShapes() {
+	for _, sh := range s.shapes {
+		sh.classes = append(sh.classes[:0], sh.all...)
+	}
+}
+
+// knobs are the construction's tunable heuristics. Small problems are
+// solved with several settings and the cheapest plan kept.
+type knobs struct {
+	tol       float64 // relative cost band for preferring larger targets
+	fillAlpha float64 // weight of total fill against balance when filling
+	trial     bool    // pick targets by trial fills
+	zoneFirst bool    // place zone-constrained pods before others
+	shuffle   uint64  // seeded tie-break of the class order (0: none)
+	gate      float64 // worthIt threshold (0: off)
+	lambda    bool    // value pods at the pools' resource prices
+}
+
+var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true}
+
+// knobVariants are the settings tried for small problems, default first.
+func knobVariants(seed uint64) []knobs {
+	return []knobs{
+		defaultKnobs,
+		{tol: targetTolerance, fillAlpha: 1, trial: true},
+		{tol: targetTolerance, fillAlpha: 0.25, trial: true, shuffle: seed*2 + 3},
+		{tol: 0.02, fillAlpha: 0.25, trial: true, gate: 0.9},
+		{tol: targetTolerance, fillAlpha: 0.25, trial: true, zoneFirst: true, gate: 0.8},
+		{tol: targetTolerance, fillAlpha: 0.1, trial: false, gate: 0.7},
+		{tol: 0.05, fillAlpha: 0.5, trial: true, shuffle: seed*2 + 1, gate: 0.85},
+		{tol: 0.01, fillAlpha: 0.25, trial: false, zoneFirst: true, gate: 0.8},
+	}
+}
+
+// splitmix is a seeded hash (SplitMix64), for deterministic tie-breaks.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// trialValue is what a pod is worth when judging targets: its share of the
+// pool's cheapest mix of types (λ·request) when resource prices are on,
+// else its cheapest fractional price on a single type.
+func (s *solver) trialValue(pc *pclass, p *cpool) float64 {
+	if s.knobs.lambda && s.lambda != nil {
+		if v := s.lambdaValue(pc.req, p); v > 0 {
+			return v
+		}
+	}
+	return s.podValue(pc, p)
 }

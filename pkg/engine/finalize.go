@@ -129,6 +129,16 @@ func (s *solver) finish() *Plan {
 		s.stats.PlacedNew += len(n.pods)
 		boundClaims = append(boundClaims, n)
 	}
+	for _, n := range s.nodes {
+		if n.removed {
+			continue
+		}
+		for _, pc := range n.podPC {
+			if pc.mask != pc.sc.masks[0] {
+				s.stats.Relaxed++
+			}
+		}
+	}
 	plan.Unschedulable = s.unschedulable()
 	s.stats.Unschedulable = len(plan.Unschedulable)
 	if !s.opts.SkipLowerBound {

@@ -21,12 +21,15 @@ import (
 // DefaultImprovementBudget is the improvement work (placement checks) for
 // a solve of the given number of pending pods when Options leave it 0.
 func DefaultImprovementBudget(pods int) int {
-	return 40*pods + 200_000
+	return 300_000 + 150*min(pods, 5000) + 10*max(pods-5000, 0)
 }
 
 // trial journals the changes of one improvement attempt.
 type trial struct {
-	gen     int
+	gen int
+	// fresh: seeding has begun; scans look only at the claims the trial
+	// created.
+	fresh   bool
 	snaps   []nodeSnap
 	moves   []move
 	created []*snode
@@ -280,6 +283,7 @@ func (s *solver) improve() {
 		s.settle(n)
 	}
 	s.repackClasses = s.classes
+	s.bigRepack(budget)
 	for pass := 0; pass < 4 && s.evals < budget; pass++ {
 		improved := false
 		// Least efficient claims first.
@@ -320,6 +324,12 @@ func (s *solver) improve() {
 					break
 				}
 			}
+		}
+		// Complementary pairs: claims left with spare cpu next to claims
+		// left with spare memory, re-packed together, can both fit cheaper
+		// types.
+		if s.pairComplements(budget) {
+			improved = true
 		}
 		if !improved {
 			break
@@ -387,8 +397,11 @@ func (s *solver) podValue(pc *pclass, p *cpool) float64 {
 	return best
 }
 
-// repack tries to re-pack the pods of a set of claims more cheaply.
-func (s *solver) repack(set []*snode) bool {
+// repack tries to re-pack the pods of a set of claims more cheaply. With
+// absorb, the pods are first offered to the spare room of other claims.
+func (s *solver) repack(set []*snode) bool { return s.repackWith(set, true) }
+
+func (s *solver) repackWith(set []*snode, absorb bool) bool {
 	s.beginTrial()
 	for _, n := range set {
 		s.touch(n)
@@ -399,9 +412,10 @@ func (s *solver) repack(set []*snode) bool {
 		}
 		n.draining = true
 	}
+	s.resetShapes()
 	// Offer the pods to the spare room of other claims, largest first.
 	for _, c := range s.classOrder {
-		for len(c.back) > 0 {
+		for absorb && len(c.back) > 0 {
 			pc := s.curPC(c)
 			if !s.absorb(pc) {
 				break
@@ -409,6 +423,7 @@ func (s *solver) repack(set []*snode) bool {
 		}
 	}
 	// Re-pack the rest into new claims.
+	s.trial.fresh = true
 	ok := true
 	for _, c := range s.classOrder {
 		for len(c.back) > 0 {
@@ -481,4 +496,102 @@ func (s *solver) trialValid(t *trial) bool {
 		}
 	}
 	return true
+}
+
+// slackTilt is how much more of its cpu than of its memory a claim leaves
+// unused (relative to its current type): positive means spare cpu.
+func (s *solver) slackTilt(n *snode) float64 {
+	a := n.alloc
+	if a[rCPU] <= 0 || a[rMem] <= 0 {
+		return 0
+	}
+	fc := float64(a[rCPU]-n.used[rCPU]) / float64(a[rCPU])
+	fm := float64(a[rMem]-n.used[rMem]) / float64(a[rMem])
+	return fc - fm
+}
+
+// pairComplements re-packs claims with spare cpu together with claims with
+// spare memory (same pool, compatible zones), most lopsided first.
+func (s *solver) pairComplements(budget int) bool {
+	improved := false
+	for _, p := range s.pools {
+		var claims []*snode
+		for _, n := range s.liveClaims() {
+			if n.pool == p {
+				claims = append(claims, n)
+			}
+		}
+		if len(claims) < 2 {
+			continue
+		}
+		tilt := make(map[*snode]float64, len(claims))
+		for _, n := range claims {
+			tilt[n] = s.slackTilt(n)
+		}
+		slices.SortStableFunc(claims, func(a, b *snode) int { return cmp.Compare(tilt[b], tilt[a]) })
+		lo, hi := 0, len(claims)-1
+		for lo < hi && s.evals < budget {
+			a := claims[lo]
+			if a.removed || len(a.pods) == 0 || tilt[a] <= 0.02 {
+				break
+			}
+			// Find the most memory-spare partner in a compatible zone.
+			j := hi
+			for j > lo {
+				b := claims[j]
+				if !b.removed && len(b.pods) > 0 && tilt[b] < -0.02 && (a.zone < 0 || b.zone < 0 || a.zone == b.zone) {
+					break
+				}
+				j--
+			}
+			if j <= lo {
+				lo++
+				continue
+			}
+			if s.repack([]*snode{a, claims[j]}) {
+				improved = true
+			}
+			claims = slices.Delete(claims, j, j+1)
+			if j <= hi {
+				hi--
+			}
+			lo++
+		}
+	}
+	return improved
+}
+
+// bigRepack re-packs each (pool, zone) group of claims again with the
+// other heuristic settings, keeping each result that is cheaper, while the
+// budget allows another whole construction's worth of work.
+func (s *solver) bigRepack(budget int) {
+	base := s.knobs
+	idle := 0
+	for _, k := range knobVariants(s.opts.Seed)[1:] {
+		if s.evals+s.constructEvals > budget || idle >= 2 {
+			break
+		}
+		before := s.totalPrice()
+		s.knobs = k
+		for _, p := range s.pools {
+			for z := -1; z < len(s.zones); z++ {
+				var set []*snode
+				for _, n := range s.liveClaims() {
+					if n.pool == p && n.zone == z {
+						set = append(set, n)
+					}
+				}
+				if len(set) >= 2 {
+					s.repackWith(set, false)
+				}
+			}
+		}
+		// Two settings in a row that gain less than 0.1% end the search.
+		if s.totalPrice() > before*(1-0.001) {
+			idle++
+		} else {
+			idle = 0
+		}
+	}
+	s.knobs = base
 }

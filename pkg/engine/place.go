@@ -74,7 +74,7 @@ func (s *solver) canPlaceExisting(pc *pclass, n *snode) decision {
 			}
 			continue
 		}
-		if !groupOK(r.g, d, r.own, r.member, r.g.kind != gSpread || s.existingEligible(r.g, n)) {
+		if !s.zoneRefOK(pc, r, d, r.g.kind != gSpread || s.existingEligible(r.g, n)) {
 			return failGroup(fwTopoZone, r.g)
 		}
 	}
@@ -306,11 +306,20 @@ func (s *solver) pinValue(n *snode, key string) (string, bool) {
 // if none). Every node of the zone is assumed to count.
 func (s *solver) zoneBlock(pc *pclass, z int) *tgroup {
 	for _, r := range pc.zoneG {
-		if !groupOK(r.g, z, r.own, r.member, true) {
+		if !s.zoneRefOK(pc, r, z, true) {
 			return r.g
 		}
 	}
 	return nil
+}
+
+// zoneRefOK checks one zone group in zone z: against the class's zone
+// quota when the group is its quota spread, by groupOK otherwise.
+func (s *solver) zoneRefOK(pc *pclass, r gref, z int, elig bool) bool {
+	if c := pc.cls; c.quotaG == r.g {
+		return c.quotaUsed[z] < c.quota[z]
+	}
+	return groupOK(r.g, z, r.own, r.member, elig)
 }
 
 // pickCT chooses a capacity type for a ct-relevant pod on an unpinned
@@ -554,6 +563,11 @@ func (s *solver) unplace(pc *pclass, n *snode, pod int32) {
 
 // count adds delta pods of pc on n to the topology groups.
 func (s *solver) count(pc *pclass, n *snode, delta int32) {
+	if c := pc.cls; c.quotaG != nil {
+		if d, ok := s.domain(n, c.quotaG); ok {
+			c.quotaUsed[d] += delta
+		}
+	}
 	if delta > 0 {
 		for _, gi := range pc.sc.hard {
 			g := s.groups[gi]

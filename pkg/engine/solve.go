@@ -56,9 +56,10 @@ type solver struct {
 	podNode []int32
 
 	demand      []rvec
+	lambda      [][2]float64
 	openFree    []rvec
 	poolAnchors [][]*tgroup
-	tol         float64
+	knobs       knobs
 	window      int
 
 	stats Stats
@@ -68,16 +69,20 @@ type solver struct {
 	classOrder []*cclass
 
 	// improvement phase
-	improving     bool
-	trial         *trial
-	trialGen      int
-	evals         int
-	repackClasses []*cclass
+	finalPrice     float64
+	constructEvals int
+	placed         int
+	improving      bool
+	trial          *trial
+	trialGen       int
+	evals          int
+	repackClasses  []*cclass
 
 	// scratch
 	trialCounts []int
 	trialLeft   []int
 	trialValues []float64
+	gateValues  []float64
 	zpBuf       []int
 	costBuf     []float64
 	mvScratch   []bool
@@ -101,11 +106,24 @@ func Solve(in *Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.run(defaultKnobs).finish(), nil
+}
+
+// run constructs and improves a plan with the given heuristics.
+func (s *solver) run(k knobs) *solver {
+	s.knobs = k
+	s.evals = 0
 	s.construct()
+	s.constructEvals = s.evals
 	s.markFailed()
 	s.stats.ConstructionPrice = s.totalPrice()
 	s.improve()
-	return s.finish(), nil
+	s.finalPrice = s.totalPrice()
+	s.placed = 0
+	for _, c := range s.classes {
+		s.placed += c.next - len(c.back)
+	}
+	return s
 }
 
 func newSolver(in *Input) (*solver, error) {
@@ -114,7 +132,7 @@ func newSolver(in *Input) (*solver, error) {
 	}
 	s := &solver{
 		in: in, opts: in.Options, groupByKey: map[string]int{}, groupIndex: map[kvKey][]int{},
-		tol: targetTolerance, window: fitWindow,
+		knobs: defaultKnobs, window: fitWindow,
 	}
 	switch in.Options.PreferencePolicy {
 	case "", PreferenceRespect, PreferenceIgnore:
