@@ -295,3 +295,41 @@ func FuzzReadCatalog(f *testing.F) {
 		}
 	})
 }
+
+// TestRunUsesInFlightNodeClaims checks that capacity already being
+// launched is used before new nodes: a pending pod that fits the in-flight
+// m5.large lands there, and its nominated pod rides along.
+func TestRunUsesInFlightNodeClaims(t *testing.T) {
+	m := read(t, nodeClassDoc, poolDoc, `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: general-abc, labels: {karpenter.sh/nodepool: general}}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+  - {key: karpenter.sh/nodepool, operator: In, values: [general]}
+  - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+  - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+  - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  - {key: kubernetes.io/arch, operator: In, values: [amd64]}`, `
+apiVersion: v1
+kind: Pod
+metadata: {name: nominated}
+spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
+status: {nominatedNodeName: general-abc}`, `
+apiVersion: v1
+kind: Pod
+metadata: {name: pending}
+spec: {containers: [{name: c, resources: {requests: {cpu: 500m}}}]}`)
+	res, err := simulate.Run(m, simulate.Options{Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NodeClaims) != 0 || len(res.ExistingNodes) != 1 || res.ExistingNodes[0].Name != "general-abc" ||
+		len(res.ExistingNodes[0].Pods) != 1 || res.ExistingNodes[0].Pods[0] != "default/pending" {
+		t.Errorf("plan = %+v, want default/pending on the in-flight general-abc and no new node", res)
+	}
+	if res.TotalPricePerHour != 0 {
+		t.Errorf("total = %v; an in-flight claim costs nothing new", res.TotalPricePerHour)
+	}
+}
