@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/garbagecollection"
@@ -53,6 +54,9 @@ type Deps struct {
 	// Unavailable is the cache of refused offerings, shared by the
 	// lifecycle (writer) and provisioning (reader).
 	Unavailable *unavailable.Cache
+	// InterruptionQueue is the cloud's interruption queue; nil turns queue
+	// polling off (the rebalance reconciler still runs).
+	InterruptionQueue interruption.Queue
 }
 
 // Config holds the controllers' tunables, already resolved from the
@@ -82,6 +86,11 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provisioning metrics: %w", err)
 	}
+	interruptionMetrics, err := interruption.NewMetrics(d.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("interruption metrics: %w", err)
+	}
+	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, cfg.Provisioning)
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
 		hash.NewController(d.Client),
@@ -89,7 +98,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		counter.NewController(d.Client, d.Metrics),
 
 		// Pods to NodeClaims.
-		provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, cfg.Provisioning),
+		prov,
 
 		// NodeClaims from launch to deletion.
 		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
@@ -101,7 +110,9 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		garbagecollection.NewController(d.Client, cloud("nodeclaim.garbagecollection"), d.Clock, d.Recorder, d.Metrics,
 			garbagecollection.Options{Interval: cfg.GCInterval, GracePeriod: cfg.GCGracePeriod}),
 
-		// Interruption (SQS) joins here when cfg.InterruptionQueue != "".
+		// Interruption: replaces nodes the cloud is taking back (through
+		// provisioning's Replace), then deletes their NodeClaims.
+		interruption.New(d.Client, d.InterruptionQueue, prov, d.Clock, d.Recorder, interruptionMetrics, d.Unavailable),
 	}
 	if d.NodeClassResolver != nil {
 		out = append(out, ncstatus.NewController(d.Client, d.NodeClassResolver, d.Recorder, cfg.NodeClassRefreshInterval))

@@ -38,4 +38,5 @@ func ExampleNewControllers() {
 	// nodeclaim.termination
 	// node.termination
 	// nodeclaim.garbagecollection
+	// interruption
 }

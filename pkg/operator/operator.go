@@ -29,6 +29,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
@@ -43,6 +44,9 @@ type Cloud struct {
 	// NodeClassResolver resolves EC2NodeClass status; nil leaves the node
 	// class controller out.
 	NodeClassResolver ncstatus.Resolver
+	// InterruptionQueue is the interruption queue (Options.InterruptionQueue
+	// resolved by the cloud); nil turns interruption polling off.
+	InterruptionQueue interruption.Queue
 }
 
 // Deps are the operator's injected dependencies.
@@ -163,6 +167,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 		Recorder:          mgr.GetEventRecorder("dovetail"),
 		Metrics:           op.Metrics,
 		Unavailable:       op.Unavailable,
+		InterruptionQueue: op.Cloud.InterruptionQueue,
 	}, ControllerConfig(opts))
 	if err != nil {
 		return nil, err
