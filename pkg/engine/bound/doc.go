@@ -48,7 +48,7 @@
 //     needs k_g hosting nodes each holding at least one pod, more than
 //     C_g - k_g + 1: cap_g is the smaller of the two. Summing over the n_o
 //     nodes of o gives (C). With m_go = 1 (every pod of g needs its own
-//     node, D_g = C_g) this is the task's x_go <= n_o; with small floors it
+//     node, D_g = C_g) this is x_go <= n_o, one pod per node; with small floors it
 //     charges pods that waste most of a node (two 1.5-cpu pods never share a
 //     2-cpu node) for the waste.
 //   - Node presence. Every plan has at least k_g nodes hosting g, with
