@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/internal/cli/controller"
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
 	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
 	"github.com/dovetail-sh/dovetail/internal/version"
@@ -37,6 +38,7 @@ func NewRootCmd(stdout, stderr io.Writer) *cobra.Command {
 // order help shows them.
 var subcommands = []func() *cobra.Command{
 	local.NewCmd,
+	controller.NewCmd,
 	func() *cobra.Command { return simulate.NewCmd(nil) },
 }
 

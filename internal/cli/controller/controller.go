@@ -1,0 +1,254 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/pkg/operator"
+)
+
+// Options holds the inputs of `dovetail controller`.
+type Options struct {
+	Operator   operator.Options
+	Kubeconfig string
+
+	// Source names where each option was set, by field path
+	// ("batchIdleDuration" -> "--batch-idle-duration" or
+	// "BATCH_IDLE_DURATION"), for error messages.
+	Source map[string]string
+
+	Stderr io.Writer
+	Getenv func(string) string
+	// Cloud builds the cloud for the operator; nil means the AWS provider
+	// from the default AWS configuration chain (see awsCloud).
+	Cloud func(ctx context.Context, mgr manager.Manager) (operator.Cloud, error)
+}
+
+// binding ties an option to its flag and environment variable.
+type binding struct {
+	field string // path in operator.Options, as Validate names it
+	flag  string
+	env   string
+	// fromEnv applies an environment value; nil means the flag's own
+	// parser (pflag.Value.Set).
+	fromEnv func(o *Options, v string) error
+}
+
+var bindings = []binding{
+	{field: "clusterName", flag: "cluster-name", env: "CLUSTER_NAME"},
+	{field: "interruptionQueue", flag: "interruption-queue", env: "INTERRUPTION_QUEUE"},
+	{field: "batchIdleDuration", flag: "batch-idle-duration", env: "BATCH_IDLE_DURATION"},
+	{field: "batchMaxDuration", flag: "batch-max-duration", env: "BATCH_MAX_DURATION"},
+	{field: "kubeClientQPS", flag: "kube-client-qps", env: "KUBE_CLIENT_QPS"},
+	{field: "kubeClientBurst", flag: "kube-client-burst", env: "KUBE_CLIENT_BURST"},
+	{field: "metricsPort", flag: "metrics-port", env: "METRICS_PORT"},
+	{field: "healthProbePort", flag: "health-probe-port", env: "HEALTH_PROBE_PORT"},
+	{field: "logLevel", flag: "log-level", env: "LOG_LEVEL"},
+	{field: "featureGates", flag: "feature-gates", env: "FEATURE_GATES"},
+	{field: "leaderElection.enabled", flag: "leader-elect", env: "DISABLE_LEADER_ELECTION", fromEnv: func(o *Options, v string) error {
+		disable, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		o.Operator.LeaderElection.Enabled = !disable
+		return nil
+	}},
+	{field: "leaderElection.name", flag: "leader-election-name"},
+	{field: "leaderElection.namespace", flag: "leader-election-namespace", env: "SYSTEM_NAMESPACE"},
+	{field: "leaderElection.leaseDuration", flag: "leader-election-lease-duration"},
+	{field: "leaderElection.renewDeadline", flag: "leader-election-renew-deadline"},
+	{field: "leaderElection.retryPeriod", flag: "leader-election-retry-period"},
+	{field: "livenessTimeScale", flag: "liveness-time-scale"},
+	{field: "bindAddress", flag: "bind-address"},
+}
+
+// NewCmd returns `dovetail controller`.
+func NewCmd() *cobra.Command { return NewCmdController(nil) }
+
+// NewCmdController builds the command. runF replaces the run function in
+// tests (it receives the parsed, validated options); nil runs the
+// controller.
+func NewCmdController(runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{Operator: operator.DefaultOptions(), Getenv: os.Getenv}
+	var gates gatesValue = gatesValue{g: &opts.Operator.FeatureGates}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the dovetail controller (provisioning, NodeClaim lifecycle, termination, ...)",
+		Long: `Run the dovetail controller against the cluster of the kubeconfig (or, in a
+pod, the in-cluster configuration), managing nodes for NodePools through the
+cloud provider (AWS, configured from the default AWS configuration chain).
+
+Every option can also be set through the environment variable the peer's
+Helm chart uses (listed with each flag); a flag wins over its variable.
+
+Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
+2 bad flags, environment or options.`,
+		Example: `  dovetail controller --cluster-name prod --interruption-queue prod-interruptions
+  CLUSTER_NAME=prod FEATURE_GATES=SpotToSpotConsolidation=true dovetail controller`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.BadInputf("%s takes no arguments, got %q\nSee '%s --help'", cmd.CommandPath(), args, cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Stderr = cmd.ErrOrStderr()
+			if err := opts.complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	o := &opts.Operator
+	f := cmd.Flags()
+	f.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "name of the cluster, used in cloud tags (required)")
+	f.StringVar(&o.InterruptionQueue, "interruption-queue", o.InterruptionQueue, "SQS queue name for interruption events; empty turns interruption handling off")
+	f.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.BatchIdleDuration, "close a provisioning batch after this long without a new pending pod")
+	f.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.BatchMaxDuration, "close a provisioning batch after this long in all")
+	f.Float32Var(&o.KubeClientQPS, "kube-client-qps", o.KubeClientQPS, "Kubernetes client requests per second")
+	f.IntVar(&o.KubeClientBurst, "kube-client-burst", o.KubeClientBurst, "Kubernetes client burst")
+	f.IntVar(&o.MetricsPort, "metrics-port", o.MetricsPort, "port of /metrics (0: any free port, -1: off)")
+	f.IntVar(&o.HealthProbePort, "health-probe-port", o.HealthProbePort, "port of /healthz and /readyz (0: any free port, -1: off)")
+	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the metrics and probe servers listen on (empty: all)")
+	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: "+strings.Join(operator.LogLevels, ", "))
+	f.Var(&gates, "feature-gates", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=false")
+	f.BoolVar(&o.LeaderElection.Enabled, "leader-elect", o.LeaderElection.Enabled, "elect a leader among replicas (off: this replica always reconciles)")
+	f.StringVar(&o.LeaderElection.Name, "leader-election-name", o.LeaderElection.Name, "name of the leader election Lease")
+	f.StringVar(&o.LeaderElection.Namespace, "leader-election-namespace", o.LeaderElection.Namespace, "namespace of the leader election Lease")
+	f.DurationVar(&o.LeaderElection.LeaseDuration, "leader-election-lease-duration", o.LeaderElection.LeaseDuration, "how long a lease lasts without renewal")
+	f.DurationVar(&o.LeaderElection.RenewDeadline, "leader-election-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader tries to renew before giving up")
+	f.DurationVar(&o.LeaderElection.RetryPeriod, "leader-election-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire the lease")
+	f.Float64Var(&o.LivenessTimeScale, "liveness-time-scale", o.LivenessTimeScale, "scale of the NodeClaim launch (5m) and registration (15m) timeouts, in (0, 1]")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	for _, b := range bindings {
+		switch {
+		case b.env == "DISABLE_LEADER_ELECTION":
+			f.Lookup(b.flag).Usage += " [$DISABLE_LEADER_ELECTION=true turns it off]"
+		case b.env != "":
+			f.Lookup(b.flag).Usage += " [$" + b.env + "]"
+		}
+	}
+	return cmd
+}
+
+// complete fills options from the environment where no flag was given,
+// then validates everything, naming the flag or variable of each problem.
+func (o *Options) complete(fs *pflag.FlagSet) error {
+	o.Source = map[string]string{}
+	var errs []string
+	for _, b := range bindings {
+		fl := fs.Lookup(b.flag)
+		if fl.Changed {
+			o.Source[b.field] = "--" + b.flag
+			continue
+		}
+		if b.env == "" {
+			continue
+		}
+		v := o.Getenv(b.env)
+		if v == "" {
+			continue
+		}
+		o.Source[b.field] = b.env
+		var err error
+		if b.fromEnv != nil {
+			err = b.fromEnv(o, v)
+		} else {
+			err = fl.Value.Set(v)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", b.env, v, err))
+		}
+	}
+	if len(errs) > 0 {
+		return cmdutil.BadInput(errors.New(strings.Join(errs, "\n")))
+	}
+	if fe := o.Operator.Validate(); len(fe) > 0 {
+		return cmdutil.BadInput(o.describe(fe))
+	}
+	return nil
+}
+
+// describe rewrites validation errors in terms of flags and variables.
+func (o *Options) describe(errs field.ErrorList) error {
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		name := o.Source[e.Field]
+		if name == "" {
+			for _, b := range bindings {
+				if b.field == e.Field {
+					name = "--" + b.flag
+					if b.env != "" {
+						name += " (or $" + b.env + ")"
+					}
+				}
+			}
+		}
+		if name == "" {
+			name = e.Field
+		}
+		detail := e.Detail
+		if e.Type == field.ErrorTypeRequired {
+			detail = "required: " + detail
+		} else if e.Type == field.ErrorTypeNotSupported {
+			detail = fmt.Sprintf("%v is not one of %s", e.BadValue, detail)
+		} else {
+			detail = fmt.Sprintf("%v: %s", e.BadValue, detail)
+		}
+		msgs = append(msgs, name+": "+detail)
+	}
+	sort.Strings(msgs)
+	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// gatesValue parses --feature-gates on top of the defaults.
+type gatesValue struct{ g *operator.FeatureGates }
+
+func (v *gatesValue) String() string {
+	if v.g == nil || *v.g == nil {
+		return ""
+	}
+	return v.g.String()
+}
+
+func (v *gatesValue) Set(s string) error {
+	g, err := operator.ParseFeatureGates(s)
+	if err != nil {
+		return err
+	}
+	*v.g = g
+	return nil
+}
+
+func (v *gatesValue) Type() string { return "gates" }
+
+// restConfig loads the kubeconfig: the flag, else $KUBECONFIG or
+// ~/.kube/config, else the in-cluster configuration.
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dovetail-sh/dovetail/pkg/operator"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
+)
+
+// Run starts the operator with parsed options and blocks until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	logger := operator.NewLogger(opts.Stderr, opts.Operator.LogLevel)
+	// client-go and controller-runtime internals log through these.
+	ctrllog.SetLogger(logger)
+	klog.SetLogger(logger)
+	cloud := opts.Cloud
+	if cloud == nil {
+		cloud = awsCloud(opts)
+	}
+	op, err := operator.New(ctx, cfg, opts.Operator, operator.Deps{Cloud: cloud, Logger: logger})
+	if err != nil {
+		return err
+	}
+	logger.Info("starting", "cluster", opts.Operator.ClusterName, "metrics", op.MetricsAddr(), "probes", op.HealthAddr(),
+		"leaderElection", opts.Operator.LeaderElection.Enabled, "featureGates", opts.Operator.FeatureGates.String())
+	return op.Start(ctx)
+}
+
+// awsCloud builds the AWS provider from the default AWS configuration
+// chain (environment, shared config, web identity / Pod Identity, IMDS);
+// AWS_ENDPOINT_URL points it at the local emulator.
+func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cloud, error) {
+	return func(ctx context.Context, mgr manager.Manager) (operator.Cloud, error) {
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return operator.Cloud{}, fmt.Errorf("loading the AWS configuration: %w", err)
+		}
+		p, err := aws.New(ctx, awsCfg, aws.Options{
+			ClusterName: opts.Operator.ClusterName,
+			Reader:      mgr.GetClient(),
+			Log:         mgr.GetLogger().WithName("aws"),
+		})
+		if err != nil {
+			return operator.Cloud{}, err
+		}
+		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver()}
+		if name := opts.Operator.InterruptionQueue; name != "" {
+			cloud.InterruptionQueue = queue.New(p.Clients().SQS, name, queue.Options{})
+		}
+		return cloud, nil
+	}
+}
