@@ -3,6 +3,7 @@ package nodeclaimutil
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -148,14 +149,14 @@ func IsManaged(node *corev1.Node) bool {
 func NodePool(obj client.Object) string { return obj.GetLabels()[karpv1.NodePoolLabelKey] }
 
 // HourlyPrice reads PriceAnnotationKey; ok is false when the annotation is
-// missing or not a non-negative number.
+// missing or not a finite non-negative number.
 func HourlyPrice(nc *karpv1.NodeClaim) (price float64, ok bool) {
 	s, found := nc.Annotations[PriceAnnotationKey]
 	if !found {
 		return 0, false
 	}
 	p, err := strconv.ParseFloat(s, 64)
-	if err != nil || p < 0 || p != p {
+	if err != nil || p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
 		return 0, false
 	}
 	return p, true

@@ -2,10 +2,12 @@ package nodeclaimutil_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,6 +28,7 @@ func TestHourlyPrice(t *testing.T) {
 		{"negative", ptr("-1"), 0, false},
 		{"not a number", ptr("cheap"), 0, false},
 		{"NaN", ptr("NaN"), 0, false},
+		{"infinite", ptr("+Inf"), 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,4 +63,26 @@ func TestRequeueOnConflictAndEarliest(t *testing.T) {
 	if got := nodeclaimutil.Earliest(reconcile.Result{}); got.RequeueAfter != 0 {
 		t.Fatalf("Earliest of no requeues = %v", got)
 	}
+}
+
+func FuzzHourlyPrice(f *testing.F) {
+	for _, s := range []string{"0.0416", "0", "-1", "1e3", "NaN", "Inf", "", "0x1p-2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		nc := &karpv1.NodeClaim{}
+		nc.Annotations = map[string]string{nodeclaimutil.PriceAnnotationKey: s}
+		p, ok := nodeclaimutil.HourlyPrice(nc)
+		if !ok {
+			return
+		}
+		if p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
+			t.Fatalf("HourlyPrice(%q) = %v accepted", s, p)
+		}
+		back, ok := nodeclaimutil.HourlyPrice(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{
+			Annotations: map[string]string{nodeclaimutil.PriceAnnotationKey: nodeclaimutil.FormatPrice(p)}}})
+		if !ok || back != p {
+			t.Fatalf("FormatPrice does not round-trip %v: %v %v", p, back, ok)
+		}
+	})
 }
