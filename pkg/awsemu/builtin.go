@@ -112,6 +112,7 @@ func typeInfo(t *catalog.Type) InstanceTypeInfo {
 		VirtualizationTypes:     []string{"hvm"},
 		RootDeviceTypes:         []string{"ebs"},
 		HibernationSupported:    t.Hibernation,
+		EncryptionInTransit:     t.EncryptionInTransit,
 		AutoRecoverySupported:   !t.BareMetal,
 		DedicatedHostsSupported: true,
 		FreeTierEligible:        t.FreeTierEligible,

@@ -65,6 +65,7 @@ type InstanceTypeInfo struct {
 	VirtualizationTypes     []string
 	RootDeviceTypes         []string
 	HibernationSupported    bool
+	EncryptionInTransit     bool
 	AutoRecoverySupported   bool
 	DedicatedHostsSupported bool
 	FreeTierEligible        bool

@@ -269,6 +269,7 @@ func instanceTypeToXML(t *InstanceTypeInfo) instanceTypeXML {
 		IPv6Supported:             t.IPv6Supported,
 		ENASupport:                t.ENASupport,
 		EFASupported:              t.EFASupported,
+		EncryptionInTransit:       t.EncryptionInTransit,
 	}
 	for _, c := range cards {
 		x.NetworkInfo.NetworkCards.Items = append(x.NetworkInfo.NetworkCards.Items, networkCardXML{
@@ -282,7 +283,9 @@ func instanceTypeToXML(t *InstanceTypeInfo) instanceTypeXML {
 			x.InstanceStorageInfo.Disks.Items = append(x.InstanceStorageInfo.Disks.Items, diskXML{SizeInGB: d.SizeGB, Count: d.Count, Type: d.Type})
 		}
 	}
-	if g := t.GPU; g != nil && g.Count > 0 {
+	// Fractional-GPU types (g6f, gr6f) report their GPU with count 0, as
+	// EC2 does; keep it so name/manufacturer/memory labels survive.
+	if g := t.GPU; g != nil {
 		x.GPUInfo = &gpuInfoXML{TotalGPUMemoryInMiB: g.MemoryMiB * g.Count}
 		x.GPUInfo.GPUs.Items = []gpuDeviceXML{{Name: g.Name, Manufacturer: g.Manufacturer, Count: g.Count, MemoryInfo: memoryInfo32{SizeInMiB: g.MemoryMiB}}}
 	}

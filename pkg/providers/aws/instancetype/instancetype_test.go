@@ -3,7 +3,6 @@ package instancetype_test
 import (
 	"context"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,10 +69,6 @@ func TestMatchesCatalog(t *testing.T) {
 				zoneNames = append(zoneNames, z.Name)
 			}
 			want := cat.InstanceTypes(region, zoneNames, catalog.KubeletSettings{AMIFamily: awsv1.AMIFamilyAL2023})
-			// Note: the emulator's DescribeInstanceTypes does not report
-			// encryptionInTransitSupported yet (it always answers false), and
-			// leaves out the GPU info of fractional-GPU types (GPU count 0),
-			// so those labels are not compared.
 			byName := map[string]*cloudprovider.InstanceType{}
 			for _, it := range got {
 				byName[it.Name] = it
@@ -92,10 +87,6 @@ func TestMatchesCatalog(t *testing.T) {
 				var diffs []string
 				if !reflect.DeepEqual(g.Labels, w.Labels) {
 					for k, v := range w.Labels {
-						if k == catalog.LabelInstanceEncryptionInTransitSupported ||
-							(w.Labels[catalog.LabelInstanceGPUCount] == "0" && strings.HasPrefix(k, "karpenter.k8s.aws/instance-gpu-")) {
-							continue // see the note above
-						}
 						if g.Labels[k] != v {
 							diffs = append(diffs, "label "+k)
 						}
