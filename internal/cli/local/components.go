@@ -3,15 +3,31 @@ package local
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/dovetail-sh/dovetail/config/rbac"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
 	stack "github.com/dovetail-sh/dovetail/pkg/local"
+	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
 )
 
 // defaultComponents lists what `local up` starts after the control plane,
-// in order. The AWS emulator and the controller join here as they land;
-// each is a stack.Component (Start returns once it is ready, Stop ends it).
+// in order: the AWS emulator (with its node booter), then the controller
+// as a child process under its own ServiceAccount identity (package
+// ctrlproc). Each is a stack.Component (Start returns once it is ready,
+// Stop ends it).
 func defaultComponents() []stack.Component {
-	return []stack.Component{localaws.New()}
+	aws := localaws.New()
+	ctrl := &ctrlproc.Component{
+		RBAC:      rbac.Manifests(),
+		TimeScale: func() float64 { return aws.TimeScale },
+	}
+	return []stack.Component{aws, controllerFlags{ctrl}}
+}
+
+// controllerFlags adds the controller's flags to `local up`.
+type controllerFlags struct{ *ctrlproc.Component }
+
+func (c controllerFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.Replicas, "controller-replicas", 1, "controller processes to run (more than one elect a leader)")
 }
 
 // addComponentFlags lets components that have flags (such as the AWS
