@@ -192,9 +192,9 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 		scale = min(c.TimeScale(), 1)
 	}
 	vars := map[string]string{
-		"KUBECONFIG":          kubeconfig,
-		"CLUSTER_NAME":        env.ClusterName,
-		"INTERRUPTION_QUEUE":  aws[localaws.VarInterruptionQueue],
+		"KUBECONFIG":         kubeconfig,
+		"CLUSTER_NAME":       env.ClusterName,
+		"INTERRUPTION_QUEUE": aws[localaws.VarInterruptionQueue],
 		"LOG_LEVEL":          "info",
 	}
 	c.scale = scale
