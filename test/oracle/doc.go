@@ -1,7 +1,9 @@
 // Package oracle checks the scheduling engine against the real
 // kube-scheduler. TestOracle generates seeded workloads that mix every
-// constraint the engine models (resources, daemonset overhead, node
-// selectors, required and preferred node affinity, taints and tolerations
+// constraint the engine models (resources, including init containers,
+// sidecars and ephemeral storage; daemonset overhead; kubelet maxPods; node
+// selectors; required node affinity with In, NotIn, Gt and ORed terms;
+// preferred node affinity; taints and tolerations
 // with team NodePools, pod affinity and anti-affinity on zone and hostname,
 // topology spread on zone, hostname and capacity type with DoNotSchedule
 // and ScheduleAnyway, minDomains, nodeAffinityPolicy, host ports, zonal

@@ -230,6 +230,30 @@ func (g *gen) group(i int) {
 			corev1.ResourceMemory: resource.MustParse(g.pick([]string{"128Mi", "512Mi", "1Gi", "2Gi", "4Gi"})),
 		}}}},
 	}
+	switch x := g.r.Float64(); {
+	case x < 0.12:
+		// A bigger init container: the pod needs max(init, containers).
+		spec.InitContainers = []corev1.Container{{Name: "init", Image: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("512Mi")}}}}
+		g.feature("init-container")
+	case x < 0.24:
+		// A sidecar (restartable init container) adds to the containers.
+		always := corev1.ContainerRestartPolicyAlways
+		spec.InitContainers = []corev1.Container{
+			{Name: "setup", Image: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
+			{Name: "proxy", Image: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}},
+		}
+		g.feature("sidecar-container")
+	}
+	if g.chance(0.12) {
+		spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage] = resource.MustParse(g.pick([]string{"1Gi", "3Gi", "6Gi"}))
+		g.feature("ephemeral-storage")
+	}
+	if g.chance(0.3) {
+		sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: LabelApp, Operator: metav1.LabelSelectorOpIn, Values: []string{app}}}}
+		g.feature("selector-matchExpressions")
+	}
 	aff := &corev1.Affinity{}
 	zones := g.zones // zones the group may use
 	zoneBound := false
@@ -264,9 +288,25 @@ func (g *gen) group(i int) {
 		required = append(required, corev1.NodeSelectorRequirement{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}})
 		g.feature("required-node-affinity-capacity-type")
 	}
+	switch x := g.r.Float64(); {
+	case x < 0.08:
+		required = append(required, corev1.NodeSelectorRequirement{Key: awsv1.LabelInstanceCPU, Operator: corev1.NodeSelectorOpGt, Values: []string{"1"}})
+		g.feature("node-affinity-Gt")
+	case x < 0.16:
+		required = append(required, corev1.NodeSelectorRequirement{Key: awsv1.LabelInstanceFamily, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"m5", "c6g"}})
+		g.feature("node-affinity-NotIn")
+	}
 	if len(required) > 0 {
 		aff.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: required}}}}
+		// Sometimes a second, alternative term (terms are ORed): the same
+		// requirements on a memory-optimised type, or an arm64 one.
+		if g.chance(0.2) {
+			alt := append(slices.Clone(required), corev1.NodeSelectorRequirement{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"r"}})
+			first := append(slices.Clone(required), corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}})
+			aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = []corev1.NodeSelectorTerm{{MatchExpressions: first}, {MatchExpressions: alt}}
+			g.feature("node-affinity-OR-terms")
+		}
 	}
 	if g.chance(0.25) {
 		if aff.NodeAffinity == nil {
