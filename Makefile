@@ -40,9 +40,9 @@ test: controlplane fmt-check verify-generated vet
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	  go test -timeout $(GO_TEST_TIMEOUT) ./...
 
-## run: bring up the local stack with the examples applied
+## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane
-	bin/dovetail local up --apply examples/
+	bin/dovetail local demo --apply examples/ $(RUN_FLAGS)
 
 clean:
 	rm -rf bin .dovetail
