@@ -116,6 +116,10 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 			return Run(cmd.Context(), opts)
 		},
 	}
+	// Flag errors are bad input (exit 2), with or without the root command.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cmdutil.BadInput(fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath()))
+	})
 	o := &opts.Operator
 	f := cmd.Flags()
 	f.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "name of the cluster, used in cloud tags (required)")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dovetail-sh/dovetail/internal/cli"
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/internal/cli/controller"
 	"github.com/dovetail-sh/dovetail/pkg/operator"
@@ -88,8 +87,8 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
-// TestBadInputExitsTwoNamingTheSource goes through the root command, as
-// the binary does.
+// TestBadInputExitsTwoNamingTheSource runs the command as the binary does
+// and checks the exit code and message.
 func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 	tests := []struct {
 		name string
@@ -113,9 +112,12 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var out bytes.Buffer
-			root := cli.NewRootCmd(&out, &out)
-			root.SetArgs(tt.args)
-			err := root.ExecuteContext(t.Context())
+			cmd := controller.NewCmd()
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			cmd.SetArgs(tt.args[1:])
+			err := cmd.ExecuteContext(t.Context())
 			if code := cmdutil.ExitCode(err); code != cmdutil.ExitBadInput {
 				t.Fatalf("exit code %d (%v), want %d", code, err, cmdutil.ExitBadInput)
 			}
@@ -134,9 +136,10 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 
 func TestHelpListsTheEnvironmentVariables(t *testing.T) {
 	var out bytes.Buffer
-	root := cli.NewRootCmd(&out, &out)
-	root.SetArgs([]string{"controller", "--help"})
-	if err := root.Execute(); err != nil {
+	cmd := controller.NewCmd()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	for _, env := range []string{"$CLUSTER_NAME", "$INTERRUPTION_QUEUE", "$BATCH_IDLE_DURATION", "$BATCH_MAX_DURATION",
