@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
@@ -36,6 +37,31 @@ type Controller interface {
 	// starts.
 	Register(ctx context.Context, mgr manager.Manager) error
 }
+
+// Every controller satisfies Controller; those built on a reconciler are
+// also reconcile.Reconcilers that tests may drive by hand.
+var (
+	_ Controller = (*hash.Controller)(nil)
+	_ Controller = (*readiness.Controller)(nil)
+	_ Controller = (*counter.Controller)(nil)
+	_ Controller = (*provisioning.Provisioner)(nil)
+	_ Controller = (*lifecycle.Controller)(nil)
+	_ Controller = (*drift.Controller)(nil)
+	_ Controller = (*nctermination.Controller)(nil)
+	_ Controller = (*termination.Controller)(nil)
+	_ Controller = (*garbagecollection.Controller)(nil)
+	_ Controller = (*ncstatus.Controller)(nil)
+
+	_ reconcile.Reconciler = (*hash.Controller)(nil)
+	_ reconcile.Reconciler = (*readiness.Controller)(nil)
+	_ reconcile.Reconciler = (*counter.Controller)(nil)
+	_ reconcile.Reconciler = (*lifecycle.Controller)(nil)
+	_ reconcile.Reconciler = (*drift.Controller)(nil)
+	_ reconcile.Reconciler = (*nctermination.Controller)(nil)
+	_ reconcile.Reconciler = (*termination.Controller)(nil)
+	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
+	_ reconcile.Reconciler = (*ncstatus.Controller)(nil)
+)
 
 // Deps are the shared dependencies of the controllers.
 type Deps struct {
