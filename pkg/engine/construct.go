@@ -99,7 +99,6 @@ func (s *solver) order() []*cclass {
 // first, and the anchors against their groups.
 func (s *solver) initDemand() {
 	s.demand = make([]rvec, len(s.pools))
-	s.openFree = make([]rvec, len(s.pools))
 	s.poolAnchors = make([][]*tgroup, len(s.pools))
 	for _, c := range s.classes {
 		pc := s.pclassFor(c, c.sc.masks[0])
@@ -236,7 +235,6 @@ func (s *solver) construct() {
 				pc := s.curPC(c)
 				for c.next < len(c.pods) && s.scanExisting(pc, s.zonePrefFor(pc)) {
 					progress = true
-					s.noteRelaxed(c)
 				}
 			}
 		}
@@ -245,7 +243,6 @@ func (s *solver) construct() {
 				pc := s.curPC(c)
 				if s.seed(pc) {
 					progress = true
-					s.noteRelaxed(c)
 					continue
 				}
 				c.lastPC = pc
@@ -256,7 +253,6 @@ func (s *solver) construct() {
 				npc := s.curPC(c)
 				for s.nExisting > 0 && c.next < len(c.pods) && s.scanExisting(npc, s.zonePrefFor(npc)) {
 					progress = true
-					s.noteRelaxed(c)
 				}
 			}
 		}
@@ -300,8 +296,6 @@ func (s *solver) curPC(c *cclass) *pclass {
 	}
 	return s.pclassFor(c, c.sc.masks[c.maskIdx])
 }
-
-func (s *solver) noteRelaxed(c *cclass) {}
 
 func (s *solver) zonePrefFor(pc *pclass) []int {
 	if !pc.zoneRel {
@@ -442,7 +436,6 @@ func (s *solver) fillFrom(n *snode, sh *shape, gen int) bool {
 			continue
 		}
 		s.place(pc, n, d, s.nextPod(c))
-		s.noteRelaxed(c)
 		placed = true
 		if s.pending(c) {
 			continue
@@ -728,7 +721,6 @@ func (s *solver) registerClaim(n *snode) {
 	for i := range p.limits {
 		p.limits[i].remaining -= n.reserved[i]
 	}
-	s.openFree[p.idx] = s.openFree[p.idx].add(n.alloc)
 	s.claimSeq++
 	if s.trial != nil {
 		s.trial.created = append(s.trial.created, n)
@@ -770,7 +762,9 @@ func (s *solver) chooseTarget(pc *pclass, p *cpool, a *classAlt, zones zmask, ct
 		nodes := k
 		for d := range nres {
 			if t.alloc[d] > 0 && dfree[d] > 0 {
-				nodes = math.Max(nodes, float64(dfree[d])/float64(t.alloc[d]))
+				if v := float64(dfree[d]) / float64(t.alloc[d]); v > nodes {
+					nodes = v
+				}
 			}
 		}
 		c := price * nodes
@@ -1016,7 +1010,9 @@ func share(req, alloc rvec) float64 {
 	sh := 0.0
 	for d := range nres {
 		if req[d] > 0 && alloc[d] > 0 {
-			sh = math.Max(sh, float64(req[d])/float64(alloc[d]))
+			if v := float64(req[d]) / float64(alloc[d]); v > sh {
+				sh = v
+			}
 		}
 	}
 	return sh
@@ -1028,7 +1024,9 @@ func podShareCost(req rvec, t *ctype, zones zmask, cts ctmask) float64 {
 	share := 0.0
 	for d := range nres {
 		if req[d] > 0 && t.alloc[d] > 0 {
-			share = math.Max(share, float64(req[d])/float64(t.alloc[d]))
+			if v := float64(req[d]) / float64(t.alloc[d]); v > share {
+				share = v
+			}
 		}
 	}
 	return t.priceIn(zones, cts) * share

@@ -1,4 +1,87 @@
-// Package engine is dovetail's scheduling core: given a snapshot of pending
-// pods, existing nodes, in-flight NodeClaims, DaemonSets and NodePools, it
-// plans where every pod goes and which new nodes to launch.
+// Package engine is dovetail's scheduling core: a pure function from a
+// snapshot of the cluster to a plan. Given the pending pods, the existing
+// nodes (with their pods), the NodeClaims being launched, the DaemonSets
+// and the NodePools with their instance types, Solve decides which pods go
+// onto existing capacity, which new NodeClaims to launch (instance-type
+// options, zone and capacity type, labels, taints, the pods each one is
+// for), and why each remaining pod cannot be placed.
+//
+// See Example for a two-pool (spot first, on-demand fallback) plan.
+//
+// # Contract
+//
+//   - Pure: no API client, no cloud, no clock, no randomness, no
+//     environment. Time-like budgets are work counts (Options), seeds are
+//     inputs; the same Input always gives the same Plan.
+//   - Solve never modifies its Input. Its error is only for malformed input
+//     (an *InputError wrapping ErrInvalidInput, with field paths naming the
+//     object); a pod that cannot be placed is data: a PodError with a stable
+//     ReasonCode and a message naming the NodePools and what failed.
+//   - Placements honour every hard constraint on the final node set as the
+//     kube-scheduler would judge each pod with every other planned pod
+//     already bound: resources (requests with init containers and sidecars,
+//     pod overhead, daemonset overhead, reserved resources, max pods), node
+//     selectors and required node affinity, taints, pod affinity and
+//     anti-affinity in both directions, DoNotSchedule topology spread (zone,
+//     hostname, capacity type; minDomains; node inclusion policies;
+//     matchLabelKeys), host ports, volume zones, NodePool requirements,
+//     limits and minValues. Preferences are honoured (PreferenceRespect) or
+//     ignored (PreferenceIgnore).
+//   - A new node comes from the highest-weight NodePool that can take the
+//     pod; a lower one only when the higher cannot (requirements, taints,
+//     limits, no available offering, topology).
+//
+// # Pipeline
+//
+//	Input ─▶ compile ─▶ construct ─▶ improve ─▶ finish ─▶ Plan
+//	         pools × instance types × offerings, daemonset overhead
+//	         pods ─▶ spec classes ─▶ classes (+ topology group membership)
+//	                              ─▶ placement classes (per preference subset)
+//	         construct: existing nodes and in-flight claims first (first fit),
+//	                    then new claims: seed, choose the target type, fill
+//	         improve:   re-pack sets of claims (journaled trials), keep cheaper
+//	         finish:    right-size options, requirements, names, reasons,
+//	                    lower bound (pkg/engine/bound)
+//
+// # Vocabulary
+//
+//   - Class: pods that are interchangeable for placement (same requests,
+//     same constraints, same topology group memberships). The engine works
+//     per class, so a Deployment of a thousand replicas costs little more
+//     than one pod.
+//   - Placement class: a class with one subset of its preferences treated as
+//     requirements. Relaxation moves a pod to the next subset (lowest total
+//     weight dropped first).
+//   - Topology group: the pods one spread, affinity or anti-affinity term
+//     counts (namespaces and selector) by one node label, with per-domain
+//     counts of members and owners. A domain is a zone, a capacity type, a
+//     node (hostname) or a label value.
+//   - Claim: a planned NodeClaim. While it is built it has a target type
+//     (what it is filled up to) and a set of still-allowed types, zones and
+//     capacity types; at the end it is right-sized: its options are every
+//     type that holds its pods, cheapest available offering first.
+//   - Anchor: a pod that needs a node of its own (hostname anti-affinity or
+//     spread among its own kind); anchors seed claims first, and the claims
+//     are sized so the rest of the pods fill them.
+//   - Zone quota: for a zone spread that counts only its own class, the
+//     final per-zone counts are fixed up front (floor or ceil of the total).
+//
+// # Zones and domains of new nodes
+//
+// A claim is pinned to one zone (and capacity type) as soon as a pod whose
+// zone matters lands on it: a pod that owns or is counted by a zone-keyed
+// spread, affinity or anti-affinity. Pinned values appear in the claim's
+// requirements, so the node the cloud launches (the cheapest available
+// offering among the options) is in that zone. Claims of pods whose zone
+// does not matter keep every zone their pods allow.
+//
+// # Cost
+//
+// Construction fills each new claim to balance cpu and memory, choosing the
+// target type by filling candidates on paper and comparing what the fill is
+// worth against the price; improvement re-packs (pool, zone) groups with
+// other heuristic settings and lopsided claims in pairs, keeping only
+// cheaper results. Work is bounded by Options.ImprovementBudget
+// (DefaultImprovementBudget scales with the input). Plan.LowerBound, from
+// pkg/engine/bound, bounds every plan for the pods put on new claims.
 package engine

@@ -511,7 +511,6 @@ func (s *solver) place(pc *pclass, n *snode, d decision, pod int32) {
 				n.elig[en.g] = en.res
 			}
 		}
-		s.openFree[n.pool.idx] = s.openFree[n.pool.idx].sub(pc.req)
 	}
 	n.pods = append(n.pods, pod)
 	n.podPC = append(n.podPC, pc)
@@ -548,7 +547,6 @@ func (s *solver) unplace(pc *pclass, n *snode, pod int32) {
 	s.podNode[pod] = -1
 	s.count(pc, n, -1)
 	if n.kind == nkNew {
-		s.openFree[n.pool.idx] = s.openFree[n.pool.idx].add(pc.req)
 	}
 	if pool := pc.cls.topPool; pool >= 0 {
 		s.demand[pool] = s.demand[pool].add(pc.req)

@@ -57,7 +57,6 @@ type solver struct {
 
 	demand      []rvec
 	lambda      [][2]float64
-	openFree    []rvec
 	poolAnchors [][]*tgroup
 	knobs       knobs
 	window      int
@@ -71,7 +70,6 @@ type solver struct {
 	// improvement phase
 	finalPrice     float64
 	constructEvals int
-	placed         int
 	improving      bool
 	trial          *trial
 	trialGen       int
@@ -119,10 +117,6 @@ func (s *solver) run(k knobs) *solver {
 	s.stats.ConstructionPrice = s.totalPrice()
 	s.improve()
 	s.finalPrice = s.totalPrice()
-	s.placed = 0
-	for _, c := range s.classes {
-		s.placed += c.next - len(c.back)
-	}
 	return s
 }
 
