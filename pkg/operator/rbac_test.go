@@ -82,7 +82,7 @@ func TestRBACIsEnoughAndNoMore(t *testing.T) {
 		}
 		return true, nil
 	})
-	env.EventuallyEvent("Pod", pod.Name, "Evicted")
+	env.EventuallyEventAbout(pod, "Evicted")
 	if n := len(env.Cloud.Instances()); n != 0 {
 		t.Fatalf("%d instances left", n)
 	}

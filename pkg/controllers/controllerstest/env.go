@@ -264,6 +264,24 @@ func (e *Env) Events(kind, name string) []eventsv1.Event {
 	return out
 }
 
+// EventsAbout returns the events about exactly this object (matched by
+// UID, so objects of the same name in earlier tests do not count), oldest
+// first.
+func (e *Env) EventsAbout(obj client.Object) []eventsv1.Event {
+	e.T.Helper()
+	var list eventsv1.EventList
+	if err := e.Client.List(e.ctx, &list); err != nil {
+		e.T.Fatalf("listing events: %v", err)
+	}
+	var out []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.UID == obj.GetUID() {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // EventuallyEvent waits for an event with the reason about the object and
 // returns it.
 func (e *Env) EventuallyEvent(kind, name, reason string) eventsv1.Event {
@@ -271,6 +289,23 @@ func (e *Env) EventuallyEvent(kind, name, reason string) eventsv1.Event {
 	var found eventsv1.Event
 	e.Eventually(fmt.Sprintf("event %s on %s %s", reason, kind, name), func() (bool, error) {
 		for _, ev := range e.Events(kind, name) {
+			if ev.Reason == reason {
+				found = ev
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
+}
+
+// EventuallyEventAbout waits for an event with the reason about exactly
+// this object (matched by UID) and returns it.
+func (e *Env) EventuallyEventAbout(obj client.Object, reason string) eventsv1.Event {
+	e.T.Helper()
+	var found eventsv1.Event
+	e.Eventually(fmt.Sprintf("event %s about %s", reason, obj.GetName()), func() (bool, error) {
+		for _, ev := range e.EventsAbout(obj) {
 			if ev.Reason == reason {
 				found = ev
 				return true, nil

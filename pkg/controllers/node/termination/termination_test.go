@@ -179,7 +179,7 @@ func TestDeleteNodeDrainsInOrderHonouringPDBs(t *testing.T) {
 		tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
 		return !nc.DeletionTimestamp.IsZero() && tainted, nil
 	})
-	env.EventuallyEvent("Pod", web1.Name, termination.ReasonEvictionBlocked)
+	env.EventuallyEventAbout(web1, termination.ReasonEvictionBlocked)
 	// While the PDB says no, nothing of a later group goes either.
 	controllerstest.Consistently(t, 2*time.Second, "the PDB and group order to hold every pod", exists(env, web1, web2, critical, dsPod))
 	if err := env.Get(nc); err != nil {
@@ -235,7 +235,7 @@ func evictionOrder(env *controllerstest.Env, pods ...*corev1.Pod) []string {
 	}
 	var evs []ev
 	for _, p := range pods {
-		for _, e := range env.Events("Pod", p.Name) {
+		for _, e := range env.EventsAbout(p) {
 			if e.Reason == termination.ReasonEvicted {
 				evs = append(evs, ev{p.Name, e.EventTime.Time})
 			}
@@ -288,7 +288,7 @@ func TestTerminationGracePeriodDeletesProtectedPodsInTime(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse, nil
 	})
 	controllerstest.Consistently(t, time.Second, "the do-not-disrupt pod to stay", exists(env, p))
-	for _, e := range env.Events("Pod", p.Name) {
+	for _, e := range env.EventsAbout(p) {
 		if e.Reason == termination.ReasonEvicted {
 			t.Fatal("a do-not-disrupt pod was evicted")
 		}
@@ -300,7 +300,7 @@ func TestTerminationGracePeriodDeletesProtectedPodsInTime(t *testing.T) {
 	controllerstest.Consistently(t, 500*time.Millisecond, "the pod to stay before its delete time", exists(env, p))
 	env.Clock.SetTime(deadline.Add(-30 * time.Second))
 	reconcileNode(t, nodeTerm, node)
-	ev := env.EventuallyEvent("Pod", p.Name, termination.ReasonTerminationGracePeriodExpired)
+	ev := env.EventuallyEventAbout(p, termination.ReasonTerminationGracePeriodExpired)
 	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("event type %s", ev.Type)
 	}

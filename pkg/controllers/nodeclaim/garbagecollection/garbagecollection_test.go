@@ -91,7 +91,7 @@ func TestNodeClaimsWhoseInstanceVanishedAreDeleted(t *testing.T) {
 	}
 	sweep()
 	env.Eventually("the NodeClaim to be gone", func() (bool, error) { return env.NotFound(nc) })
-	env.EventuallyEvent("NodeClaim", nc.Name, garbagecollection.ReasonInstanceGone)
+	env.EventuallyEventAbout(nc, garbagecollection.ReasonInstanceGone)
 	if v := metricstest.Value(t, env.Metrics.GarbageCollected.WithLabelValues(garbagecollection.KindNodeClaim)); v != 1 {
 		t.Errorf("nodeclaims collected = %v", v)
 	}
@@ -122,7 +122,7 @@ func TestManagedNodesWithoutNodeClaimAreDeleted(t *testing.T) {
 	if ok, err := env.NotFound(unmanaged); ok || err != nil {
 		t.Fatalf("unmanaged node deleted (%v, %v)", ok, err)
 	}
-	env.EventuallyEvent("Node", orphan.Name, garbagecollection.ReasonNoNodeClaim)
+	env.EventuallyEventAbout(orphan, garbagecollection.ReasonNoNodeClaim)
 }
 
 func TestTheSweepRunsPeriodicallyInTheManager(t *testing.T) {

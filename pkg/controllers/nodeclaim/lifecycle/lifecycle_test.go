@@ -157,8 +157,8 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 		t.Error("startup taint came back")
 	}
 
-	env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonLaunched)
-	env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonRegistered)
+	env.EventuallyEventAbout(nc, lifecycle.ReasonLaunched)
+	env.EventuallyEventAbout(nc, lifecycle.ReasonRegistered)
 	for name, v := range map[string]float64{
 		"nodeclaims_created": metricstest.Value(t, env.Metrics.NodeClaimsCreated.WithLabelValues("provisioning", pool.Name, "false")),
 		"registered":         metricstest.Value(t, env.Metrics.NodeClaimsRegistered.WithLabelValues(pool.Name)),
@@ -222,7 +222,7 @@ func TestInsufficientCapacityRecordsOfferingsAndDeletesTheNodeClaim(t *testing.T
 	if env.Unavailable.IsUnavailable(other) {
 		t.Errorf("%s recorded though never refused", other)
 	}
-	ev := env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonInsufficientCapacity)
+	ev := env.EventuallyEventAbout(nc, lifecycle.ReasonInsufficientCapacity)
 	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("event type %s", ev.Type)
 	}
@@ -248,7 +248,7 @@ func TestLaunchErrorSetsConditionAndRetriesWithBackoff(t *testing.T) {
 	nc := controllerstest.NodeClaim("retry", "team-a")
 	env.Create(nc)
 
-	env.EventuallyEvent("NodeClaim", nc.Name, lifecycle.ReasonLaunchFailed)
+	env.EventuallyEventAbout(nc, lifecycle.ReasonLaunchFailed)
 	got := waitCondition(t, env, nc.Name, karpv1.ConditionTypeLaunched, metav1.ConditionTrue)
 	if n := env.Cloud.Calls("Create"); n != 3 {
 		t.Errorf("Create called %d times, want 3 (two failures, one success)", n)
@@ -257,7 +257,7 @@ func TestLaunchErrorSetsConditionAndRetriesWithBackoff(t *testing.T) {
 		t.Errorf("providerID %q, %d instances", got.Status.ProviderID, len(env.Cloud.Instances()))
 	}
 	reasons := map[string]bool{}
-	for _, ev := range env.Events("NodeClaim", nc.Name) {
+	for _, ev := range env.EventsAbout(nc) {
 		if ev.Reason == lifecycle.ReasonLaunchFailed {
 			reasons[ev.Note] = true
 		}
@@ -309,7 +309,7 @@ func TestLivenessDeletesNodeClaimsThatDoNotProgress(t *testing.T) {
 			if !tt.deleted {
 				return
 			}
-			env.EventuallyEvent("NodeClaim", nc.Name, tt.reason)
+			env.EventuallyEventAbout(nc, tt.reason)
 			if v := metricstest.Value(t, env.Metrics.NodeClaimsLivenessTimeouts.WithLabelValues("team-a", tt.phase)); v != 1 {
 				t.Errorf("liveness metric = %v, want 1", v)
 			}

@@ -93,7 +93,7 @@ func TestStatusIsResolvedAndDeletionWaitsForNodeClaims(t *testing.T) {
 	nc := controllerstest.NodeClaim("user", "team-a")
 	env.Create(nc)
 	env.Delete(class)
-	env.EventuallyEvent("EC2NodeClass", class.Name, status.ReasonWaitingOnNodeClaims)
+	env.EventuallyEventAbout(class, status.ReasonWaitingOnNodeClaims)
 	controllerstest.Consistently(t, 300*time.Millisecond, "the class to wait for its NodeClaim", func() (bool, error) {
 		ok, err := env.NotFound(class)
 		return !ok, err
