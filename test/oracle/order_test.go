@@ -1,8 +1,10 @@
 package oracle_test
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -21,7 +23,9 @@ import (
 // waiting for the other to even out a different spread). The plan gives a
 // placement, not a global order, so the oracle builds one greedily: at each
 // step the first pod of base (plan order, interleaved across NodeClaims)
-// that the model below accepts. running pods are bound from the start.
+// that the model below accepts, backtracking out of dead ends (a
+// depth-first search with a work budget). running pods are bound from the
+// start.
 //
 // The model mirrors kube-scheduler's PodTopologySpread filter (eligible
 // nodes per nodeAffinityPolicy and nodeTaintsPolicy, domains, minDomains,
@@ -29,29 +33,123 @@ import (
 // anti-affinity needs no ordering (a final state without conflicts has
 // none at any earlier point). It only chooses the order: the real scheduler
 // still judges every pod, so a wrong model can cause a false failure, never
-// a false pass. stuck counts the steps where no pod was acceptable and the
-// next one in base order was taken anyway.
+// a false pass. When the search finds no order within its budget, the pods
+// go greedily and stuck counts the steps where no pod was acceptable and
+// the next one in base order was taken anyway.
 func bindOrder(pods map[string]*corev1.Pod, planned map[string]string, nodes map[string]*corev1.Node, running map[string]bool, base []string) (order []string, stuck int) {
+	o := &orderer{pods: pods, planned: planned, nodes: nodes, bound: maps.Clone(running), failed: map[string]bool{}, budget: orderBudget}
+	if o.search(slices.Clone(base)) {
+		return o.order, 0
+	}
+	// No order found within the budget: greedy, taking the next pod in
+	// base order whenever none is placeable.
 	bound := maps.Clone(running)
-	remaining := append([]string(nil), base...)
+	remaining := slices.Clone(base)
 	for len(remaining) > 0 {
-		pick := -1
-		for i, name := range remaining {
-			if placeable(pods[name], nodes[planned[name]], pods, planned, nodes, bound) {
-				pick = i
-				break
-			}
-		}
+		pick := slices.IndexFunc(remaining, func(name string) bool {
+			return placeable(pods[name], nodes[planned[name]], pods, planned, nodes, bound)
+		})
 		if pick < 0 {
 			pick = 0
 			stuck++
 		}
-		name := remaining[pick]
-		remaining = append(remaining[:pick], remaining[pick+1:]...)
-		bound[name] = true
-		order = append(order, name)
+		bound[remaining[pick]] = true
+		order = append(order, remaining[pick])
+		remaining = slices.Delete(remaining, pick, pick+1)
 	}
 	return order, stuck
+}
+
+// orderBudget caps the placeability checks of the backtracking search.
+const orderBudget = 200_000
+
+// orderer is a depth-first search for a bind order, preferring base order
+// at every step and remembering dead-end states. Pods with the same labels
+// and spec on the same node are interchangeable, so a state is the
+// multiset of (pod signature, node) bound so far.
+type orderer struct {
+	pods    map[string]*corev1.Pod
+	planned map[string]string
+	nodes   map[string]*corev1.Node
+	bound   map[string]bool
+	order   []string
+	failed  map[string]bool
+	budget  int
+	sigs    map[string]string
+}
+
+func (o *orderer) sig(name string) string {
+	if o.sigs == nil {
+		o.sigs = map[string]string{}
+	}
+	s, ok := o.sigs[name]
+	if !ok {
+		s = signature(o.pods[name]) + "@" + o.planned[name]
+		o.sigs[name] = s
+	}
+	return s
+}
+
+func (o *orderer) search(remaining []string) bool {
+	if len(remaining) == 0 {
+		return true
+	}
+	key := o.key()
+	if o.failed[key] {
+		return false
+	}
+	tried := map[string]bool{}
+	for i, name := range remaining {
+		if o.budget <= 0 {
+			return false
+		}
+		// Interchangeable pods need trying once per step.
+		sig := o.sig(name)
+		if tried[sig] {
+			continue
+		}
+		tried[sig] = true
+		o.budget--
+		if !placeable(o.pods[name], o.nodes[o.planned[name]], o.pods, o.planned, o.nodes, o.bound) {
+			continue
+		}
+		o.bound[name] = true
+		o.order = append(o.order, name)
+		rest := append(slices.Clone(remaining[:i]), remaining[i+1:]...)
+		if o.search(rest) {
+			return true
+		}
+		delete(o.bound, name)
+		o.order = o.order[:len(o.order)-1]
+	}
+	if o.budget > 0 {
+		o.failed[key] = true
+	}
+	return false
+}
+
+func (o *orderer) key() string {
+	var parts []string
+	for name, b := range o.bound {
+		if b {
+			parts = append(parts, o.sig(name))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "|")
+}
+
+// signature identifies pods that constraints cannot tell apart: same
+// namespace, labels and spec.
+func signature(p *corev1.Pod) string {
+	spec := p.Spec.DeepCopy()
+	spec.Volumes = nil // per-pod claims; zones are in the planned node
+	data, _ := json.Marshal(struct {
+		NS     string
+		Labels map[string]string
+		Spec   *corev1.PodSpec
+	}{p.Namespace, p.Labels, spec})
+	return string(data)
 }
 
 func placeable(p *corev1.Pod, n *corev1.Node, pods map[string]*corev1.Pod, planned map[string]string, nodes map[string]*corev1.Node, bound map[string]bool) bool {
