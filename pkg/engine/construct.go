@@ -161,6 +161,20 @@ func (s *solver) zoneQuotas() {
 		if m < int(g.minDomains) || m == 0 {
 			continue
 		}
+		// Every zone of the universe must be one the class's first pools
+		// can put new nodes in, or its quota might stay unfilled while the
+		// other zones' filled quotas break the spread.
+		var reach zmask
+		for _, pp := range pc.pools {
+			if pc.inFirstTier(pp.pool) {
+				for _, a := range pp.alts {
+					reach |= a.zones
+				}
+			}
+		}
+		if g.univZones&^reach != 0 {
+			continue
+		}
 		total := int(g.total) + len(c.pods)
 		base, extra := total/m, total%m
 		var zones []int
@@ -196,6 +210,53 @@ func (s *solver) zoneQuotas() {
 		}
 		c.quotaG, c.quota, c.quotaUsed = g, quota, make([]int32, nz)
 	}
+}
+
+// repairQuotas handles zone-quota classes that could not place every pod
+// (limits, capacity): their placed pods may leave the spread unbalanced,
+// so pods are taken back from the fullest zones until it balances; they
+// join the class's unschedulable pods.
+func (s *solver) repairQuotas() {
+	for _, c := range s.classes {
+		g := c.quotaG
+		if g == nil || !s.pending(c) {
+			continue
+		}
+		for {
+			worst, excess := -1, int32(0)
+			m := g.min()
+			for d := range g.owners {
+				if g.own(d) > 0 && g.cnt(d)-m > g.maxSkew && g.cnt(d)-m > excess {
+					worst, excess = d, g.cnt(d)-m
+				}
+			}
+			if worst < 0 || !s.takeBackOne(c, g, worst) {
+				break
+			}
+		}
+	}
+}
+
+// takeBackOne removes one pod of class c from a node in domain d of g.
+func (s *solver) takeBackOne(c *cclass, g *tgroup, d int) bool {
+	for i := len(s.nodes) - 1; i >= 0; i-- {
+		n := s.nodes[i]
+		if n.removed {
+			continue
+		}
+		if dd, ok := s.domain(n, g); !ok || dd != d {
+			continue
+		}
+		for j := len(n.pods) - 1; j >= 0; j-- {
+			if pc := n.podPC[j]; pc.cls == c {
+				pod := n.pods[j]
+				s.unplace(pc, n, pod)
+				c.back = append(c.back, backPod{pod: pod, pc: pc})
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forcedNodes is how many more new nodes the pool's anchors need.

@@ -34,6 +34,8 @@ type trial struct {
 	moves   []move
 	created []*snode
 	limits  [][]int64
+	// backLen is each class's number of waiting pods before the trial.
+	backLen map[*cclass]int
 }
 
 type move struct {
@@ -92,7 +94,7 @@ func (s *solver) claimCost(n *snode) float64 {
 
 func (s *solver) beginTrial() {
 	s.trialGen++
-	t := &trial{gen: s.trialGen}
+	t := &trial{gen: s.trialGen, backLen: map[*cclass]int{}}
 	t.limits = make([][]int64, len(s.pools))
 	for i, p := range s.pools {
 		if len(p.limits) > 0 {
@@ -214,8 +216,8 @@ func (s *solver) renarrow(n *snode) {
 }
 
 func (s *solver) backEmpty() bool {
-	for _, c := range s.repackClasses {
-		if len(c.back) > 0 {
+	for c, n := range s.trial.backLen {
+		if len(c.back) > n {
 			return false
 		}
 	}
@@ -224,8 +226,8 @@ func (s *solver) backEmpty() bool {
 
 func (s *solver) rollback(t *trial) {
 	// Pods still waiting go back where they were.
-	for _, c := range s.repackClasses {
-		c.back = c.back[:0]
+	for c, n := range t.backLen {
+		c.back = c.back[:n]
 	}
 	// Undo the placements the trial made, newest first.
 	for i := len(t.moves) - 1; i >= 0; i-- {
@@ -408,14 +410,19 @@ func (s *solver) repackWith(set []*snode, absorb bool) bool {
 		for i := len(n.pods) - 1; i >= 0; i-- {
 			pod, pc := n.pods[i], n.podPC[i]
 			s.unplace(pc, n, pod)
+			if _, ok := s.trial.backLen[pc.cls]; !ok {
+				s.trial.backLen[pc.cls] = len(pc.cls.back)
+			}
 			pc.cls.back = append(pc.cls.back, backPod{pod: pod, pc: pc})
 		}
 		n.draining = true
 	}
 	s.resetShapes()
 	// Offer the pods to the spare room of other claims, largest first.
+	t := s.trial
 	for _, c := range s.classOrder {
-		for absorb && len(c.back) > 0 {
+		base, ok := t.backLen[c]
+		for ok && absorb && len(c.back) > base {
 			pc := s.curPC(c)
 			if !s.absorb(pc) {
 				break
@@ -426,7 +433,8 @@ func (s *solver) repackWith(set []*snode, absorb bool) bool {
 	s.trial.fresh = true
 	ok := true
 	for _, c := range s.classOrder {
-		for len(c.back) > 0 {
+		base, touched := t.backLen[c]
+		for touched && len(c.back) > base {
 			if !s.seed(s.curPC(c)) {
 				ok = false
 				break

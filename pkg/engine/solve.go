@@ -113,6 +113,7 @@ func (s *solver) run(k knobs) *solver {
 	s.evals = 0
 	s.construct()
 	s.constructEvals = s.evals
+	s.repairQuotas()
 	s.markFailed()
 	s.stats.ConstructionPrice = s.totalPrice()
 	s.improve()
