@@ -100,7 +100,8 @@ func TestOracle(t *testing.T) {
 				st, err := h.run(t.Context(), w)
 				mu.Lock()
 				if err != nil {
-					failures = append(failures, fmt.Sprintf("workload %s (seed %d, features %v):\n%v", w.ID, seed, w.Features, err))
+					failures = append(failures, fmt.Sprintf("workload %s (seed %d, features %v; rerun alone with ORACLE_SEED=%d ORACLE_WORKLOADS=1):\n%v",
+						w.ID, seed, w.Features, seed, err))
 				}
 				for _, f := range w.Features {
 					features[f]++
