@@ -38,8 +38,9 @@ func Run(ctx context.Context, opts *Options) error {
 }
 
 // awsCloud builds the AWS provider from the default AWS configuration
-// chain (environment, shared config, web identity / Pod Identity, IMDS);
-// AWS_ENDPOINT_URL points it at the local emulator.
+// chain (environment, shared config, web identity / Pod Identity, IMDS),
+// and the SQS interruption queue when one is named; AWS_ENDPOINT_URL points
+// both at the local emulator.
 func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cloud, error) {
 	return func(ctx context.Context, mgr manager.Manager) (operator.Cloud, error) {
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
