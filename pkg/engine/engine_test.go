@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -881,4 +882,90 @@ func deepCopyInput(in *engine.Input) *engine.Input {
 		out.NodePools = append(out.NodePools, c)
 	}
 	return &out
+}
+
+func TestSpreadOptions(t *testing.T) {
+	web := sel("app", "web")
+	both := pool("default", 10, req(labelCT, requirements.In, "spot", "on-demand"))
+	tests := []struct {
+		name  string
+		pods  []*corev1.Pod
+		check func(t *testing.T, plan *engine.Plan)
+	}{
+		{
+			name: "capacity-type spread splits spot and on-demand",
+			pods: replicas(4, "web", "1", "1Gi", withLabels("app", "web"), withSpread(labelCT, 1, corev1.DoNotSchedule, web)),
+			check: func(t *testing.T, plan *engine.Plan) {
+				per := map[string]int{}
+				for _, c := range plan.NodeClaims {
+					per[c.Offering.CapacityType] += len(c.Pods)
+					if r := c.Requirements.Get(labelCT); r == nil || r.Len() != 1 {
+						t.Errorf("claim %s: capacity type not pinned: %v", c.Name, r)
+					}
+				}
+				if per["spot"] != 2 || per["on-demand"] != 2 {
+					t.Fatalf("pods per capacity type %v, want 2 and 2", per)
+				}
+			},
+		},
+		{
+			name: "minDomains above the zones caps each zone at maxSkew",
+			pods: replicas(5, "web", "1", "1Gi", withLabels("app", "web"), func(p *corev1.Pod) {
+				min := int32(5)
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+					MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: web, MinDomains: &min,
+				}}
+			}),
+			check: func(t *testing.T, plan *engine.Plan) {
+				if len(plan.Unschedulable) != 2 {
+					t.Fatalf("%d unschedulable, want 2 (three zones, one pod each)", len(plan.Unschedulable))
+				}
+				wantUnschedulable(t, plan, plan.Unschedulable[0].Pod.Name, engine.TopologySpreadUnsatisfiable, "minDomains 5")
+			},
+		},
+		{
+			name: "matchLabelKeys spreads each revision on its own",
+			pods: append(
+				replicas(3, "old", "1", "1Gi", withLabels("app", "web", "rev", "1"), func(p *corev1.Pod) {
+					p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: web, MatchLabelKeys: []string{"rev"},
+					}}
+				}),
+				replicas(3, "new", "1", "1Gi", withLabels("app", "web", "rev", "2"), func(p *corev1.Pod) {
+					p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: web, MatchLabelKeys: []string{"rev"},
+					}}
+				})...),
+			check: func(t *testing.T, plan *engine.Plan) {
+				for _, prefix := range []string{"old", "new"} {
+					zones := map[string]bool{}
+					for i := range 3 {
+						if c := claimOf(plan, fmt.Sprintf("%s-%d", prefix, i)); c != nil {
+							zones[zoneOf(c)] = true
+						}
+					}
+					if len(zones) != 3 {
+						t.Errorf("%s pods in zones %v, want all three", prefix, zones)
+					}
+				}
+			},
+		},
+		{
+			name: "nodeAffinityPolicy Honor counts only matching nodes",
+			pods: append(
+				replicas(3, "arm", "1", "1Gi", withLabels("app", "web"), withNodeSelector(corev1.LabelArchStable, "arm64"), withSpread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, web)),
+				replicas(3, "amd", "1", "1Gi", withLabels("app", "web"), withNodeSelector(corev1.LabelArchStable, "amd64"), withNodeSelector(corev1.LabelTopologyZone, "zone-a"))...),
+			check: func(t *testing.T, plan *engine.Plan) {
+				if len(plan.Unschedulable) != 0 {
+					t.Fatalf("unschedulable: %+v", plan.Unschedulable)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &engine.Input{Pods: tc.pods, NodePools: []engine.NodePool{both}}
+			tc.check(t, solveChecked(t, in))
+		})
+	}
 }
