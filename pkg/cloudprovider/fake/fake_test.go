@@ -23,7 +23,7 @@ func instanceType(name, arch string, cpu int64, offerings ...cloudprovider.Offer
 			corev1.ResourceMemory: resource.MustParse("8Gi"),
 			corev1.ResourcePods:   resource.MustParse("29"),
 		},
-		Overhead: cloudprovider.Overhead{KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+		Overhead:  cloudprovider.Overhead{KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
 		Offerings: offerings,
 	}
 }
