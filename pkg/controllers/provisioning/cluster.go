@@ -218,13 +218,21 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 			}
 		case pod.DeletionTimestamp != nil || ownedByDaemonSet(pod):
 			// neither pending nor using capacity
+		case pod.Status.NominatedNodeName != "" && nodeNames[pod.Status.NominatedNodeName] && p.mem.reserves(pod.UID, now, p.opts.NominationTTL):
+			// The scheduler holds room for it on that node (its own
+			// preemption, or a recent hand-off): count it there.
+			if hasNom {
+				delete(p.mem.noms, pod.UID)
+			}
+			v.waiting++
+			c.Pods = append(c.Pods, relocated(pod, target{name: pod.Status.NominatedNodeName}))
 		case hasNom:
 			v.waiting++
 			if t.inFlight {
 				v.nominated++
 			}
 			c.Pods = append(c.Pods, relocated(pod, t))
-		case Provisionable(pod):
+		case waitsForCapacity(pod):
 			v.waiting++
 			v.pending[ref] = pod
 			c.Pods = append(c.Pods, pod)
@@ -333,7 +341,14 @@ func relocated(pod *corev1.Pod, t target) *corev1.Pod {
 // deleted, not finished, and not a DaemonSet pod (those follow nodes, they
 // never need one).
 func Provisionable(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" || pod.DeletionTimestamp != nil || terminal(pod) || ownedByDaemonSet(pod) {
+	return pod.Status.NominatedNodeName == "" && waitsForCapacity(pod)
+}
+
+// waitsForCapacity is Provisionable without the nomination check (read
+// handles nominations to nodes that exist; one to a node that does not
+// exist holds nothing).
+func waitsForCapacity(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || terminal(pod) || ownedByDaemonSet(pod) {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {

@@ -14,6 +14,8 @@ type target struct {
 	name     string
 	inFlight bool
 	until    time.Time
+	// pod names the pod (the map is keyed by UID).
+	pod types.NamespacedName
 }
 
 // memory is what the provisioner remembers between passes. It is lost on
@@ -34,6 +36,10 @@ type memory struct {
 	failedEvent    map[types.UID]string
 	// limitEvent: the last limit message per NodePool.
 	limitEvent map[string]string
+	// handed: when a pod was handed to the scheduler (handoff). A hand-off
+	// older than the nomination TTL whose pod is still unbound no longer
+	// holds room.
+	handed map[types.UID]time.Time
 }
 
 func newMemory() *memory {
@@ -43,6 +49,7 @@ func newMemory() *memory {
 		nominatedEvent: map[types.UID]string{},
 		failedEvent:    map[types.UID]string{},
 		limitEvent:     map[string]string{},
+		handed:         map[types.UID]time.Time{},
 	}
 }
 
@@ -56,6 +63,27 @@ func (m *memory) nominated(uid types.UID, now time.Time) bool {
 	return ok && (t.inFlight || now.Before(t.until))
 }
 
+// handOff returns the pods nominated to the in-flight NodeClaim. With
+// take it forgets their nominations; with mark it records them as handed
+// to the scheduler at now.
+func (m *memory) handOff(nodeClaim string, take, mark bool, now time.Time) []types.NamespacedName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []types.NamespacedName
+	for uid, t := range m.noms {
+		if t.inFlight && t.name == nodeClaim && t.pod.Name != "" {
+			out = append(out, t.pod)
+			if take {
+				delete(m.noms, uid)
+			}
+			if mark {
+				m.handed[uid] = now
+			}
+		}
+	}
+	return out
+}
+
 // forget drops everything remembered about a pod.
 func (m *memory) forget(uid types.UID) {
 	m.mu.Lock()
@@ -63,6 +91,7 @@ func (m *memory) forget(uid types.UID) {
 	delete(m.noms, uid)
 	delete(m.nominatedEvent, uid)
 	delete(m.failedEvent, uid)
+	delete(m.handed, uid)
 }
 
 // prune drops pods not in live and evacuating nodes not in nodes.
@@ -84,9 +113,22 @@ func (m *memory) prune(live map[types.UID]bool, nodes map[string]bool) {
 			delete(m.failedEvent, uid)
 		}
 	}
+	for uid := range m.handed {
+		if !live[uid] {
+			delete(m.handed, uid)
+		}
+	}
 	for n := range m.evacuating {
 		if !nodes[n] {
 			delete(m.evacuating, n)
 		}
 	}
+}
+
+// reserves reports whether a pod's nominatedNodeName still holds room: it
+// was not handed off by the provisioner (the scheduler's own), or less than
+// ttl ago. Callers hold m.mu.
+func (m *memory) reserves(uid types.UID, now time.Time, ttl time.Duration) bool {
+	at, ok := m.handed[uid]
+	return !ok || now.Sub(at) < ttl
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -28,7 +29,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultNominationTTL     = 20 * time.Second
+	DefaultNominationTTL     = 10 * time.Second
 	DefaultResyncPeriod      = 30 * time.Second
 	DefaultCreateParallelism = 16
 	maxRetryDelay            = 30 * time.Second
@@ -376,6 +377,7 @@ func truncate(s string) string {
 }
 
 func (p *Provisioner) nominate(pod *corev1.Pod, t target) {
+	t.pod = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	p.mem.mu.Lock()
 	p.mem.noms[pod.UID] = t
 	delete(p.mem.failedEvent, pod.UID)

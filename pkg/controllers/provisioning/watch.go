@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 )
@@ -17,6 +16,8 @@ import (
 //   - a pod that becomes provisionable and is not already nominated (a
 //     nominated pod's status updates must not hold the window open);
 //   - a Node or NodeClaim deleted (pods planned onto it need a new plan);
+//   - a Node created or registered: the pods planned onto its NodeClaim
+//     are handed to the kube-scheduler (handoff);
 //   - a NodePool created, or whose spec or readiness changed.
 //
 // Status-only churn (node heartbeats, NodePool counters) never triggers,
@@ -44,15 +45,45 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		return err
 	}
 
-	onDelete := toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { p.Trigger() }}
-	for _, obj := range []client.Object{&corev1.Node{}, &karpv1.NodeClaim{}} {
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("%T informer: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(onDelete); err != nil {
-			return err
-		}
+	claims, err := c.GetInformer(ctx, &karpv1.NodeClaim{})
+	if err != nil {
+		return fmt.Errorf("NodeClaim informer: %w", err)
+	}
+	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { p.Trigger() }}); err != nil {
+		return err
+	}
+	nodes, err := c.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return fmt.Errorf("Node informer: %w", err)
+	}
+	slots := make(chan struct{}, handoffParallelism)
+	handoff := func(node *corev1.Node, final bool) {
+		go func() {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-slots }()
+			p.handoff(ctx, node, final)
+		}()
+	}
+	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if node, ok := obj.(*corev1.Node); ok {
+				handoff(node, node.Labels[karpv1.NodeRegisteredLabelKey] == "true")
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if ok1 && ok2 && o.Labels[karpv1.NodeRegisteredLabelKey] != "true" && n.Labels[karpv1.NodeRegisteredLabelKey] == "true" {
+				handoff(n, true)
+			}
+		},
+		DeleteFunc: func(any) { p.Trigger() },
+	}); err != nil {
+		return err
 	}
 
 	pools, err := c.GetInformer(ctx, &karpv1.NodePool{})
