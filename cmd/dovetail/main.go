@@ -1,5 +1,3 @@
-// Command dovetail is the single dovetail binary: the controller, the local
-// stack (`local up`), the scheduling simulator (`simulate`) and their helpers.
 package main
 
 import (
