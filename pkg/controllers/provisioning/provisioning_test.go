@@ -560,3 +560,54 @@ func holds(cond bool, format string, args ...any) (bool, error) {
 	}
 	return false, fmt.Errorf(format, args...)
 }
+
+// TestPodsLandWhereTheyWerePlanned: once a NodeClaim's node appears, the
+// pods planned onto it are handed to the kube-scheduler
+// (status.nominatedNodeName), so each pod ends on the node of the
+// NodeClaim it was planned onto, not on whichever node came up first.
+func TestPodsLandWhereTheyWerePlanned(t *testing.T) {
+	f := setup(t, provisioning.Options{}, true)
+	f.readyPool(controllerstest.NodePool("default"))
+	// Small pods that fit anywhere, and big ones that need a node each.
+	small := f.createPods(6, "small", "200m", "256Mi", nil)
+	big := f.createPods(3, "big", "1500m", "2Gi", nil)
+	res := f.provision()
+	if len(res.Created) < 2 {
+		t.Fatalf("%d NodeClaims planned, want several", len(res.Created))
+	}
+	plannedOn := map[string]string{} // pod -> NodeClaim
+	for i, nc := range res.Created {
+		for _, ref := range res.Plan.NodeClaims[i].Pods {
+			plannedOn[ref.Name] = nc.Name
+		}
+	}
+	pods := append(small, big...)
+	f.env.Eventually("every pod Running", func() (bool, error) {
+		for _, p := range pods {
+			got := &corev1.Pod{}
+			if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+				return false, err
+			}
+			if got.Status.Phase != corev1.PodRunning {
+				return holds(false, "pod %s is %s", p.Name, got.Status.Phase)
+			}
+		}
+		return true, nil
+	})
+	for _, p := range pods {
+		got := &corev1.Pod{}
+		if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		nc := &karpv1.NodeClaim{}
+		if err := f.env.Client.Get(f.env.Context(), client.ObjectKey{Name: plannedOn[p.Name]}, nc); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.NodeName != nc.Status.NodeName {
+			t.Errorf("pod %s runs on %s, but was planned onto NodeClaim %s (node %s)", p.Name, got.Spec.NodeName, nc.Name, nc.Status.NodeName)
+		}
+	}
+	if n := len(f.nodeClaims()); n != len(res.Created) {
+		t.Errorf("%d NodeClaims exist, the plan made %d", n, len(res.Created))
+	}
+}
