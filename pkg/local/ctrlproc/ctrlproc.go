@@ -72,6 +72,7 @@ type Component struct {
 	mu       sync.Mutex
 	dir      string
 	scale    float64
+	vars     map[string]string // the component's own environment
 	baseEnv  []string
 	replicas []*Replica
 	progress func(format string, args ...any)
@@ -203,10 +204,8 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 			vars[k] = v
 		}
 	}
-	for k, v := range c.Env {
-		vars[k] = v
-	}
-	c.baseEnv = mergeEnv(os.Environ(), vars)
+	c.vars = vars
+	c.baseEnv = mergeEnv(os.Environ(), c.withExtraEnv())
 
 	c.replicas = make([]*Replica, c.Replicas)
 	errs := make([]error, c.Replicas)
@@ -224,6 +223,18 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 		return err
 	}
 	return nil
+}
+
+// withExtraEnv is the component's environment with Env on top.
+func (c *Component) withExtraEnv() map[string]string {
+	out := make(map[string]string, len(c.vars)+len(c.Env))
+	for k, v := range c.vars {
+		out[k] = v
+	}
+	for k, v := range c.Env {
+		out[k] = v
+	}
+	return out
 }
 
 // mergeEnv returns base without the keys of vars (and without other
@@ -384,11 +395,7 @@ func (c *Component) Reconfigure(ctx context.Context, change func(*Component)) er
 	if c.Replicas <= 0 {
 		c.Replicas = 1
 	}
-	vars := map[string]string{}
-	for k, v := range c.Env {
-		vars[k] = v
-	}
-	c.baseEnv = mergeEnv(c.baseEnv, vars)
+	c.baseEnv = mergeEnv(os.Environ(), c.withExtraEnv())
 	c.mu.Lock()
 	c.replicas = make([]*Replica, c.Replicas)
 	c.mu.Unlock()

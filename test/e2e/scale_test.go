@@ -1,0 +1,125 @@
+package e2e_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/simulate"
+)
+
+// simulatePlan plans files (with examples/) through `dovetail simulate`'s
+// code path, for the emulator's region and subnet zones.
+func simulatePlan(t *testing.T, files ...string) *simulate.Result {
+	t.Helper()
+	examples, err := filepath.Glob(filepath.Join(repo, "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &simulate.Manifests{}
+	for _, f := range append(examples, files...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Read(f, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := simulate.Run(m, simulate.Options{Region: emu().Options().Region, Zones: subnetZones(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Unschedulable) > 0 {
+		t.Fatalf("simulate leaves pods unschedulable: %+v", res.Unschedulable)
+	}
+	return res
+}
+
+// subnetZones are the zones of the EC2NodeClass's subnets (the emulator
+// seeds one subnet in each of the region's first three zones).
+func subnetZones(t *testing.T) []string {
+	t.Helper()
+	nc := &awsv1.EC2NodeClass{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: "default"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var zones []string
+	for _, sn := range nc.Status.Subnets {
+		if !seen[sn.Zone] {
+			seen[sn.Zone] = true
+			zones = append(zones, sn.Zone)
+		}
+	}
+	sort.Strings(zones)
+	if len(zones) == 0 {
+		t.Fatal("the EC2NodeClass has no subnets in its status")
+	}
+	return zones
+}
+
+// TestMixed500Pods: 500 pending pods across five Deployments (zone spread,
+// hostname anti-affinity, arm64, amd64, a tainted team pool, a volume in
+// one zone) all end Running on Ready NodeClaims, and the fleet costs within
+// 10% of what `dovetail simulate` plans for the same manifests.
+func TestMixed500Pods(t *testing.T) {
+	s := newScenario(t)
+	file := filepath.Join("testdata", "mixed.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.Delete(t.Context(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
+	})
+	plan := simulatePlan(t, file)
+
+	begin := time.Now()
+	s.apply(data)
+	s.waitRunning(500, 4*time.Minute)
+	elapsed := time.Since(begin)
+
+	eventually(t, time.Minute, "every NodeClaim Ready", func() (bool, error) {
+		for _, nc := range nodeClaims(t) {
+			if !nc.IsTrue(karpv1.ConditionTypeReady) {
+				return false, fmt.Errorf("NodeClaim %s not Ready: %+v", nc.Name, nc.Status.Conditions)
+			}
+		}
+		return true, nil
+	})
+	if err := consistent(t); err != nil {
+		t.Error(err)
+	}
+
+	// The volume's pod runs in the volume's zone.
+	var pods corev1.PodList
+	if err := kube.List(t.Context(), &pods, client.InNamespace(s.ns), client.MatchingLabels{"app": "db"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("db pods: %v %d", err, len(pods.Items))
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: pods.Items[0].Spec.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	if z := node.Labels[corev1.LabelTopologyZone]; z != "us-east-1a" {
+		t.Errorf("the db pod runs in %s, its volume is in us-east-1a", z)
+	}
+
+	fleet := fleetPrice(t)
+	gap := math.Abs(fleet-plan.TotalPricePerHour) / plan.TotalPricePerHour
+	t.Logf("500 pods Running in %s on %d NodeClaims (simulate planned %d); fleet $%.4f/h, simulate $%.4f/h (gap %.1f%%)",
+		elapsed.Round(100*time.Millisecond), len(nodeClaims(t)), len(plan.NodeClaims), fleet, plan.TotalPricePerHour, 100*gap)
+	if gap > 0.10 {
+		t.Errorf("the fleet costs $%.4f/h, %.1f%% away from simulate's $%.4f/h (want within 10%%)", fleet, 100*gap, plan.TotalPricePerHour)
+	}
+}
