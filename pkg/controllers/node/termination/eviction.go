@@ -51,7 +51,9 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, p *corev1.Pod
 	c.metrics.NodesEvictionRequests.WithLabelValues(statusCode(err)).Inc()
 	switch {
 	case err == nil:
-		c.backoff.forget(uid)
+		// The cache may not show the pod terminating for a moment; hold
+		// off re-evicting it until it has had time to catch up.
+		c.backoff.evicted(uid)
 		c.recorder.Eventf(p, node, corev1.EventTypeNormal, ReasonEvicted, "Evict", "Evicted to drain node %s", node.Name)
 		return time.Time{}, false
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
@@ -125,6 +127,19 @@ func (b *evictionBackoff) fail(uid types.UID) (next time.Time, first bool) {
 	}
 	e.next = now.Add(e.delay)
 	return e.next, !ok
+}
+
+// evictedSettle is how long a successfully evicted pod is not evicted again,
+// so that a reconcile working from a cache that does not yet show the pod
+// terminating does not evict it twice.
+const evictedSettle = 5 * time.Second
+
+// evicted records a successful eviction: the pod waits evictedSettle before
+// it could be tried again.
+func (b *evictionBackoff) evicted(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.entries[uid] = &backoffEntry{next: b.clock.Now().Add(evictedSettle), delay: MinEvictionBackoff}
 }
 
 func (b *evictionBackoff) forget(uid types.UID) {

@@ -113,3 +113,17 @@ func TestDeadline(t *testing.T) {
 		})
 	}
 }
+
+func TestEvictedPodIsNotEvictedAgainWhileTheCacheCatchesUp(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newEvictionBackoff(clk)
+	const uid = types.UID("pod-1")
+	b.evicted(uid)
+	if at, waiting := b.waiting(uid, clk.Now()); !waiting || at.Sub(clk.Now()) != evictedSettle {
+		t.Fatalf("right after eviction: waiting=%v until %s, want %s", waiting, at.Sub(clk.Now()), evictedSettle)
+	}
+	clk.Step(evictedSettle)
+	if _, waiting := b.waiting(uid, clk.Now()); waiting {
+		t.Fatal("still held back after the settle time")
+	}
+}
