@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,7 +92,12 @@ func New(t testing.TB, cfg *rest.Config) *Env {
 		t.Fatalf("building the test client: %v", err)
 	}
 	w := &testWriter{t: t}
-	logger := logr.FromSlogHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// DOVETAIL_TEST_LOG=debug shows the controllers' info and V(1) lines.
+	level := slog.LevelWarn
+	if os.Getenv("DOVETAIL_TEST_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	logger := logr.FromSlogHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 scheme,
 		Logger:                 logger,
@@ -343,14 +350,33 @@ func (e *Env) cleanup() {
 			strip(obj)
 		}
 	}
+	// Pods go at once, and their owners first, so that no pod of this test
+	// is still pending (and planned for) while the next one runs: the
+	// namespace controller alone takes its time.
 	for _, ns := range e.namespaces {
-		var pods corev1.PodList
-		_ = c.List(ctx, &pods, client.InNamespace(ns))
-		for i := range pods.Items {
-			strip(&pods.Items[i])
+		for _, owner := range []client.Object{&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}} {
+			_ = c.DeleteAllOf(ctx, owner, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
 		}
+		_ = c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
 		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
+	Eventually(e.T, Timeout, "cleanup to remove the test's pods", func() (bool, error) {
+		left := 0
+		for _, ns := range e.namespaces {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			for i := range pods.Items {
+				strip(&pods.Items[i])
+			}
+			left += len(pods.Items)
+		}
+		if left > 0 {
+			return false, fmt.Errorf("%d pods left", left)
+		}
+		return true, nil
+	})
 	Eventually(e.T, Timeout, "cleanup to remove every NodeClaim and Node", func() (bool, error) {
 		var ncs karpv1.NodeClaimList
 		var nodes corev1.NodeList

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,35 @@ func (f *fixture) deploy(name string, replicas int32) {
 	}
 	f.env.Create(rs)
 	f.waitRunning(name, int(replicas), nil)
+	// Replace reads bound pods and NodeClaims from the manager's cache:
+	// wait until it sees the pods on their nodes and the NodeClaims
+	// registered, or an interruption right now finds nothing to move.
+	f.env.Eventually("the cache to see "+name+"'s pods on their nodes", func() (bool, error) {
+		var pods corev1.PodList
+		if err := f.env.Manager.GetClient().List(f.env.Context(), &pods, client.InNamespace(f.ns), client.MatchingLabels{"app": name}); err != nil {
+			return false, err
+		}
+		bound := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound[p.Spec.NodeName] = true
+			}
+		}
+		var claims karpv1.NodeClaimList
+		if err := f.env.Manager.GetClient().List(f.env.Context(), &claims); err != nil {
+			return false, err
+		}
+		registered := 0
+		for _, nc := range claims.Items {
+			if bound[nc.Status.NodeName] {
+				registered++
+			}
+		}
+		if registered < len(bound) || len(bound) == 0 {
+			return false, fmt.Errorf("%d nodes with pods, %d of their NodeClaims registered in the cache", len(bound), registered)
+		}
+		return true, nil
+	})
 }
 
 // waitRunning waits until want pods of the app run, none on the excluded
@@ -193,6 +223,16 @@ func (f *fixture) send(source, detailType, instanceID string, detail map[string]
 	}
 }
 
+// describe names NodeClaims with what explains them, for failures.
+func describe(ncs []karpv1.NodeClaim) string {
+	var out []string
+	for _, nc := range ncs {
+		out = append(out, fmt.Sprintf("%s (pool %s, reason %q, node %q, created %s, deleting %v)", nc.Name, nc.Labels[karpv1.NodePoolLabelKey],
+			nc.Annotations[nodeclaimutil.CreationReasonAnnotationKey], nc.Status.NodeName, nc.CreationTimestamp.Format(time.RFC3339), nc.DeletionTimestamp != nil))
+	}
+	return strings.Join(out, "; ")
+}
+
 func instanceID(nc *karpv1.NodeClaim) string { return path.Base(nc.Status.ProviderID) }
 
 func TestSpotInterruptionReplacesThenDrains(t *testing.T) {
@@ -201,7 +241,7 @@ func TestSpotInterruptionReplacesThenDrains(t *testing.T) {
 	f.deploy("web", 2)
 	before := f.claims()
 	if len(before) != 2 {
-		t.Fatalf("%d NodeClaims, want 2 (one per pod)", len(before))
+		t.Fatalf("%d NodeClaims, want 2 (one per pod): %s", len(before), describe(before))
 	}
 	victim := before[0]
 	offering := cloudprovider.OfferingKey{InstanceType: victim.Labels[corev1.LabelInstanceTypeStable], Zone: victim.Labels[corev1.LabelTopologyZone], CapacityType: karpv1.CapacityTypeSpot}
@@ -252,7 +292,7 @@ func TestRebalanceReplacementReadyBeforeCordon(t *testing.T) {
 	f.deploy("web", 1)
 	before := f.claims()
 	if len(before) != 1 {
-		t.Fatalf("%d NodeClaims, want 1", len(before))
+		t.Fatalf("%d NodeClaims, want 1: %s", len(before), describe(before))
 	}
 	old := before[0]
 	f.send("aws.ec2", "EC2 Instance Rebalance Recommendation", instanceID(&old), map[string]string{"instance-id": instanceID(&old)})

@@ -149,7 +149,11 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 				evacuating[n.Name] = true
 			}
 		}
-		n = nodeView(n, nc, evacuating[n.Name])
+		// A node on its way out (its NodeClaim or itself being deleted)
+		// takes no new pods, like one being evacuated; the pods bound to it
+		// stay where they are until termination evicts them.
+		leaving := n.DeletionTimestamp != nil || (nc != nil && nc.DeletionTimestamp != nil)
+		n = nodeView(n, nc, evacuating[n.Name] || leaving)
 		nodeByName[n.Name] = n
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -195,9 +199,10 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 		}
 		switch {
 		case pod.Spec.NodeName != "":
-			if hasNom && (!evacuating[pod.Spec.NodeName] || t.name == pod.Spec.NodeName) {
-				// The pod was planned while pending and is now bound: done.
-				// Only a replacement's reservation outlives the binding.
+			if hasNom && (!t.evacuee || !evacuating[pod.Spec.NodeName] || t.name == pod.Spec.NodeName) {
+				// The pod was planned while pending and is now bound
+				// (wherever the scheduler put it): done. Only a
+				// replacement's reservation outlives the binding.
 				delete(p.mem.noms, pod.UID)
 				hasNom = false
 			}

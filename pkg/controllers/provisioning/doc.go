@@ -22,8 +22,10 @@
 //     onto an in-flight NodeClaim (held while the NodeClaim launches) or an
 //     existing node (held for NominationTTL). Nominated pods are given to
 //     the next snapshot where they were planned, so they are not planned
-//     twice, and their status updates do not trigger new passes. A
-//     Nominated event is recorded once per pod and target.
+//     twice, and their status updates do not trigger new passes. When the
+//     NodeClaim's node registers, its nominations move to the node (held
+//     for NominationTTL). A Nominated event is recorded once per pod and
+//     target.
 //   - In flight: a NodeClaim with no Node yet. It counts as capacity in
 //     every snapshot, with or without nominations.
 //   - Replacement: capacity planned by Replace for the movable pods of

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,11 +35,11 @@ const handoffParallelism = 16
 // last step before the node can. If the node can already take pods at
 // registration, the scheduler is placing them right now and a nomination
 // would come too late to help, so none is written. After the final
-// hand-off the nominations leave the provisioner's memory: the scheduler
-// holds them (a snapshot counts a pod nominated to an existing node on
-// that node, for NominationTTL after the hand-off), and a pod the
-// scheduler gives up on loses its nomination and, pending again, triggers
-// a pass.
+// hand-off the nominations point at the node instead of the NodeClaim and
+// hold for NominationTTL, like a pod planned onto an existing node (the
+// scheduler holds its own nomination too; a snapshot counts the pod on
+// that node either way); once they expire, a pod still unbound is planned
+// again.
 func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node, final bool) {
 	if node.Spec.ProviderID == "" {
 		return
@@ -48,7 +49,7 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node, final bool
 		return
 	}
 	write := !final || blocked(node, nc)
-	pods := p.mem.handOff(nc.Name, final, write, p.clock.Now())
+	pods := p.mem.handOff(nc.Name, node.Name, final, write, p.clock.Now(), p.opts.NominationTTL)
 	if len(pods) == 0 {
 		return
 	}
@@ -61,14 +62,22 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node, final bool
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node.Name)))
 	failed := 0
+	var firstErr error
 	for _, ref := range pods {
 		pod := &corev1.Pod{}
 		pod.Namespace, pod.Name = ref.Namespace, ref.Name
-		if err := p.kube.Status().Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
-			failed++
+		err := p.kube.Status().Patch(ctx, pod, patch)
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+			// Invalid: the scheduler bound the pod meanwhile (a bound pod
+			// takes no nomination); nothing left to hand over.
+			continue
+		}
+		failed++
+		if firstErr == nil {
+			firstErr = err
 		}
 	}
-	p.log.V(1).Info("handed pods to the scheduler", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods), "failed", failed, "final", final)
+	p.log.V(1).Info("handed pods to the scheduler", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods), "failed", failed, "firstError", firstErr, "final", final)
 }
 
 // blocked reports whether the node cannot take pods yet: it is cordoned or

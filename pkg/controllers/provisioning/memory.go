@@ -16,6 +16,10 @@ type target struct {
 	until    time.Time
 	// pod names the pod (the map is keyed by UID).
 	pod types.NamespacedName
+	// evacuee: planned while bound to a node being replaced (a
+	// replacement's reservation, which outlives the binding); otherwise
+	// the pod was pending, and its binding anywhere ends the nomination.
+	evacuee bool
 }
 
 // memory is what the provisioner remembers between passes. It is lost on
@@ -64,9 +68,11 @@ func (m *memory) nominated(uid types.UID, now time.Time) bool {
 }
 
 // handOff returns the pods nominated to the in-flight NodeClaim. With
-// take it forgets their nominations; with mark it records them as handed
+// take their nominations move to the NodeClaim's node, held until now+ttl
+// (the cache may not show the scheduler's nomination yet, and the next
+// pass must still count them there); with mark it records them as handed
 // to the scheduler at now.
-func (m *memory) handOff(nodeClaim string, take, mark bool, now time.Time) []types.NamespacedName {
+func (m *memory) handOff(nodeClaim, node string, take, mark bool, now time.Time, ttl time.Duration) []types.NamespacedName {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []types.NamespacedName
@@ -74,7 +80,7 @@ func (m *memory) handOff(nodeClaim string, take, mark bool, now time.Time) []typ
 		if t.inFlight && t.name == nodeClaim && t.pod.Name != "" {
 			out = append(out, t.pod)
 			if take {
-				delete(m.noms, uid)
+				m.noms[uid] = target{name: node, until: now.Add(ttl), pod: t.pod, evacuee: t.evacuee}
 			}
 			if mark {
 				m.handed[uid] = now

@@ -239,6 +239,7 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 	defer p.mu.Unlock()
 	begin := p.clock.Now()
 	v, err := p.read(ctx, evacuate)
+	readTime := p.clock.Since(begin)
 	if err != nil {
 		p.metrics.Batches.WithLabelValues("error").Inc()
 		return nil, err
@@ -275,11 +276,13 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 	}
 	p.metrics.Batches.WithLabelValues("solved").Inc()
 	res.Plan = plan
+	actStart := p.clock.Now()
 	err = p.act(ctx, v, plan, res)
+	actTime := p.clock.Since(actStart)
 	p.metrics.UnschedulablePods.WithLabelValues(ControllerLabel).Set(float64(len(plan.Unschedulable)))
 	p.log.Info("provisioning pass", "pending", len(v.pending), "existing", len(plan.Existing),
 		"newNodeClaims", len(res.Created), "pricePerHour", plan.PricePerHour, "unschedulable", len(plan.Unschedulable),
-		"skippedNodePools", len(v.skipped), "solve", solveTime, "total", p.clock.Since(begin))
+		"skippedNodePools", len(v.skipped), "read", readTime, "solve", solveTime, "act", actTime, "total", p.clock.Since(begin))
 	return res, err
 }
 
@@ -294,7 +297,7 @@ func (p *Provisioner) act(ctx context.Context, v *view, plan *engine.Plan, res *
 		if pod == nil {
 			continue
 		}
-		t := target{name: pl.Node, inFlight: pl.InFlight}
+		t := target{name: pl.Node, inFlight: pl.InFlight, evacuee: v.evacuated[pl.Pod]}
 		if !pl.InFlight {
 			t.until = now.Add(p.opts.NominationTTL)
 		} else if v.evacuated[pl.Pod] {
@@ -337,7 +340,7 @@ func (p *Provisioner) act(ctx context.Context, v *view, plan *engine.Plan, res *
 				if v.evacuated[ref] {
 					replacements[nc.Name] = true
 				}
-				p.nominate(pod, target{name: nc.Name, inFlight: true})
+				p.nominate(pod, target{name: nc.Name, inFlight: true, evacuee: v.evacuated[ref]})
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 )
 
 // watch feeds the batcher from the manager's informers:
@@ -16,8 +17,9 @@ import (
 //   - a pod that becomes provisionable and is not already nominated (a
 //     nominated pod's status updates must not hold the window open);
 //   - a Node or NodeClaim deleted (pods planned onto it need a new plan);
-//   - a Node created or registered: the pods planned onto its NodeClaim
-//     are handed to the kube-scheduler (handoff);
+//   - a Node created or registered, or a NodeClaim's instance recorded
+//     after its Node appeared: the pods planned onto the NodeClaim are
+//     handed to the kube-scheduler (handoff);
 //   - a NodePool created, or whose spec or readiness changed.
 //
 // Status-only churn (node heartbeats, NodePool counters) never triggers,
@@ -49,9 +51,6 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 	if err != nil {
 		return fmt.Errorf("NodeClaim informer: %w", err)
 	}
-	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { p.Trigger() }}); err != nil {
-		return err
-	}
 	nodes, err := c.GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return fmt.Errorf("Node informer: %w", err)
@@ -67,6 +66,29 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 			defer func() { <-slots }()
 			p.handoff(ctx, node, final)
 		}()
+	}
+	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		// A node can register before its NodeClaim records the instance
+		// (a fast kubelet, or a slow status write): then the Node's own
+		// event found no NodeClaim, and the launch record is the moment
+		// to hand its pods over.
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*karpv1.NodeClaim)
+			n, ok2 := newObj.(*karpv1.NodeClaim)
+			if !ok1 || !ok2 || o.Status.ProviderID != "" || n.Status.ProviderID == "" {
+				return
+			}
+			nodes, err := nodeclaimutil.NodesForProviderID(ctx, c, n.Status.ProviderID)
+			if err != nil {
+				return
+			}
+			for i := range nodes {
+				handoff(&nodes[i], nodes[i].Labels[karpv1.NodeRegisteredLabelKey] == "true")
+			}
+		},
+		DeleteFunc: func(any) { p.Trigger() },
+	}); err != nil {
+		return err
 	}
 	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

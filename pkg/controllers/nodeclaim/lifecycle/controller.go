@@ -53,7 +53,10 @@ func (o Options) withDefaults() Options {
 // Controller drives a NodeClaim from creation to Ready: finalizer, launch,
 // registration, initialization, and liveness.
 type Controller struct {
-	kube        client.Client
+	kube client.Client
+	// live reads the API server directly (the manager's API reader), set
+	// by Register; the launch step checks the NodeClaim through it.
+	live        client.Reader
 	cloud       cloudprovider.CloudProvider
 	clock       clock.Clock
 	recorder    events.EventRecorder
@@ -75,6 +78,7 @@ func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
 // Register adds the controller to the manager. It watches NodeClaims and
 // the Nodes that register for them.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	c.live = mgr.GetAPIReader()
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, nodeclaimutil.MapNodeToNodeClaim(mgr.GetClient())).
@@ -82,7 +86,8 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		Complete(c)
 }
 
-// errDeleted stops the pipeline: the step deleted the NodeClaim.
+// errDeleted stops the pipeline: the step deleted the NodeClaim, or found
+// it deleted or launched behind the cache's back.
 var errDeleted = errors.New("nodeclaim deleted")
 
 // state is one reconcile's working copy of the NodeClaim and the version

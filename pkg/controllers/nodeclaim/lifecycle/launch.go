@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -36,6 +37,13 @@ func (c *Controller) launch(ctx context.Context, st *state) (reconcile.Result, e
 		// Launched earlier; only the condition was lost.
 		nc.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched, "", now)
 		return reconcile.Result{}, nil
+	}
+	// The cache may lag behind our own writes: a reconcile queued by the
+	// finalizer patch can run after this NodeClaim was deleted for lack
+	// of capacity, or after a launch whose status the cache has not seen.
+	// Create is not idempotent, so the API server has the last word.
+	if stop, err := c.launchedOrGone(ctx, nc); stop || err != nil {
+		return reconcile.Result{}, err
 	}
 	launched, err := c.cloud.Create(ctx, nc)
 	if err != nil {
@@ -78,6 +86,28 @@ func (c *Controller) launch(ctx context.Context, st *state) (reconcile.Result, e
 	}
 	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonLaunched, "Launch", note)
 	return reconcile.Result{}, nil
+}
+
+// launchedOrGone reads the NodeClaim from the API server (not the cache)
+// and reports whether launching must not happen: it is gone, being
+// deleted, or already has an instance. The pipeline then stops quietly
+// (errDeleted); the watch event of the write the cache missed brings the
+// NodeClaim back when there is more to do.
+func (c *Controller) launchedOrGone(ctx context.Context, nc *karpv1.NodeClaim) (bool, error) {
+	if c.live == nil {
+		return false, nil
+	}
+	live := &karpv1.NodeClaim{}
+	if err := c.live.Get(ctx, client.ObjectKeyFromObject(nc), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, errDeleted
+		}
+		return true, fmt.Errorf("reading the NodeClaim before launching: %w", err)
+	}
+	if live.UID != nc.UID || !live.DeletionTimestamp.IsZero() || live.Status.ProviderID != "" {
+		return true, errDeleted
+	}
+	return false, nil
 }
 
 // launchFailed handles a Create error: insufficient capacity deletes the

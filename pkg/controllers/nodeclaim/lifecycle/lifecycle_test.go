@@ -296,6 +296,18 @@ func TestLivenessDeletesNodeClaimsThatDoNotProgress(t *testing.T) {
 				want = metav1.ConditionFalse
 			}
 			waitCondition(t, env, nc.Name, karpv1.ConditionTypeLaunched, want)
+			// The hand-driven reconcile reads the manager's cache: wait
+			// until it has caught up with the API server.
+			env.Eventually("the cache to catch up", func() (bool, error) {
+				live, cached := get(t, env, nc.Name), &karpv1.NodeClaim{}
+				if err := env.Manager.GetClient().Get(env.Context(), client.ObjectKeyFromObject(nc), cached); err != nil {
+					return false, err
+				}
+				if cached.ResourceVersion != live.ResourceVersion {
+					return false, fmt.Errorf("cache at %s, API server at %s", cached.ResourceVersion, live.ResourceVersion)
+				}
+				return true, nil
+			})
 
 			env.Clock.Step(tt.step)
 			// Requeues run on the wall clock; drive the reconcile by hand.
