@@ -68,7 +68,7 @@ func consistently(t testing.TB, d time.Duration, what string, cond func() (bool,
 // cleanup returns the cluster to the shared baseline: no workload, no
 // NodeClaims, no nodes, no live instances, no faults.
 type scenario struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	ns    string
 	pools []string
@@ -76,7 +76,7 @@ type scenario struct {
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9]+`)
 
-func newScenario(t *testing.T) *scenario {
+func newScenario(t testing.TB) *scenario {
 	t.Helper()
 	name := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(name) > 40 {

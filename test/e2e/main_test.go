@@ -8,12 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/config/rbac"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
@@ -111,6 +114,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := waitExamplesReady(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	code := m.Run()
 	if code != 0 {
 		// The controller's log explains most failures.
@@ -131,4 +138,31 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// waitExamplesReady waits until the example EC2NodeClass is resolved and
+// the example NodePools are Ready, so every test starts from there.
+func waitExamplesReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		nc := &awsv1.EC2NodeClass{}
+		var pools karpv1.NodePoolList
+		errNC := kube.Get(ctx, client.ObjectKey{Name: "default"}, nc)
+		errNP := kube.List(ctx, &pools)
+		ready := errNC == nil && errNP == nil && nc.IsTrue(awsv1.ConditionTypeReady) && len(nc.Status.Subnets) > 0 && len(pools.Items) > 0
+		for _, np := range pools.Items {
+			ready = ready && np.IsTrue(karpv1.ConditionTypeReady)
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the examples did not become Ready: class %v, pools %v", errNC, errNP)
+		case <-tick.C:
+		}
+	}
 }

@@ -20,7 +20,7 @@ import (
 
 // simulatePlan plans files (with examples/) through `dovetail simulate`'s
 // code path, for the emulator's region and subnet zones.
-func simulatePlan(t *testing.T, files ...string) *simulate.Result {
+func simulatePlan(t testing.TB, files ...string) *simulate.Result {
 	t.Helper()
 	examples, err := filepath.Glob(filepath.Join(repo, "examples", "*.yaml"))
 	if err != nil {
@@ -48,7 +48,7 @@ func simulatePlan(t *testing.T, files ...string) *simulate.Result {
 
 // subnetZones are the zones of the EC2NodeClass's subnets (the emulator
 // seeds one subnet in each of the region's first three zones).
-func subnetZones(t *testing.T) []string {
+func subnetZones(t testing.TB) []string {
 	t.Helper()
 	nc := &awsv1.EC2NodeClass{}
 	if err := kube.Get(t.Context(), client.ObjectKey{Name: "default"}, nc); err != nil {

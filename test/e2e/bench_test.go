@@ -1,0 +1,125 @@
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// BenchmarkScaleUp1000 measures the figures of a 1,000-pod scale-up on the
+// local stack: the mixed workload of TestMixed500Pods at twice the
+// replicas (the volume's Deployment stays at one). It is slow, so it runs
+// only when asked:
+//
+//	go test -run '^$' -bench ScaleUp1000 -benchtime 1x -timeout 20m ./test/e2e/
+//
+// Reported: seconds from applying the manifests to every pod Running; the
+// controller's peak resident memory during the run (VmHWM of the
+// controller's own process, restarted just before so the peak is this
+// run's); the AWS API calls the emulator recorded; the API server requests
+// the controller's client made (client-go's rest_client_requests_total);
+// nodes and $/h, and what `dovetail simulate` plans for the same manifests.
+func BenchmarkScaleUp1000(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "mixed.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Double every Deployment but the volume's (web gets one more), to
+	// 1,000 pods.
+	var doubled []byte
+	for _, obj := range decode(b, data) {
+		if obj.GetKind() == "Deployment" && obj.GetName() != "db" {
+			n, ok, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
+			var replicas int64
+			switch v := n.(type) {
+			case int64:
+				replicas = v
+			case float64: // JSON numbers decode as float64
+				replicas = int64(v)
+			default:
+				ok = false
+			}
+			if err != nil || !ok {
+				b.Fatalf("Deployment %s: replicas %v (%T): %v", obj.GetName(), n, n, err)
+			}
+			want := 2 * replicas
+			if obj.GetName() == "web" {
+				want++ // 2 x 499 + this one + db's pod = 1,000
+			}
+			if err := unstructured.SetNestedField(obj.Object, want, "spec", "replicas"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			b.Fatal(err)
+		}
+		doubled = append(append(doubled, []byte("---\n")...), out...)
+	}
+	file := filepath.Join(b.TempDir(), "mixed-1000.yaml")
+	if err := os.WriteFile(file, doubled, 0o644); err != nil {
+		b.Fatal(err)
+	}
+
+	for b.Loop() {
+		b.StopTimer()
+		plan := simulatePlan(b, file).TotalPricePerHour
+		// A fresh controller process, so that its peak memory is this run's.
+		if err := ctrl.Kill(0); err != nil {
+			b.Fatal(err)
+		}
+		if err := ctrl.Restart(context.Background(), 0); err != nil {
+			b.Fatal(err)
+		}
+		r := ctrl.Replica(0)
+		reqBefore, err := scrape(r, "rest_client_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		emu().ResetCalls()
+		s := newScenario(b)
+
+		b.StartTimer()
+		begin := time.Now()
+		s.apply(doubled)
+		s.waitRunning(1000, 10*time.Minute)
+		elapsed := time.Since(begin)
+		b.StopTimer()
+
+		rss, err := r.PeakRSS()
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqAfter, err := scrape(r, "rest_client_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls := emu().Calls()
+		byAction := map[string]int{}
+		for _, c := range calls {
+			byAction[c.Action]++
+		}
+		nodes := len(nodeClaims(b))
+		price := fleetPrice(b)
+		b.ReportMetric(elapsed.Seconds(), "s-to-running")
+		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric(float64(len(calls)), "aws-calls")
+		b.ReportMetric(reqAfter-reqBefore, "apiserver-requests")
+		b.ReportMetric(float64(nodes), "nodes")
+		b.ReportMetric(price, "$/h")
+		b.ReportMetric(plan, "simulate-$/h")
+		b.Logf("1000 pods Running in %s; controller peak RSS %.1f MiB; %d AWS calls %v; %.0f API server requests; %d nodes at $%.4f/h (simulate: $%.4f/h)",
+			elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), len(calls), byAction, reqAfter-reqBefore, nodes, price, plan)
+		b.StartTimer() // b.Loop wants the timer running when it checks
+		b.Cleanup(func() {
+			_ = kube.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
+		})
+	}
+}
