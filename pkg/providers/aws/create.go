@@ -75,7 +75,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 			other = append(other, fe)
 		}
 	}
-	p.types.Unavailable().Mark(iced...)
+	p.types.Unavailable().MarkUnavailable(iced...)
 	if res.Instance == nil {
 		if len(other) == 0 {
 			return nil, cloudprovider.NewInsufficientCapacityError(errors.New("CreateFleet launched no instance"), iced...)

@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/launchtemplate"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/sdk"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
 // ProviderName is what Name returns.
@@ -105,7 +106,7 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	}
 	p.types = instancetype.New(instancetype.Options{
 		EC2: clients.EC2, Pricing: clients.Pricing, Region: cfg.Region, Clock: o.Clock,
-		Unavailable:  instancetype.NewUnavailable(o.Clock, o.UnavailableTTL),
+		Unavailable:  unavailable.New(o.Clock, o.UnavailableTTL),
 		PriceRefresh: o.PriceRefresh, TypeRefresh: o.TypeRefresh,
 		VMMemoryOverheadPercent: o.VMMemoryOverheadPercent, ReservedENIs: o.ReservedENIs,
 		Log: o.Log.WithName("instancetype"),
@@ -160,7 +161,7 @@ func (p *Provider) Clients() *sdk.Clients { return p.clients }
 
 // Unavailable returns the insufficient-capacity cache, which the
 // interruption handler also marks on spot interruptions.
-func (p *Provider) Unavailable() *instancetype.Unavailable { return p.types.Unavailable() }
+func (p *Provider) Unavailable() *unavailable.Cache { return p.types.Unavailable() }
 
 // ClusterEndpoint, ClusterCA and KubernetesVersion are what nodes are told.
 func (p *Provider) ClusterEndpoint() string   { return p.o.ClusterEndpoint }

@@ -8,6 +8,10 @@
 // measured on the injected clock, so a test steps a fake clock past the TTL
 // instead of waiting.
 //
+// The AWS provider keeps a Cache of its own too (pkg/providers/aws/
+// instancetype): the insufficient-capacity answers of its launches, which
+// its instance-type list reports as unavailable offerings.
+//
 // # Vocabulary
 //
 //   - offering: (instance type, zone, capacity type), the

@@ -19,8 +19,9 @@
 //
 // # Unavailable offerings
 //
-// Unavailable remembers (type, zone, capacity type) triples EC2 refused
-// for lack of capacity, for UnavailableTTL (3 minutes) by the injected
+// Unavailable (a pkg/state/unavailable cache) remembers (type, zone,
+// capacity type) triples EC2 refused for lack of capacity, for
+// unavailable.DefaultTTL (3 minutes) by the injected
 // clock; List reports them with Available false, so the scheduler and the
 // next launch pick something else.
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instancetype"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -188,14 +189,14 @@ func TestUnavailableOfferings(t *testing.T) {
 	if !before[key] {
 		t.Fatalf("%v not available to begin with: %v", key, before)
 	}
-	p.Unavailable().Mark(key)
+	p.Unavailable().MarkUnavailable(key)
 	after := available()
 	for k, v := range after {
 		if want := k != key; v != want {
 			t.Errorf("after marking %v: %v available = %v, want %v", key, k, v, want)
 		}
 	}
-	clk.Step(instancetype.UnavailableTTL - time.Second)
+	clk.Step(unavailable.DefaultTTL - time.Second)
 	if available()[key] {
 		t.Error("available again before the TTL ran out")
 	}

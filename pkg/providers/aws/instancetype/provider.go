@@ -23,6 +23,7 @@ import (
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
 // Default refresh intervals.
@@ -39,7 +40,7 @@ type Options struct {
 	Clock   clock.PassiveClock
 	// Unavailable is the shared insufficient-capacity cache (a new one when
 	// nil).
-	Unavailable *Unavailable
+	Unavailable *unavailable.Cache
 	// PriceRefresh and TypeRefresh bound how old prices and the type list
 	// may get before List reloads them.
 	PriceRefresh, TypeRefresh time.Duration
@@ -89,7 +90,7 @@ func New(o Options) *Provider {
 		o.Clock = clock.RealClock{}
 	}
 	if o.Unavailable == nil {
-		o.Unavailable = NewUnavailable(o.Clock, 0)
+		o.Unavailable = unavailable.New(o.Clock, 0)
 	}
 	if o.PriceRefresh == 0 {
 		o.PriceRefresh = DefaultPriceRefresh
@@ -107,7 +108,7 @@ func New(o Options) *Provider {
 }
 
 // Unavailable returns the provider's insufficient-capacity cache.
-func (p *Provider) Unavailable() *Unavailable { return p.o.Unavailable }
+func (p *Provider) Unavailable() *unavailable.Cache { return p.o.Unavailable }
 
 // Refresh reloads types, offerings and prices now.
 func (p *Provider) Refresh(ctx context.Context) error {
@@ -466,7 +467,7 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	if err := p.ensureLocked(ctx); err != nil {
 		return nil, err
 	}
-	unavailable := p.o.Unavailable.State()
+	unavailable := p.o.Unavailable.Generation()
 	key := listKey(settings, zones, arches)
 	if e, ok := p.listCache[key]; ok && e.gen == p.snap.gen && e.unavailable == unavailable {
 		return e.types, nil
