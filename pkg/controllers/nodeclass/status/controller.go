@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -65,8 +67,10 @@ func NewController(kube client.Client, resolver Resolver, recorder events.EventR
 // Name is the controller's name in logs and metrics.
 func (c *Controller) Name() string { return "nodeclass.status" }
 
-// Register adds the controller to the manager; NodeClaim changes bring back
-// the class they use, so that a deletion waiting on them can finish.
+// Register adds the controller to the manager; a NodeClaim's deletion
+// brings back the class it used, so that a deletion waiting on it can
+// finish. Other NodeClaim events do not: each reconcile resolves the class
+// through the cloud's API, and a scale-up changes NodeClaims many times.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&awsv1.EC2NodeClass{}).
@@ -75,6 +79,11 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
 			}
 			return nil
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		Complete(c)
 }

@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ type resolver struct {
 	mu        sync.Mutex
 	err       error
 	finalized []string
+	resolves  int
 }
 
 var (
@@ -34,6 +36,7 @@ var (
 func (r *resolver) Resolve(_ context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.resolves++
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -57,6 +60,12 @@ func (r *resolver) setErr(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.err = err
+}
+
+func (r *resolver) resolveCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resolves
 }
 
 func (r *resolver) finalizedNames() []string {
@@ -90,8 +99,21 @@ func TestStatusIsResolvedAndDeletionWaitsForNodeClaims(t *testing.T) {
 			class.Status.Subnets[0].ID == "subnet-default" && class.Status.InstanceProfile == "profile-default", nil
 	})
 
+	// NodeClaims come and change by the hundred in a scale-up; each
+	// resolution is several cloud API calls, so they must not cause one.
+	resolved := res.resolveCalls()
 	nc := controllerstest.NodeClaim("user", "team-a")
 	env.Create(nc)
+	nc.Labels["touched"] = "yes"
+	if err := env.Client.Update(env.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	controllerstest.Consistently(t, 300*time.Millisecond, "no resolution for NodeClaim changes", func() (bool, error) {
+		if n := res.resolveCalls(); n != resolved {
+			return false, fmt.Errorf("%d resolutions after the NodeClaim's create and update, want %d", n, resolved)
+		}
+		return true, nil
+	})
 	env.Delete(class)
 	env.EventuallyEventAbout(class, status.ReasonWaitingOnNodeClaims)
 	controllerstest.Consistently(t, 300*time.Millisecond, "the class to wait for its NodeClaim", func() (bool, error) {
