@@ -2,15 +2,20 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 )
 
 // BenchmarkScaleUp1000 measures the figures of a 1,000-pod scale-up on the
@@ -88,10 +93,12 @@ func BenchmarkScaleUp1000(b *testing.B) {
 
 		b.StartTimer()
 		begin := time.Now()
+		stopTimeline := timeline(b, s.ns, begin)
 		s.apply(doubled)
 		s.waitRunning(1000, 10*time.Minute)
 		elapsed := time.Since(begin)
 		b.StopTimer()
+		stopTimeline()
 
 		rss, err := r.PeakRSS()
 		if err != nil {
@@ -121,5 +128,61 @@ func BenchmarkScaleUp1000(b *testing.B) {
 		b.Cleanup(func() {
 			_ = kube.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
 		})
+	}
+}
+
+// timeline samples the scale-up every two seconds (pods unbound, bound
+// and Running; NodeClaims and how far each got) and logs the samples when
+// stopped, to show where the wall time goes.
+func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
+	done := make(chan struct{})
+	var lines []string
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			var pods corev1.PodList
+			var ncs karpv1.NodeClaimList
+			if kube.List(context.Background(), &pods, client.InNamespace(ns)) != nil || kube.List(context.Background(), &ncs) != nil {
+				continue
+			}
+			var unbound, bound, running, launched, registered, initialized int
+			for _, p := range pods.Items {
+				switch {
+				case p.Status.Phase == corev1.PodRunning:
+					running++
+				case p.Spec.NodeName != "":
+					bound++
+				default:
+					unbound++
+				}
+			}
+			for _, nc := range ncs.Items {
+				if nc.IsTrue(karpv1.ConditionTypeLaunched) {
+					launched++
+				}
+				if nc.IsTrue(karpv1.ConditionTypeRegistered) {
+					registered++
+				}
+				if nc.IsTrue(karpv1.ConditionTypeInitialized) {
+					initialized++
+				}
+			}
+			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d",
+				time.Since(begin).Seconds(), unbound, bound, running, len(ncs.Items), launched, registered, initialized))
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		// Straight to stderr: a benchmark's log is cut short.
+		fmt.Fprintf(os.Stderr, "timeline of %s:\n%s\n", b.Name(), strings.Join(lines, "\n"))
 	}
 }
