@@ -154,6 +154,7 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 				continue
 			}
 			var unbound, bound, running, launched, registered, initialized int
+			unboundBy := map[string]int{}
 			for _, p := range pods.Items {
 				switch {
 				case p.Status.Phase == corev1.PodRunning:
@@ -162,6 +163,7 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 					bound++
 				default:
 					unbound++
+					unboundBy[p.Labels["app"]]++
 				}
 			}
 			for _, nc := range ncs.Items {
@@ -175,8 +177,8 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 					initialized++
 				}
 			}
-			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d",
-				time.Since(begin).Seconds(), unbound, bound, running, len(ncs.Items), launched, registered, initialized))
+			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d | unbound by app %v",
+				time.Since(begin).Seconds(), unbound, bound, running, len(ncs.Items), launched, registered, initialized, unboundBy))
 		}
 	}()
 	return func() {
