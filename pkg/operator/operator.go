@@ -193,6 +193,7 @@ func ControllerConfig(opts Options) controllers.Config {
 		Provisioning: provisioning.Options{
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
+			DisableHandoff:    !opts.FeatureGates[SchedulerHandoffGate],
 		},
 		InterruptionQueue: opts.InterruptionQueue,
 		FeatureGates:      opts.FeatureGates,

@@ -196,7 +196,14 @@ var KnownFeatureGates = map[string]bool{
 	"NodeOverlay":             false,
 	"StaticCapacity":          false,
 	"CapacityBuffer":          false,
+	// SchedulerHandoff is dovetail's own: give the kube-scheduler the
+	// provisioner's placement (status.nominatedNodeName) as nodes come up.
+	SchedulerHandoffGate: true,
 }
+
+// SchedulerHandoffGate names the gate of the provisioner's hand-off to the
+// kube-scheduler (provisioning.Options.DisableHandoff when off).
+const SchedulerHandoffGate = "SchedulerHandoff"
 
 // DefaultFeatureGates returns a copy of the defaults.
 func DefaultFeatureGates() FeatureGates {

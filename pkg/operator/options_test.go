@@ -115,6 +115,21 @@ func FuzzParseFeatureGates(f *testing.F) {
 	})
 }
 
+func TestSchedulerHandoffGate(t *testing.T) {
+	o := valid()
+	if operator.ControllerConfig(o).Provisioning.DisableHandoff {
+		t.Fatal("the hand-off is off by default")
+	}
+	gates, err := operator.ParseFeatureGates(operator.SchedulerHandoffGate + "=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.FeatureGates = gates
+	if !operator.ControllerConfig(o).Provisioning.DisableHandoff {
+		t.Fatalf("%s=false left the hand-off on", operator.SchedulerHandoffGate)
+	}
+}
+
 func TestControllerConfigScalesLiveness(t *testing.T) {
 	o := valid()
 	o.LivenessTimeScale = 0.1

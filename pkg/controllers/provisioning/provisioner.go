@@ -51,6 +51,11 @@ type Options struct {
 	// ResyncPeriod: a pass runs at least this often while the controller
 	// leads, so nothing waits on a missed event.
 	ResyncPeriod time.Duration
+	// DisableHandoff: do not write status.nominatedNodeName when a
+	// NodeClaim's node comes up (see handoff). The scheduler then places
+	// the pods as it likes: faster in large bursts, at the price of pods
+	// landing off plan and some second launches.
+	DisableHandoff bool
 	// CreateParallelism is how many NodeClaims are created at once.
 	CreateParallelism int
 	// MaxInstanceTypes caps the instance types a NodeClaim offers the

@@ -651,3 +651,39 @@ func TestPodsLandWhereTheyWerePlanned(t *testing.T) {
 		t.Logf("%d NodeClaims exist, the plan made %d: pods the scheduler placed elsewhere needed a second launch", n, len(res.Created))
 	}
 }
+
+// TestHandoffCanBeTurnedOff: with DisableHandoff the provisioner never
+// writes status.nominatedNodeName; the pods still end Running on the
+// capacity it launched.
+func TestHandoffCanBeTurnedOff(t *testing.T) {
+	f := setup(t, provisioning.Options{DisableHandoff: true}, true)
+	f.readyPool(controllerstest.NodePool("default"))
+	pods := append(f.createPods(4, "small", "200m", "256Mi", nil), f.createPods(2, "big", "1500m", "2Gi", nil)...)
+	if res := f.provision(); len(res.Created) == 0 {
+		t.Fatal("no NodeClaim planned")
+	}
+	f.env.Eventually("every pod Running", func() (bool, error) {
+		f.env.Clock.Step(time.Second)
+		for _, p := range pods {
+			got := &corev1.Pod{}
+			if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+				return false, err
+			}
+			if got.Status.Phase != corev1.PodRunning {
+				return holds(false, "pod %s is %s", p.Name, got.Status.Phase)
+			}
+		}
+		return true, nil
+	})
+	for _, p := range pods {
+		got := &corev1.Pod{}
+		if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range got.ManagedFields {
+			if mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), "nominatedNodeName") && mf.Manager != "kube-scheduler" {
+				t.Errorf("pod %s: %s wrote status.nominatedNodeName with the hand-off off", p.Name, mf.Manager)
+			}
+		}
+	}
+}
