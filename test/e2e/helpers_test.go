@@ -23,45 +23,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 )
 
-// eventually polls cond every 200 ms until it holds, failing the test after
-// timeout with what and the last error.
+// eventually polls cond every 200 ms (the stack is busy enough) until it
+// holds, failing the test after timeout with what and the last error.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		ok, err := cond()
-		if ok && err == nil {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last: %v)", timeout, what, last)
-		}
-		<-tick.C
-	}
+	poll.Until(t, timeout, 200*time.Millisecond, what, cond)
 }
 
 // consistently checks cond every 200 ms for d, failing at the first miss.
 func consistently(t testing.TB, d time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		if ok, err := cond(); !ok || err != nil {
-			t.Fatalf("%s stopped holding (%v)", what, err)
-		}
-		<-tick.C
-	}
+	poll.While(t, d, 200*time.Millisecond, what, cond)
 }
 
 // scenario is one test's namespace and the extra NodePools it made; its

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/kubenode"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/userdata"
@@ -158,28 +159,15 @@ func (f *fixture) launch(t *testing.T, name, imagePattern, userData, typ, nodeCl
 	return in
 }
 
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, timeout, 20*time.Millisecond, what, cond)
 }
 
 func (f *fixture) node(t *testing.T, name string) *corev1.Node {
 	t.Helper()
 	var node *corev1.Node
-	poll(t, 30*time.Second, "node "+name, func() (bool, error) {
+	waitUntil(t, 30*time.Second, "node "+name, func() (bool, error) {
 		n, err := f.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -262,7 +250,7 @@ func TestNodeBootsWithTheUserDataAndGoesAway(t *testing.T) {
 		t.Errorf("cpu %d, want %d", got, typ.VCPU)
 	}
 
-	poll(t, 60*time.Second, "kwok to make the node Ready", func() (bool, error) {
+	waitUntil(t, 60*time.Second, "kwok to make the node Ready", func() (bool, error) {
 		n, err := f.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -279,9 +267,9 @@ func TestNodeBootsWithTheUserDataAndGoesAway(t *testing.T) {
 	if got := taintStrings(f.node(t, node.Name).Spec.Taints); len(got) != 3 {
 		t.Fatalf("taints changed before the agent's delay: %v", got)
 	}
-	poll(t, 10*time.Second, "the agent to wait on the clock", func() (bool, error) { return f.clock.HasWaiters(), nil })
+	waitUntil(t, 10*time.Second, "the agent to wait on the clock", func() (bool, error) { return f.clock.HasWaiters(), nil })
 	f.clock.Step(kubenode.DefaultStartupTaintDelay)
-	poll(t, 30*time.Second, "the startup taint to go", func() (bool, error) {
+	waitUntil(t, 30*time.Second, "the startup taint to go", func() (bool, error) {
 		n, err := f.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -292,7 +280,7 @@ func TestNodeBootsWithTheUserDataAndGoesAway(t *testing.T) {
 	if _, err := f.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{in.ID}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 30*time.Second, "the node to be deleted", func() (bool, error) {
+	waitUntil(t, 30*time.Second, "the node to be deleted", func() (bool, error) {
 		_, err := f.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -348,7 +336,7 @@ func TestEveryUserDataFormatBoots(t *testing.T) {
 func TestBadUserDataRegistersNoNode(t *testing.T) {
 	f := setup(t)
 	in := f.launch(t, "bad", "bottlerocket-aws-k8s-*-x86_64-*", "[settings.kubernetes]\nmax-pods = 'lots'\n", "c5.large", "")
-	poll(t, 30*time.Second, "the booter to give up on the instance", func() (bool, error) {
+	waitUntil(t, 30*time.Second, "the booter to give up on the instance", func() (bool, error) {
 		return f.booter.Err(in.ID) != nil, nil
 	})
 	var pe *userdata.Error

@@ -32,6 +32,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
@@ -211,21 +212,7 @@ func (e *Env) Eventually(what string, cond func() (bool, error)) {
 // timeout with what and cond's last error.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok && err == nil {
-			return
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
-		}
-		<-tick.C
-	}
+	poll.Until(t, timeout, 50*time.Millisecond, what, cond)
 }
 
 // Consistently checks cond on every poll until d has passed on the wall
@@ -233,16 +220,7 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 // d should be short; it bounds the test's run time.
 func Consistently(t testing.TB, d time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if !ok || err != nil {
-			t.Fatalf("%s stopped holding (error: %v)", what, err)
-		}
-		<-tick.C
-	}
+	poll.While(t, d, 50*time.Millisecond, what, cond)
 }
 
 // NotFound reports whether obj is gone from the API server.

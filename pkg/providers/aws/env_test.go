@@ -22,6 +22,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
@@ -283,18 +284,5 @@ func (e *env) instanceOf(providerID string) awsemu.Instance {
 // pollUntil polls cond until it holds or the deadline passes.
 func pollUntil(t testing.TB, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, timeout, 5*time.Millisecond, what, cond)
 }

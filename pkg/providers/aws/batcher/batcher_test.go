@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 )
 
 // recorder is an Exec that records its batches and answers in*10.
@@ -38,13 +40,7 @@ func (r *recorder) get() [][]int {
 // waitFor polls cond with a deadline (no sleeps as synchronisation).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, time.Millisecond, what, poll.Bool(cond))
 }
 
 func pending[In, Out any](b *Batcher[In, Out], key string) int {

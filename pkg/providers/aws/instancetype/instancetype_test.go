@@ -10,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
@@ -284,13 +285,7 @@ func TestBackgroundRefresh(t *testing.T) {
 		if _, err := p.List(ctx, nc); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for p.Generation() == gen {
-			if time.Now().After(deadline) {
-				t.Fatal("no background refresh")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		poll.Until(t, 30*time.Second, 5*time.Millisecond, "a background refresh", poll.Bool(func() bool { return p.Generation() != gen }))
 	}
 	pricing, types := calls("pricing:GetProducts"), calls("ec2:DescribeInstanceTypes")
 	refresh(instancetype.DefaultTypeRefresh + time.Minute)
