@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -104,31 +105,11 @@ func (m *memory) forget(uid types.UID) {
 func (m *memory) prune(live map[types.UID]bool, nodes map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for uid := range m.noms {
-		if !live[uid] {
-			delete(m.noms, uid)
-		}
-	}
-	for uid := range m.nominatedEvent {
-		if !live[uid] {
-			delete(m.nominatedEvent, uid)
-		}
-	}
-	for uid := range m.failedEvent {
-		if !live[uid] {
-			delete(m.failedEvent, uid)
-		}
-	}
-	for uid := range m.handed {
-		if !live[uid] {
-			delete(m.handed, uid)
-		}
-	}
-	for n := range m.evacuating {
-		if !nodes[n] {
-			delete(m.evacuating, n)
-		}
-	}
+	maps.DeleteFunc(m.noms, func(uid types.UID, _ target) bool { return !live[uid] })
+	maps.DeleteFunc(m.nominatedEvent, func(uid types.UID, _ string) bool { return !live[uid] })
+	maps.DeleteFunc(m.failedEvent, func(uid types.UID, _ string) bool { return !live[uid] })
+	maps.DeleteFunc(m.handed, func(uid types.UID, _ time.Time) bool { return !live[uid] })
+	maps.DeleteFunc(m.evacuating, func(n string, _ bool) bool { return !nodes[n] })
 }
 
 // reserves reports whether a pod's nominatedNodeName still holds room: it
