@@ -41,7 +41,7 @@ const handoffParallelism = 16
 // that node either way); once they expire, a pod still unbound is planned
 // again.
 func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node, final bool) {
-	if p.opts.DisableHandoff || node.Spec.ProviderID == "" {
+	if node.Spec.ProviderID == "" {
 		return
 	}
 	nc, err := nodeclaimutil.NodeClaimForProviderID(ctx, p.kube, node.Spec.ProviderID)

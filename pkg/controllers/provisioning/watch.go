@@ -57,6 +57,9 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 	}
 	slots := make(chan struct{}, handoffParallelism)
 	handoff := func(node *corev1.Node, final bool) {
+		if p.opts.DisableHandoff {
+			return
+		}
 		go func() {
 			select {
 			case slots <- struct{}{}:
@@ -75,7 +78,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*karpv1.NodeClaim)
 			n, ok2 := newObj.(*karpv1.NodeClaim)
-			if !ok1 || !ok2 || o.Status.ProviderID != "" || n.Status.ProviderID == "" {
+			if p.opts.DisableHandoff || !ok1 || !ok2 || o.Status.ProviderID != "" || n.Status.ProviderID == "" {
 				return
 			}
 			nodes, err := nodeclaimutil.NodesForProviderID(ctx, c, n.Status.ProviderID)
