@@ -263,6 +263,8 @@ func TestValidEdgeCasesAccepted(t *testing.T) {
 		{name: "weight 1", base: np, patch: `spec: {weight: 1}`},
 		{name: "weight 100", base: np, patch: `spec: {weight: 100}`},
 		{name: "WhenEmpty", base: np, patch: `spec: {disruption: {consolidationPolicy: WhenEmpty}}`},
+		{name: "Balanced", base: np, patch: `spec: {disruption: {consolidationPolicy: Balanced}}`},
+		{name: "budget for Unhealthy", base: np, patch: budgets(`[{nodes: "1", reasons: [Unhealthy, Drifted, Empty, Underutilized]}]`)},
 		{name: "limits on any resource", base: np, patch: `spec: {limits: {nodes: "10", nvidia.com/gpu: "8"}}`},
 		{name: "nodeclaim with nodepool requirement and expireAfter", base: nc, patch: `spec: {expireAfter: Never, taints: [{key: team, value: b, effect: NoExecute}]}`},
 		{name: "alias al2023@latest without amiFamily", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: al2023@latest}]}`},

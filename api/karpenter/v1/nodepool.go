@@ -131,13 +131,16 @@ type NodeClaimTemplateSpec struct {
 }
 
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
-// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized
+// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 type ConsolidationPolicy string
 
 // Consolidation policies.
 const (
 	ConsolidationPolicyWhenEmpty                = ConsolidationPolicy("WhenEmpty")
 	ConsolidationPolicyWhenEmptyOrUnderutilized = ConsolidationPolicy("WhenEmptyOrUnderutilized")
+	// ConsolidationPolicyBalanced consolidates underutilized nodes only when
+	// the savings are worth the disruption (score >= 1/2, see docs/disruption.md).
+	ConsolidationPolicyBalanced = ConsolidationPolicy("Balanced")
 )
 
 // Disruption is the voluntary disruption policy of a pool.
@@ -149,7 +152,7 @@ type Disruption struct {
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty,omitzero"`
-	// ConsolidationPolicy: WhenEmpty, or WhenEmptyOrUnderutilized (default).
+	// ConsolidationPolicy: WhenEmpty, WhenEmptyOrUnderutilized (default), or Balanced.
 	// +kubebuilder:default=WhenEmptyOrUnderutilized
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
@@ -163,7 +166,7 @@ type Disruption struct {
 
 // DisruptionReason is why a node is voluntarily disrupted; budgets may be
 // limited to some reasons.
-// +kubebuilder:validation:Enum=Underutilized;Empty;Drifted
+// +kubebuilder:validation:Enum=Underutilized;Empty;Drifted;Unhealthy
 type DisruptionReason string
 
 // Disruption reasons.
@@ -171,6 +174,7 @@ const (
 	DisruptionReasonUnderutilized = DisruptionReason("Underutilized")
 	DisruptionReasonEmpty         = DisruptionReason("Empty")
 	DisruptionReasonDrifted       = DisruptionReason("Drifted")
+	DisruptionReasonUnhealthy     = DisruptionReason("Unhealthy")
 )
 
 // Budget limits the nodes of a pool that may be disrupted at once, always
@@ -180,7 +184,7 @@ const (
 type Budget struct {
 	// Reasons restricts the budget to these disruption reasons; empty means
 	// all reasons.
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=4
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is a count ("5") or a percentage of the pool's nodes ("10%",
