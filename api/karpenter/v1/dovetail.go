@@ -1,0 +1,14 @@
+package v1
+
+// dovetail's own annotations. They sit beside the karpenter.sh keys because
+// the controllers that write them and the commands that read them share these
+// types; the peer ignores them.
+const (
+	// AnnotationPricePerHour is the $/h of the offering a NodeClaim was
+	// launched on, written by the lifecycle controller at launch
+	// (decimal, e.g. "0.0416").
+	AnnotationPricePerHour = "dovetail.sh/price-per-hour"
+	// AnnotationOffering is the offering a NodeClaim was launched on:
+	// "<instance-type>/<zone>/<capacity-type>".
+	AnnotationOffering = "dovetail.sh/offering"
+)
