@@ -56,7 +56,7 @@ type tgroup struct {
 	// gkey identifies the group's spec across solves (Model caches member
 	// counts of existing pods by it).
 	gkey string
-	kk  keyKind
+	kk   keyKind
 	// count[d] is the number of member pods counted in domain d; owners[d]
 	// the number of pods in d that own the group (as a requirement or an
 	// active preference).
