@@ -63,6 +63,9 @@ type WhatIf struct {
 	// the reschedulable pods of the removed nodes (with spec.nodeName
 	// cleared or not: it is ignored).
 	Pods []*corev1.Pod
+	// Closed names existing nodes that stay (their pods count) but take no
+	// new pod, such as nodes still inside their consolidateAfter.
+	Closed []string
 	// ReleaseLimits gives the removed nodes' capacity back to their
 	// NodePools' limits.
 	ReleaseLimits bool
@@ -232,6 +235,12 @@ func (m *Model) derive(w WhatIf) *solver {
 	if len(s.errs) > 0 {
 		return s
 	}
+	closed := make([]bool, len(m.ex))
+	for _, name := range w.Closed {
+		if id, ok := m.exIndex[name]; ok {
+			closed[id] = true
+		}
+	}
 	// Existing nodes and in-flight claims, minus the removed ones.
 	s.exZone = make([][]int32, len(s.zones))
 	for id, t := range m.ex {
@@ -246,7 +255,7 @@ func (m *Model) derive(w WhatIf) *solver {
 		n.ports = slices.Clip(t.ports)
 		n.id = len(s.nodes)
 		s.nodes = append(s.nodes, n)
-		if n.kind == nkExisting && m.in.Nodes[m.exNode[id]].Node.Spec.Unschedulable {
+		if closed[id] || n.kind == nkExisting && m.in.Nodes[m.exNode[id]].Node.Spec.Unschedulable {
 			continue
 		}
 		s.exAll = append(s.exAll, int32(n.id))
