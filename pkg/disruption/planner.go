@@ -82,7 +82,7 @@ func Compute(in *Input) (*Plan, error) {
 	if err := p.build(); err != nil {
 		return nil, err
 	}
-	p.cur = in.Cluster
+	p.cur = p.withRelocated(in.Cluster)
 	if err := p.compile(); err != nil {
 		return nil, err
 	}
@@ -299,6 +299,40 @@ func (p *planner) pdbsOf(n *cnode) {
 			n.pdbs[i]++
 		}
 	}
+}
+
+// withRelocated returns the cluster with the reschedulable pods of nodes
+// being deleted added to the pending pods (they need a place too, as the
+// peer's simulation assumes), unless the snapshot lists them already.
+func (p *planner) withRelocated(cl *engine.Input) *engine.Input {
+	var extra []*corev1.Pod
+	pending := map[engine.PodRef]bool{}
+	for _, pod := range cl.Pods {
+		if pod != nil {
+			pending[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] = true
+		}
+	}
+	for _, en := range cl.Nodes {
+		if en.Node == nil {
+			continue
+		}
+		if !en.MarkedForDeletion && !p.in.Nodes[en.Node.Name].MarkedForDeletion {
+			continue
+		}
+		for _, pod := range en.Pods {
+			if Reschedulable(pod) && !pending[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] {
+				q := *pod
+				q.Spec.NodeName = ""
+				extra = append(extra, &q)
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return cl
+	}
+	out := *cl
+	out.Pods = append(slices.Clip(cl.Pods), extra...)
+	return &out
 }
 
 // compile (re)builds the model of the current cluster and plans its
@@ -576,6 +610,9 @@ func (p *planner) drift() error {
 		if err != nil {
 			return err
 		}
+		if err := p.settle(res); err != nil {
+			return err
+		}
 		if res.failCode != "" {
 			p.keep(n, CodeDriftBlocked, "drifted (%s), but %s", n.st.Drifted, res.failMsg)
 			continue
@@ -656,6 +693,9 @@ func (p *planner) underutilized() error {
 		if res.failCode == "" {
 			res.consolidate(p, []*cnode{n})
 		}
+		if err := p.settle(res); err != nil {
+			return err
+		}
 		if res.failCode != "" {
 			p.keep(n, res.failCode, "%s", res.failMsg)
 			continue
@@ -722,6 +762,9 @@ func (p *planner) multi(cands []*cnode) error {
 			if res.failCode == "" {
 				res.consolidate(p, batch[:k])
 			}
+			if err := p.settle(res); err != nil {
+				return nil, err
+			}
 			return res, nil
 		}
 		best, bestK := (*result)(nil), 0
@@ -766,6 +809,8 @@ func (p *planner) multi(cands []*cnode) error {
 type result struct {
 	plan         *engine.Plan
 	w            engine.WhatIf
+	next         *engine.Model
+	nextBase     *engine.Plan
 	displaced    map[engine.PodRef]bool
 	replacements []engine.NewNodeClaim
 	placements   []engine.Placement
@@ -832,6 +877,24 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 	}
 	res.extra = plan.PricePerHour - p.base.PricePerHour
 	return res, nil
+}
+
+// settle commits a passing what-if to the model the next what-ifs see,
+// and fails it when provisioning would then launch more for the pending
+// pods (no churn).
+func (p *planner) settle(res *result) error {
+	if res.failCode != "" {
+		return nil
+	}
+	next, nextBase, err := p.settled(res)
+	if err != nil {
+		return err
+	}
+	res.next, res.nextBase = next, nextBase
+	if msg, bad := p.churns(nextBase); bad {
+		res.failCode, res.failMsg = CodeNeededByPending, msg
+	}
+	return nil
 }
 
 // consolidate checks a consolidation what-if against the rules: cheaper,
@@ -1046,6 +1109,31 @@ func (res *result) command(reason Reason, typ string) *Command {
 		Placements: res.placements, ReplacementPricePerHour: res.replPrice, SavingsPerHour: res.price - res.extra}
 }
 
+// settled commits a what-if to a new model and plans the pending pods on
+// it: the cluster provisioning would see once the command is done.
+func (p *planner) settled(res *result) (*engine.Model, *engine.Plan, error) {
+	m, err := p.model.Commit(res.w, res.plan)
+	if err != nil {
+		return nil, nil, fmt.Errorf("disruption: applying command %d: %w", len(p.plan.Commands)+1, err)
+	}
+	p.plan.Stats.WhatIfs++
+	base, err := m.Solve(engine.WhatIf{Closed: p.closed(nil), Options: p.eopts})
+	if err != nil {
+		return nil, nil, fmt.Errorf("disruption: what-if: %w", err)
+	}
+	return m, base, nil
+}
+
+// churns reports whether provisioning, on the cluster after the command,
+// would launch more than it does now for the pending pods: the command
+// would take capacity they need (and provisioning would put it back).
+func (p *planner) churns(base *engine.Plan) (string, bool) {
+	if base.PricePerHour > p.base.PricePerHour+1e-9 || len(base.Unschedulable) > len(p.base.Unschedulable) {
+		return fmt.Sprintf("after it, provisioning would launch $%.4f/h for pending pods instead of $%.4f/h", base.PricePerHour, p.base.PricePerHour), true
+	}
+	return "", false
+}
+
 // accept records a command, takes its budget and PDB allowances, and
 // applies it to the cluster the next what-ifs see.
 func (p *planner) accept(cmd *Command, res *result, nodes []*cnode) error {
@@ -1067,18 +1155,9 @@ func (p *planner) accept(cmd *Command, res *result, nodes []*cnode) error {
 			p.keep(d, CodeDestination, "command %d of this pass moves pods onto it", len(p.plan.Commands))
 		}
 	}
-	m, err := p.model.Commit(res.w, res.plan)
-	if err != nil {
-		return fmt.Errorf("disruption: applying command %d: %w", len(p.plan.Commands), err)
-	}
-	p.model, p.cur = m, m.Input()
+	p.model, p.cur, p.base = res.next, res.next.Input(), res.nextBase
 	p.gone = map[string]bool{}
 	p.plan.Stats.Commits++
-	base, err := p.solve(nil, nil)
-	if err != nil {
-		return err
-	}
-	p.base = base
 	return nil
 }
 
