@@ -184,6 +184,9 @@ func (p *planner) price(n *cnode, en *engine.ExistingNode) {
 	n.zone = firstNonEmpty(n.st.Zone, l[corev1.LabelTopologyZone])
 	n.price = n.st.PricePerHour
 	if n.price <= 0 {
+		n.price = en.PricePerHour
+	}
+	if n.price <= 0 {
 		n.price = p.offeringPrice(n.pool, n.it, n.zone, n.ct)
 	}
 	n.known = n.it != "" && n.ct != "" && n.zone != "" && n.price > 0 && !math.IsInf(n.price, 0) && !math.IsNaN(n.price)

@@ -174,7 +174,26 @@ func (m *Model) Solve(w WhatIf) (*Plan, error) {
 	if len(s.errs) > 0 {
 		return nil, &InputError{Errs: s.errs}
 	}
-	return s.run(defaultKnobs).finish(), nil
+	plan := s.run(defaultKnobs).finish()
+	// The fleet without the removed nodes, summed in the order finish
+	// sums it.
+	gone := make(map[string]bool, len(w.Remove))
+	for _, name := range w.Remove {
+		gone[name] = true
+	}
+	plan.FleetPricePerHour = 0
+	for i := range m.in.Nodes {
+		if en := &m.in.Nodes[i]; en.Node != nil && !gone[en.Node.Name] && !en.MarkedForDeletion && validPrice(en.PricePerHour) {
+			plan.FleetPricePerHour += en.PricePerHour
+		}
+	}
+	for i := range m.in.InFlight {
+		if c := &m.in.InFlight[i]; !gone[c.Name] && validPrice(c.PricePerHour) {
+			plan.FleetPricePerHour += c.PricePerHour
+		}
+	}
+	plan.FleetPricePerHour += plan.PricePerHour
+	return plan, nil
 }
 
 // derive builds a solver for w over the model's compiled parts.
@@ -428,7 +447,7 @@ func (m *Model) Commit(w WhatIf, plan *Plan) (*Model, error) {
 			continue
 		}
 		c := InFlightNodeClaim{Name: nc.Name, NodePool: nc.NodePool, Requirements: nc.Requirements, Taints: nc.Taints,
-			StartupTaints: nc.StartupTaints, InstanceTypeOptions: nc.InstanceTypeOptions, Pods: pods}
+			StartupTaints: nc.StartupTaints, InstanceTypeOptions: nc.InstanceTypeOptions, Pods: pods, PricePerHour: nc.Offering.Price}
 		if p := m.base.poolByName[nc.NodePool]; p != nil {
 			for _, t := range p.np.InstanceTypes {
 				if t != nil && t.Name == nc.Offering.InstanceType {

@@ -77,6 +77,9 @@ func TestModelWhatIfMatchesSolve(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if got.FleetPricePerHour <= got.PricePerHour && len(ref.Nodes) > 0 {
+					t.Fatalf("fleet $%.4f/h does not count the %d remaining nodes", got.FleetPricePerHour, len(ref.Nodes))
+				}
 				want, err := engine.Solve(&ref)
 				if err != nil {
 					t.Fatal(err)
