@@ -49,6 +49,9 @@ const (
 	CodeBalanced Code = "BalancedScoreTooLow"
 	// CodeDriftBlocked: drifted, but its pods cannot be re-placed now.
 	CodeDriftBlocked Code = "DriftReplacementBlocked"
+	// CodeDestination: an earlier command of this pass moves pods onto it;
+	// it is not disrupted in the same pass (its pods would move twice).
+	CodeDestination Code = "Destination"
 	// CodeNotCandidate: nothing to do: not empty, drifted or underutilized
 	// under the pool's policy (for example, it is part of the cheapest fleet).
 	CodeNotCandidate Code = "Kept"
@@ -59,5 +62,5 @@ func Codes() []Code {
 	return []Code{CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeNominated, CodeNodeDoNotDisrupt,
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
-		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeNotCandidate}
+		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeNotCandidate}
 }

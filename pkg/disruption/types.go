@@ -190,6 +190,10 @@ type Command struct {
 	Replacements []engine.NewNodeClaim
 	// Pods are the pods the command evicts.
 	Pods []engine.PodRef
+	// Placements are where the evicted pods go on existing nodes and
+	// in-flight NodeClaims (the rest go to the replacements, whose Pods
+	// list them).
+	Placements []engine.Placement
 	// PricePerHour is what the removed nodes cost; ReplacementPricePerHour
 	// what the replacements cost (planned offerings).
 	PricePerHour, ReplacementPricePerHour float64
@@ -251,3 +255,13 @@ func ownedBy(p *corev1.Pod, kind string) bool {
 	}
 	return false
 }
+
+// labelSet adapts a label map for selectors.
+type labelSet map[string]string
+
+func (l labelSet) Has(k string) bool { _, ok := l[k]; return ok }
+
+func (l labelSet) Get(k string) string { return l[k] }
+
+// Lookup implements labels.Labels.
+func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
