@@ -36,7 +36,7 @@ func TestDisruptionInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !in.Now.Equal(disruptionNow) || in.Cluster == nil || len(in.Cluster.Nodes) != 8 {
+	if !in.Now.Equal(disruptionNow) || in.Cluster == nil || len(in.Cluster.Nodes) != 9 {
 		t.Fatalf("now %v, cluster nodes %d", in.Now, len(in.Cluster.Nodes))
 	}
 	pp := in.Pools["general"]
@@ -73,6 +73,9 @@ func TestDisruptionInput(t *testing.T) {
 			st.Initialized != want.initialized || st.NotReady || st.MarkedForDeletion || st.DoNotDisrupt {
 			t.Errorf("%s: state = %+v, want %+v", name, st, want)
 		}
+	}
+	if d := in.Nodes["old-a"].Drifted; d != "NodeClassDrift" {
+		t.Errorf("old-a drift = %q, want its Drifted condition's reason", d)
 	}
 	for _, en := range in.Cluster.Nodes {
 		if en.Node.Name == "legacy-a" && en.NodePool != "general" {
