@@ -130,7 +130,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	}
 	return &disruption.Input{
 		Now: now, Cluster: in, Pools: pools, Nodes: states, PDBs: m.PDBs(cluster.Pods),
-		Options: disruption.Options{Engine: opts.Engine},
+		Options: disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation},
 	}, warnings, nil
 }
 

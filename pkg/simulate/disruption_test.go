@@ -224,3 +224,58 @@ metadata: {name: n1}
 		}
 	}
 }
+
+// TestRunDisruptionSpotToSpotGate: the gate decides whether a lone,
+// oversized spot node is replaced by a cheaper spot node.
+func TestRunDisruptionSpotToSpotGate(t *testing.T) {
+	const in = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec: {amiSelectorTerms: [{alias: al2023@latest}], role: r}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: spot}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+  disruption: {budgets: [{nodes: "100%"}]}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: big
+  labels: {karpenter.sh/nodepool: spot, karpenter.sh/capacity-type: spot, node.kubernetes.io/instance-type: m5.4xlarge, topology.kubernetes.io/zone: us-east-1a, kubernetes.io/arch: amd64, kubernetes.io/os: linux}
+status:
+  allocatable: {cpu: 15890m, memory: 60Gi, pods: "234"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: small, namespace: shop, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u, controller: true}]}
+spec: {nodeName: big, containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]}
+`
+	plan := func(gate bool) *simulate.DisruptionResult {
+		m := &simulate.Manifests{}
+		if err := m.Read("c.yaml", []byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1", SpotToSpotConsolidation: gate}, disruptionNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	off := plan(false)
+	if len(off.Commands) != 0 || len(off.Kept) != 1 || off.Kept[0].Code != string(disruption.CodeSpotToSpotDisabled) {
+		t.Errorf("gate off: commands %+v kept %+v, want big kept with %s", off.Commands, off.Kept, disruption.CodeSpotToSpotDisabled)
+	}
+	on := plan(true)
+	if len(on.Commands) != 1 || len(on.Commands[0].Replacements) != 1 || on.Commands[0].Replacements[0].CapacityType != "spot" ||
+		on.Commands[0].SavingsPerHour <= 0 {
+		t.Errorf("gate on: commands %+v kept %+v, want big replaced by a cheaper spot node", on.Commands, on.Kept)
+	}
+}

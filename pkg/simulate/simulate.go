@@ -39,6 +39,9 @@ type Options struct {
 	// Now reads the clock around the solve, to report its duration; nil
 	// means time.Now.
 	Now func() time.Time
+	// SpotToSpotConsolidation is the disruption planner's gate (used by
+	// DisruptionInput only).
+	SpotToSpotConsolidation bool
 }
 
 // Result is the outcome of a simulation, in the shape `dovetail simulate

@@ -35,6 +35,8 @@ type Options struct {
 	// "" the wall clock.
 	Disruption bool
 	At         string
+	// SpotToSpot is the planner's SpotToSpotConsolidation gate.
+	SpotToSpot bool
 
 	Stdin  io.Reader
 	Stdout io.Writer // the plan
@@ -103,6 +105,9 @@ on bad input.`,
 			if fe := simulate.ValidateFormat(opts.Output); fe != nil {
 				return cmdutil.BadInputf("-o: %s", fe.ErrorBody())
 			}
+			if cmd.Flags().Changed("spot-to-spot-consolidation") && !opts.Disruption {
+				return cmdutil.BadInputf("--spot-to-spot-consolidation applies only with --disruption")
+			}
 			if cmd.Flags().Changed("now") {
 				if !opts.Disruption {
 					return cmdutil.BadInputf("--now applies only with --disruption")
@@ -124,6 +129,7 @@ on bad input.`,
 	f.StringSliceVar(&opts.Zones, "zones", nil, "zones to plan in (default: the region's first three zones for the built-in catalog, every zone of a catalog file)")
 	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
 	f.BoolVar(&opts.Disruption, "disruption", false, "plan a disruption pass over the cluster in the files: what dovetail would remove or replace, and why it keeps each other node")
+	f.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (the SpotToSpotConsolidation gate)")
 	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
 	return cmd
 }
@@ -180,6 +186,7 @@ func Run(_ context.Context, opts *Options) error {
 		sopts.Catalog = cat
 	}
 	if opts.Disruption {
+		sopts.SpotToSpotConsolidation = opts.SpotToSpot
 		return runDisruption(m, sopts, opts, len(files))
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))
