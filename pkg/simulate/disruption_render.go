@@ -39,6 +39,9 @@ type DisruptionResult struct {
 	// LowerBoundPricePerHour is the planner's proven lower bound on the
 	// $/h of any fleet that holds the pods on managed capacity.
 	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
+	// PendingPods counts the pods waiting for a node: the lower bound
+	// covers them, the fleet after the commands does not.
+	PendingPods int `json:"pendingPods"`
 	// DurationSeconds is the planner's run time, measured around the call.
 	DurationSeconds float64 `json:"durationSeconds"`
 
@@ -118,6 +121,7 @@ func FromDisruptionPlan(in *disruption.Input, plan *disruption.Plan) *Disruption
 		FleetPricePerHourAfter: roundPrice(plan.FleetPricePerHourAfter),
 		SavingsPerHour:         roundPrice(plan.FleetPricePerHour - plan.FleetPricePerHourAfter),
 		LowerBoundPricePerHour: roundPrice(plan.LowerBoundPricePerHour),
+		PendingPods:            len(in.Cluster.Pods),
 		Stats:                  plan.Stats,
 	}
 	removedBy := map[string]int{}
@@ -173,7 +177,8 @@ func FromDisruptionPlan(in *disruption.Input, plan *disruption.Plan) *Disruption
 // RenderDisruption writes r as json (indented), yaml (the same document)
 // or a table: the commands, the kept nodes with their codes and reasons,
 // the expiring nodes, then the fleet's $/h now and after, the lower bound
-// and the gap after.
+// and the gap after (not with pending pods, which the bound covers and the
+// fleet does not).
 func RenderDisruption(w io.Writer, r *DisruptionResult, format string) error {
 	switch format {
 	case FormatJSON:
@@ -244,7 +249,10 @@ func renderDisruptionTable(w io.Writer, r *DisruptionResult) error {
 		}
 	}
 	gap := "n/a"
-	if r.LowerBoundPricePerHour > 0 {
+	switch {
+	case r.PendingPods > 0:
+		gap = fmt.Sprintf("n/a (%d pending pods)", r.PendingPods)
+	case r.LowerBoundPricePerHour > 0:
 		gap = fmt.Sprintf("%.1f%%", 100*(r.FleetPricePerHourAfter/r.LowerBoundPricePerHour-1))
 	}
 	_, err := fmt.Fprintf(w, "\nAt %s: %d nodes (%d adopted), %d commands remove %d nodes and launch %d\n"+
