@@ -279,3 +279,25 @@ spec: {nodeName: big, containers: [{name: c, resources: {requests: {cpu: 500m, m
 		t.Errorf("gate on: commands %+v kept %+v, want big replaced by a cheaper spot node", on.Commands, on.Kept)
 	}
 }
+
+func TestRenderDisruptionGap(t *testing.T) {
+	r := &simulate.DisruptionResult{Now: "2026-12-01T10:00:00Z", FleetPricePerHour: 2, FleetPricePerHourAfter: 1.5, SavingsPerHour: 0.5, LowerBoundPricePerHour: 1.2}
+	var b strings.Builder
+	if err := simulate.RenderDisruption(&b, r, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "gap after: 25.0%") || !strings.Contains(b.String(), "No disruption commands.") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	r.PendingPods = 3
+	b.Reset()
+	if err := simulate.RenderDisruption(&b, r, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "gap after: n/a (3 pending pods)") {
+		t.Errorf("with pending pods:\n%s", b.String())
+	}
+	if err := simulate.RenderDisruption(&b, r, "xml"); err == nil {
+		t.Error("xml accepted")
+	}
+}
