@@ -63,6 +63,7 @@ type planner struct {
 	gone  map[string]bool
 	plan  *Plan
 	eopts engine.Options
+	lastW engine.WhatIf
 }
 
 // Compute plans one disruption pass over in. The error is only for
@@ -340,10 +341,12 @@ func (p *planner) solve(remove []string, pods []*corev1.Pod) (*engine.Plan, erro
 	slices.Sort(all)
 	all = append(all, remove...)
 	p.plan.Stats.WhatIfs++
-	plan, err := p.model.Solve(engine.WhatIf{Remove: all, Pods: pods, ReleaseLimits: true, Closed: p.closed(remove), Options: p.eopts})
+	w := engine.WhatIf{Remove: all, Pods: pods, ReleaseLimits: true, Closed: p.closed(remove), Options: p.eopts}
+	plan, err := p.model.Solve(w)
 	if err != nil {
 		return nil, fmt.Errorf("disruption: what-if: %w", err)
 	}
+	p.lastW = w
 	return plan, nil
 }
 
@@ -762,6 +765,7 @@ func (p *planner) multi(cands []*cnode) error {
 // result is one what-if's outcome.
 type result struct {
 	plan         *engine.Plan
+	w            engine.WhatIf
 	displaced    map[engine.PodRef]bool
 	replacements []engine.NewNodeClaim
 	placements   []engine.Placement
@@ -795,7 +799,7 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.plan = plan
+	res.plan, res.w = plan, p.lastW
 	for _, u := range plan.Unschedulable {
 		if res.displaced[u.Pod] {
 			res.failCode = CodeCannotReschedule
@@ -1063,9 +1067,19 @@ func (p *planner) accept(cmd *Command, res *result, nodes []*cnode) error {
 			p.keep(d, CodeDestination, "command %d of this pass moves pods onto it", len(p.plan.Commands))
 		}
 	}
-	p.cur = apply(p.cur, nodes, res, p.gone)
+	m, err := p.model.Commit(res.w, res.plan)
+	if err != nil {
+		return fmt.Errorf("disruption: applying command %d: %w", len(p.plan.Commands), err)
+	}
+	p.model, p.cur = m, m.Input()
 	p.gone = map[string]bool{}
-	return p.compile()
+	p.plan.Stats.Commits++
+	base, err := p.solve(nil, nil)
+	if err != nil {
+		return err
+	}
+	p.base = base
+	return nil
 }
 
 // finish fills kept reasons for the rest, expiring nodes, prices and the

@@ -224,6 +224,7 @@ type Stats struct {
 	Candidates int
 	WhatIfs    int
 	Compiles   int
+	Commits    int
 }
 
 // pod helpers shared by the planner and its tests.
