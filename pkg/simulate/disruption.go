@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -46,8 +47,9 @@ const NominationHold = 20 * time.Second
 //     a node without karpenter.sh/nodepool (on it or its NodeClaim) is
 //     adopted by the highest-weight NodePool whose requirements and
 //     template labels its labels (with its instance type's) satisfy and
-//     whose taints it carries, with no other taint (Adopted); otherwise it
-//     has no pool (unmanaged);
+//     whose taints it carries, with no other taint (Adopted, and counted in
+//     the pool's usage for its limits); otherwise it has no pool
+//     (unmanaged);
 //   - the PodDisruptionBudgets (Manifests.PDBs).
 //
 // Errors are InputErrors naming the object (a NodeClaim's unreadable
@@ -114,6 +116,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 			if np := adopt(n, st, adopters, pr); np != nil {
 				st.NodePool, st.Adopted = np.Name, true
 				en.NodePool = np.Name
+				addPoolUsage(in, np.Name, n.Status.Capacity)
 			}
 		}
 		if np := poolByName[st.NodePool]; np != nil && st.TerminationGracePeriod == nil && np.Spec.Template.Spec.TerminationGracePeriod != nil {
@@ -132,6 +135,29 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 		Now: now, Cluster: in, Pools: pools, Nodes: states, PDBs: m.PDBs(cluster.Pods),
 		Options: disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation},
 	}, warnings, nil
+}
+
+// addPoolUsage counts an adopted node's capacity, and the node, in its
+// pool's usage (for limits), as Build does for the pool's labelled nodes.
+func addPoolUsage(in *engine.Input, pool string, capacity corev1.ResourceList) {
+	for i := range in.NodePools {
+		if in.NodePools[i].Name != pool {
+			continue
+		}
+		usage := in.NodePools[i].Usage.DeepCopy()
+		if usage == nil {
+			usage = corev1.ResourceList{}
+		}
+		for name, q := range capacity {
+			sum := usage[name]
+			sum.Add(q)
+			usage[name] = sum
+		}
+		nodes := usage["nodes"]
+		nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
+		usage["nodes"] = nodes
+		in.NodePools[i].Usage = usage
+	}
 }
 
 // poolPolicy converts a NodePool's disruption settings.

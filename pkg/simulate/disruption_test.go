@@ -82,6 +82,20 @@ func TestDisruptionInput(t *testing.T) {
 			t.Errorf("adopted node's snapshot pool = %q", en.NodePool)
 		}
 	}
+	// The pool's usage counts its 7 labelled nodes and the adopted one.
+	for _, np := range in.Cluster.NodePools {
+		if np.Name != "general" {
+			continue
+		}
+		if n := np.Usage["nodes"]; n.Value() != 8 {
+			t.Errorf("general's usage counts %d nodes, want 8 (7 labelled + legacy-a)", n.Value())
+		}
+		// Capacity: empty-a and old-a 2 vCPU, big-a and big-b 8, batch-a,
+		// shop-a and fresh-a 4, plus legacy-a's 4.
+		if c := np.Usage["cpu"]; c.Value() != 2+2+8+8+4+4+4+4 {
+			t.Errorf("general's usage cpu = %s", c.String())
+		}
+	}
 	if len(in.PDBs) != 1 || in.PDBs[0].Name != "checkout" || in.PDBs[0].DisruptionsAllowed != 0 {
 		t.Errorf("PDBs = %+v, want shop/checkout allowing 0 (2 pods, minAvailable 2)", in.PDBs)
 	}
