@@ -17,6 +17,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/podevents"
 	nctermination "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
 	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
@@ -47,6 +48,7 @@ var (
 	_ Controller = (*provisioning.Provisioner)(nil)
 	_ Controller = (*lifecycle.Controller)(nil)
 	_ Controller = (*drift.Controller)(nil)
+	_ Controller = (*podevents.Controller)(nil)
 	_ Controller = (*nctermination.Controller)(nil)
 	_ Controller = (*termination.Controller)(nil)
 	_ Controller = (*garbagecollection.Controller)(nil)
@@ -57,6 +59,7 @@ var (
 	_ reconcile.Reconciler = (*counter.Controller)(nil)
 	_ reconcile.Reconciler = (*lifecycle.Controller)(nil)
 	_ reconcile.Reconciler = (*drift.Controller)(nil)
+	_ reconcile.Reconciler = (*podevents.Controller)(nil)
 	_ reconcile.Reconciler = (*nctermination.Controller)(nil)
 	_ reconcile.Reconciler = (*termination.Controller)(nil)
 	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
@@ -130,6 +133,8 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
 			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout}),
 		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
+		// Pod events and the Consolidatable condition, read by disruption.
+		podevents.NewController(d.Client, d.Clock),
 		nctermination.NewController(d.Client, cloud("nodeclaim.termination"), d.Clock, d.Recorder, d.Metrics),
 		termination.NewController(d.Client, cloud("node.termination"), d.Clock, d.Recorder, d.Metrics,
 			termination.Options{VolumeDetachTimeout: cfg.VolumeDetachTimeout}),

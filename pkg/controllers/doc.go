@@ -10,6 +10,7 @@
 //	provisioning                  unschedulable pods -> NodeClaims
 //	nodeclaim/lifecycle           launch, registration, initialization, liveness
 //	nodeclaim/drift               the Drifted condition
+//	nodeclaim/podevents           status.lastPodEventTime, the Consolidatable condition
 //	nodeclaim/termination         deadline, Node deletion, instance deletion
 //	node/termination              taint, ordered drain, volumes, instance
 //	nodeclaim/garbagecollection   leaked instances, vanished instances, orphan nodes

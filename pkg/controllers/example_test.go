@@ -35,6 +35,7 @@ func ExampleNewControllers() {
 	// provisioning
 	// nodeclaim.lifecycle
 	// nodeclaim.drift
+	// nodeclaim.podevents
 	// nodeclaim.termination
 	// node.termination
 	// nodeclaim.garbagecollection
