@@ -15,6 +15,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/expiration"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/podevents"
@@ -49,6 +50,7 @@ var (
 	_ Controller = (*lifecycle.Controller)(nil)
 	_ Controller = (*drift.Controller)(nil)
 	_ Controller = (*podevents.Controller)(nil)
+	_ Controller = (*expiration.Controller)(nil)
 	_ Controller = (*nctermination.Controller)(nil)
 	_ Controller = (*termination.Controller)(nil)
 	_ Controller = (*garbagecollection.Controller)(nil)
@@ -60,6 +62,7 @@ var (
 	_ reconcile.Reconciler = (*lifecycle.Controller)(nil)
 	_ reconcile.Reconciler = (*drift.Controller)(nil)
 	_ reconcile.Reconciler = (*podevents.Controller)(nil)
+	_ reconcile.Reconciler = (*expiration.Controller)(nil)
 	_ reconcile.Reconciler = (*nctermination.Controller)(nil)
 	_ reconcile.Reconciler = (*termination.Controller)(nil)
 	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
@@ -135,6 +138,8 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
 		// Pod events and the Consolidatable condition, read by disruption.
 		podevents.NewController(d.Client, d.Clock),
+		// Forceful, no budget: NodeClaims older than spec.expireAfter.
+		expiration.NewController(d.Client, d.Clock, d.Recorder, d.Metrics),
 		nctermination.NewController(d.Client, cloud("nodeclaim.termination"), d.Clock, d.Recorder, d.Metrics),
 		termination.NewController(d.Client, cloud("node.termination"), d.Clock, d.Recorder, d.Metrics,
 			termination.Options{VolumeDetachTimeout: cfg.VolumeDetachTimeout}),

@@ -11,6 +11,7 @@
 //	nodeclaim/lifecycle           launch, registration, initialization, liveness
 //	nodeclaim/drift               the Drifted condition
 //	nodeclaim/podevents           status.lastPodEventTime, the Consolidatable condition
+//	nodeclaim/expiration          deletes NodeClaims older than spec.expireAfter
 //	nodeclaim/termination         deadline, Node deletion, instance deletion
 //	node/termination              taint, ordered drain, volumes, instance
 //	nodeclaim/garbagecollection   leaked instances, vanished instances, orphan nodes

@@ -36,6 +36,7 @@ func ExampleNewControllers() {
 	// nodeclaim.lifecycle
 	// nodeclaim.drift
 	// nodeclaim.podevents
+	// nodeclaim.expiration
 	// nodeclaim.termination
 	// node.termination
 	// nodeclaim.garbagecollection
