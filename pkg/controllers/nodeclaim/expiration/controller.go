@@ -83,4 +83,3 @@ func capacityType(nc *karpv1.NodeClaim) string {
 	}
 	return ""
 }
-
