@@ -122,6 +122,27 @@ func (s *solver) run(k knobs) *solver {
 }
 
 func newSolver(in *Input) (*solver, error) {
+	s, err := newSolverBase(in, false)
+	if err != nil {
+		return nil, err
+	}
+	s.buildClasses()
+	s.buildExisting()
+	if len(s.errs) > 0 {
+		return nil, &InputError{Errs: s.errs}
+	}
+	s.buildMembership()
+	s.finishGroups()
+	s.countExisting()
+	s.initRun()
+	return s, nil
+}
+
+// newSolverBase checks the input and compiles what does not depend on the
+// pending pods' placement: zones, tracked resources (with allPods, those
+// of the pods on existing nodes and in-flight claims too), daemonsets and
+// NodePools.
+func newSolverBase(in *Input, allPods bool) (*solver, error) {
 	if in == nil {
 		return nil, &InputError{Errs: field.ErrorList{field.Required(field.NewPath("input"), "must not be nil")}}
 	}
@@ -137,21 +158,19 @@ func newSolver(in *Input) (*solver, error) {
 	}
 	s.validatePools()
 	s.buildZones()
-	s.buildResources()
+	s.buildResources(allPods)
 	s.buildDaemons()
 	if len(s.errs) > 0 {
 		return nil, &InputError{Errs: s.errs}
 	}
 	s.compilePools()
-	s.buildClasses()
-	s.buildExisting()
-	if len(s.errs) > 0 {
-		return nil, &InputError{Errs: s.errs}
-	}
-	s.buildMembership()
-	s.finishGroups()
-	s.countExisting()
-	s.podNode = make([]int32, len(in.Pods))
+	return s, nil
+}
+
+// initRun sets up the per-run placement state once the classes, groups and
+// existing nodes are built.
+func (s *solver) initRun() {
+	s.podNode = make([]int32, len(s.in.Pods))
 	for i := range s.podNode {
 		s.podNode[i] = -1
 	}
@@ -161,10 +180,9 @@ func newSolver(in *Input) (*solver, error) {
 	for i := range s.pools {
 		s.poolZone[i] = make([][]int32, len(s.zones))
 	}
-	s.stats.Pods = len(in.Pods)
+	s.stats.Pods = len(s.in.Pods)
 	s.stats.Classes = len(s.classes)
 	s.stats.TopologyGroups = len(s.groups)
-	return s, nil
 }
 
 // validatePools checks the NodePools for what would make a solve
@@ -303,13 +321,30 @@ func (s *solver) buildZones() {
 	}
 }
 
-// buildResources tracks the extended resources the pending pods request.
-func (s *solver) buildResources() {
+// buildResources tracks the extended resources the pending pods request
+// (with allPods, also those of the pods on nodes and in-flight claims).
+func (s *solver) buildResources(allPods bool) {
 	s.res = newResTable()
 	var names []corev1.ResourceName
 	for _, p := range s.in.Pods {
 		if p != nil {
 			names = requestedNames(p, names)
+		}
+	}
+	if allPods {
+		for i := range s.in.Nodes {
+			for _, p := range s.in.Nodes[i].Pods {
+				if p != nil {
+					names = requestedNames(p, names)
+				}
+			}
+		}
+		for i := range s.in.InFlight {
+			for _, p := range s.in.InFlight[i].Pods {
+				if p != nil {
+					names = requestedNames(p, names)
+				}
+			}
 		}
 	}
 	s.res.track(names)

@@ -53,7 +53,10 @@ type groupSpec struct {
 type tgroup struct {
 	groupSpec
 	idx int
-	kk  keyKind
+	// gkey identifies the group's spec across solves (Model caches member
+	// counts of existing pods by it).
+	gkey string
+	kk   keyKind
 	// count[d] is the number of member pods counted in domain d; owners[d]
 	// the number of pods in d that own the group (as a requirement or an
 	// active preference).
@@ -280,7 +283,7 @@ func (s *solver) group(spec groupSpec) int {
 	if i, ok := s.groupByKey[key]; ok {
 		return i
 	}
-	g := &tgroup{groupSpec: spec, idx: len(s.groups), first: -1}
+	g := &tgroup{groupSpec: spec, idx: len(s.groups), first: -1, gkey: key}
 	switch k := classifyKey(spec.key); k {
 	case kindZone, kindZoneID, kindCapacity, kindHostname:
 		g.kk = k

@@ -1,4 +1,4 @@
-package engine_test
+package enginetest
 
 // An independent checker of plans. It uses only the engine's public types
 // and Kubernetes' own helpers (pod requests, node affinity, taints, label
@@ -55,8 +55,8 @@ func (c *checker) fail(format string, args ...any) {
 	}
 }
 
-// checkPlan returns every violation it finds (nil: the plan is valid).
-func checkPlan(in *engine.Input, plan *engine.Plan) []string {
+// CheckPlan returns every violation it finds (nil: the plan is valid).
+func CheckPlan(in *engine.Input, plan *engine.Plan) []string {
 	c := &checker{in: in, plan: plan, podOn: map[*corev1.Pod]*checkNode{}, byName: map[string]*checkNode{}}
 	c.checkAccounting()
 	c.buildNodes()
@@ -768,6 +768,7 @@ func (c *checker) checkPrice() {
 }
 
 // describeErrs joins violations for test output.
-func describeErrs(errs []string) string { return strings.Join(errs, "\n") }
+// DescribeErrs joins violations, one a line.
+func DescribeErrs(errs []string) string { return strings.Join(errs, "\n") }
 
 var _ = resource.MustParse
