@@ -41,4 +41,5 @@ func ExampleNewControllers() {
 	// node.termination
 	// nodeclaim.garbagecollection
 	// interruption
+	// disruption
 }
