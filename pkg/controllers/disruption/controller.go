@@ -118,7 +118,8 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 // Name is the controller's name in logs and metrics.
 func (c *Controller) Name() string { return "disruption" }
 
-// Register adds the loop to the manager (it runs on the leader only).
+// Register adds the loop to the manager. A RunnableFunc needs leader
+// election, so only the leader disrupts.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	if c.newNodeClaim == nil {
 		return errors.New("disruption: no NodeClaim factory")
@@ -127,9 +128,6 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	c.synced = mgr.GetCache().WaitForCacheSync
 	return mgr.Add(manager.RunnableFunc(c.run))
 }
-
-// NeedLeaderElection: only the leader disrupts.
-func (c *Controller) NeedLeaderElection() bool { return true }
 
 func (c *Controller) run(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(c.Name())
