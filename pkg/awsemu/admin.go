@@ -138,6 +138,8 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		if method(http.MethodGet) {
 			reply(http.StatusOK, e.Calls())
 		}
+	case "images/publish": // see images.go
+		e.adminPublishImage(w, r)
 	default:
 		fail(http.StatusNotFound, "unknown admin path %s", r.URL.Path)
 	}

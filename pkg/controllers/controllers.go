@@ -11,18 +11,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/expiration"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/podevents"
 	nctermination "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
 	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
@@ -47,6 +52,9 @@ var (
 	_ Controller = (*provisioning.Provisioner)(nil)
 	_ Controller = (*lifecycle.Controller)(nil)
 	_ Controller = (*drift.Controller)(nil)
+	_ Controller = (*podevents.Controller)(nil)
+	_ Controller = (*expiration.Controller)(nil)
+	_ Controller = (*disruption.Controller)(nil)
 	_ Controller = (*nctermination.Controller)(nil)
 	_ Controller = (*termination.Controller)(nil)
 	_ Controller = (*garbagecollection.Controller)(nil)
@@ -57,6 +65,8 @@ var (
 	_ reconcile.Reconciler = (*counter.Controller)(nil)
 	_ reconcile.Reconciler = (*lifecycle.Controller)(nil)
 	_ reconcile.Reconciler = (*drift.Controller)(nil)
+	_ reconcile.Reconciler = (*podevents.Controller)(nil)
+	_ reconcile.Reconciler = (*expiration.Controller)(nil)
 	_ reconcile.Reconciler = (*nctermination.Controller)(nil)
 	_ reconcile.Reconciler = (*termination.Controller)(nil)
 	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
@@ -99,6 +109,11 @@ type Config struct {
 	InterruptionQueue string
 	// FeatureGates as parsed by the operator (name -> enabled).
 	FeatureGates map[string]bool
+	// Disruption are the disruption controller's tunables (the validation
+	// period already scaled); its snapshot options and the
+	// SpotToSpotConsolidation gate are filled in from Provisioning and
+	// FeatureGates.
+	Disruption disruption.Options
 }
 
 // NewControllers lists every controller dovetail runs, wired with its
@@ -130,6 +145,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
 			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout}),
 		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
+		// Pod events and the Consolidatable condition, read by disruption.
+		podevents.NewController(d.Client, d.Clock),
+		// Forceful, no budget: NodeClaims older than spec.expireAfter.
+		expiration.NewController(d.Client, d.Clock, d.Recorder, d.Metrics),
 		nctermination.NewController(d.Client, cloud("nodeclaim.termination"), d.Clock, d.Recorder, d.Metrics),
 		termination.NewController(d.Client, cloud("node.termination"), d.Clock, d.Recorder, d.Metrics,
 			termination.Options{VolumeDetachTimeout: cfg.VolumeDetachTimeout}),
@@ -139,9 +158,26 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		// Interruption: replaces nodes the cloud is taking back (through
 		// provisioning's Replace), then deletes their NodeClaims.
 		interruption.New(d.Client, d.InterruptionQueue, prov, d.Clock, d.Recorder, interruptionMetrics, d.Unavailable),
+
+		// Consolidation and drift replacement: executes the planner's
+		// commands, launching replacements as provisioning builds them.
+		disruption.New(d.Client, cloud("disruption"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
+			func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
+				return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
+			}, disruptionOptions(cfg)),
 	}
 	if d.NodeClassResolver != nil {
 		out = append(out, ncstatus.NewController(d.Client, d.NodeClassResolver, d.Recorder, cfg.NodeClassRefreshInterval))
 	}
 	return out, nil
+}
+
+// disruptionOptions completes cfg.Disruption from the provisioning options
+// (the same snapshot settings) and the feature gates.
+func disruptionOptions(cfg Config) disruption.Options {
+	o := cfg.Disruption
+	o.SpotToSpotConsolidation = cfg.FeatureGates["SpotToSpotConsolidation"]
+	o.Snapshot.Region = cfg.Provisioning.Region
+	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}
+	return o
 }

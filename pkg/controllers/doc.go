@@ -10,6 +10,9 @@
 //	provisioning                  unschedulable pods -> NodeClaims
 //	nodeclaim/lifecycle           launch, registration, initialization, liveness
 //	nodeclaim/drift               the Drifted condition
+//	nodeclaim/podevents           status.lastPodEventTime, the Consolidatable condition
+//	nodeclaim/expiration          deletes NodeClaims older than spec.expireAfter
+//	disruption                    executes the disruption planner: consolidation, drift replacement
 //	nodeclaim/termination         deadline, Node deletion, instance deletion
 //	node/termination              taint, ordered drain, volumes, instance
 //	nodeclaim/garbagecollection   leaked instances, vanished instances, orphan nodes

@@ -35,8 +35,11 @@ func ExampleNewControllers() {
 	// provisioning
 	// nodeclaim.lifecycle
 	// nodeclaim.drift
+	// nodeclaim.podevents
+	// nodeclaim.expiration
 	// nodeclaim.termination
 	// node.termination
 	// nodeclaim.garbagecollection
 	// interruption
+	// disruption
 }

@@ -21,23 +21,25 @@ const (
 
 // Label names, shared so that dashboards can join across metrics.
 const (
-	LabelNodePool         = "nodepool"
-	LabelZone             = "zone"
-	LabelCapacityType     = "capacity_type"
-	LabelInstanceType     = "instance_type"
-	LabelReason           = "reason"
-	LabelMinValuesRelaxed = "min_values_relaxed"
-	LabelResourceType     = "resource_type"
-	LabelController       = "controller"
-	LabelMethod           = "method"
-	LabelProvider         = "provider"
-	LabelError            = "error"
-	LabelOutcome          = "outcome"
-	LabelPhase            = "phase"
-	LabelKind             = "kind"
-	LabelCode             = "code"
-	LabelVersion          = "version"
-	LabelGoVersion        = "goversion"
+	LabelNodePool          = "nodepool"
+	LabelZone              = "zone"
+	LabelCapacityType      = "capacity_type"
+	LabelInstanceType      = "instance_type"
+	LabelReason            = "reason"
+	LabelMinValuesRelaxed  = "min_values_relaxed"
+	LabelResourceType      = "resource_type"
+	LabelController        = "controller"
+	LabelMethod            = "method"
+	LabelProvider          = "provider"
+	LabelError             = "error"
+	LabelOutcome           = "outcome"
+	LabelPhase             = "phase"
+	LabelKind              = "kind"
+	LabelCode              = "code"
+	LabelVersion           = "version"
+	LabelGoVersion         = "goversion"
+	LabelDecision          = "decision"
+	LabelConsolidationType = "consolidation_type"
 )
 
 // Registry holds every metric dovetail exports, registered in a Prometheus
@@ -84,6 +86,26 @@ type Registry struct {
 	ClusterStateSynced prometheus.Gauge
 	// BuildInfo is 1, labelled with the build (karpenter_build_info).
 	BuildInfo *prometheus.GaugeVec
+	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption
+	// (voluntary or expiration), by reason ("expired", "empty", "drifted",
+	// "underutilized") (karpenter_nodeclaims_disrupted_total{reason,nodepool,capacity_type}).
+	NodeClaimsDisrupted *prometheus.CounterVec
+	// DisruptionDecisions counts the commands the disruption controller
+	// acted on, by decision ("delete" or "replace"), reason and
+	// consolidation type ("empty", "single", "multi", or "" for drift)
+	// (karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}).
+	DisruptionDecisions *prometheus.CounterVec
+	// DisruptionEligibleNodes is the number of nodes the last planner pass
+	// could have disrupted, by reason
+	// (karpenter_voluntary_disruption_eligible_nodes{reason}).
+	DisruptionEligibleNodes *prometheus.GaugeVec
+	// DisruptionEvaluationDuration times one planner pass (all methods at
+	// once) (karpenter_voluntary_disruption_decision_evaluation_duration_seconds).
+	DisruptionEvaluationDuration prometheus.Histogram
+	// NodePoolAllowedDisruptions is how many more nodes a pool's budgets
+	// allow to be disrupting now, by reason
+	// (karpenter_nodepools_allowed_disruptions{nodepool,reason}).
+	NodePoolAllowedDisruptions *prometheus.GaugeVec
 
 	// NodeClaimsRegistered counts NodeClaims whose node registered
 	// (dovetail_nodeclaims_registered_total{nodepool}).
@@ -105,6 +127,17 @@ type Registry struct {
 	// CloudProviderCalls counts cloud calls by outcome, "success" or
 	// "error" (dovetail_cloudprovider_calls_total{controller,method,provider,outcome}).
 	CloudProviderCalls *prometheus.CounterVec
+	// DisruptionSavings sums the hourly savings in USD of the commands the
+	// disruption controller completed, by reason
+	// (dovetail_disruption_savings_dollars_per_hour_total{reason}).
+	DisruptionSavings *prometheus.CounterVec
+	// FleetPricePerHour is the hourly price in USD of every managed node,
+	// as the last planner pass priced it (dovetail_fleet_price_per_hour).
+	FleetPricePerHour prometheus.Gauge
+	// FleetLowerBoundPricePerHour is the LP lower bound on the hourly price
+	// of a fleet for the pods now running or pending
+	// (dovetail_fleet_lower_bound_price_per_hour).
+	FleetLowerBoundPricePerHour prometheus.Gauge
 	// GarbageCollected counts what garbage collection removed
 	// (dovetail_garbage_collected_total{kind}, kind "instance", "nodeclaim"
 	// or "node").
@@ -167,6 +200,27 @@ func NewRegistry() *Registry {
 			Namespace: PeerNamespace, Name: "build_info",
 			Help: "Always 1; the labels name the running build.",
 		}, []string{LabelVersion, LabelGoVersion}),
+		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "disrupted_total",
+			Help: "NodeClaims deleted by disruption or expiration, by reason, NodePool and capacity type.",
+		}, []string{LabelReason, LabelNodePool, LabelCapacityType}),
+		DisruptionDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "decisions_total",
+			Help: "Disruption commands acted on, by decision (delete, replace), reason and consolidation type.",
+		}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		DisruptionEligibleNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "eligible_nodes",
+			Help: "Nodes the last disruption pass could have disrupted, by reason.",
+		}, []string{LabelReason}),
+		DisruptionEvaluationDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "decision_evaluation_duration_seconds",
+			Help:    "Duration of one disruption planner pass (every method at once).",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 16),
+		}),
+		NodePoolAllowedDisruptions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodepools", Name: "allowed_disruptions",
+			Help: "How many more of a NodePool's nodes its budgets allow to be disrupting now, by reason.",
+		}, []string{LabelNodePool, LabelReason}),
 
 		NodeClaimsRegistered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",
@@ -192,6 +246,18 @@ func NewRegistry() *Registry {
 			Namespace: Namespace, Subsystem: "cloudprovider", Name: "calls_total",
 			Help: "Cloud provider calls, by calling controller, method, provider and outcome (success or error).",
 		}, []string{LabelController, LabelMethod, LabelProvider, LabelOutcome}),
+		DisruptionSavings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "disruption", Name: "savings_dollars_per_hour_total",
+			Help: "Summed hourly savings in USD of the disruption commands completed, by reason (an estimate at launch prices).",
+		}, []string{LabelReason}),
+		FleetPricePerHour: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "fleet", Name: "price_per_hour",
+			Help: "Hourly price in USD of every managed node, as the last disruption pass priced it.",
+		}),
+		FleetLowerBoundPricePerHour: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "fleet", Name: "lower_bound_price_per_hour",
+			Help: "LP lower bound in USD on the hourly price of a fleet for the pods now running or pending.",
+		}),
 		GarbageCollected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "garbage", Name: "collected_total",
 			Help: "Leaked objects removed by garbage collection, by kind (instance, nodeclaim, node).",
@@ -213,6 +279,8 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.CloudProviderDuration, r.CloudProviderErrors, r.ClusterStateSynced, r.BuildInfo,
 		r.NodeClaimsRegistered, r.NodeClaimsLivenessTimeouts, r.NodeClaimsInsufficientCapacity,
 		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected,
+		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
+		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
 	}
 }
 
@@ -245,4 +313,5 @@ func (r *Registry) DeleteNodePool(nodePool string) {
 	r.NodePoolLimit.DeletePartialMatch(match)
 	r.NodePoolNodes.DeletePartialMatch(match)
 	r.NodePoolCostPerHour.DeletePartialMatch(match)
+	r.NodePoolAllowedDisruptions.DeletePartialMatch(match)
 }

@@ -117,6 +117,14 @@ func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
 	reg.NodePoolCostPerHour.WithLabelValues("team-a").Set(1.5)
 	reg.NodePoolUsage.WithLabelValues("cpu", "team-a").Set(4)
 	reg.NodePoolUsage.WithLabelValues("cpu", "team-b").Set(2)
+	reg.NodeClaimsDisrupted.WithLabelValues("expired", "team-a", "spot").Inc()
+	reg.DisruptionDecisions.WithLabelValues("replace", "underutilized", "single").Inc()
+	reg.DisruptionEligibleNodes.WithLabelValues("empty").Set(3)
+	reg.DisruptionEvaluationDuration.Observe(0.2)
+	reg.NodePoolAllowedDisruptions.WithLabelValues("team-a", "drifted").Set(2)
+	reg.DisruptionSavings.WithLabelValues("empty").Add(0.25)
+	reg.FleetPricePerHour.Set(3.5)
+	reg.FleetLowerBoundPricePerHour.Set(3)
 
 	srv := httptest.NewServer(reg.Handler())
 	defer srv.Close()
@@ -131,6 +139,14 @@ func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
 		`karpenter_nodepools_usage{nodepool="team-a",resource_type="cpu"} 4`,
 		`karpenter_build_info{`,
 		`go_goroutines`,
+		`karpenter_nodeclaims_disrupted_total{capacity_type="spot",nodepool="team-a",reason="expired"} 1`,
+		`karpenter_voluntary_disruption_decisions_total{consolidation_type="single",decision="replace",reason="underutilized"} 1`,
+		`karpenter_voluntary_disruption_eligible_nodes{reason="empty"} 3`,
+		`karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count 1`,
+		`karpenter_nodepools_allowed_disruptions{nodepool="team-a",reason="drifted"} 2`,
+		`dovetail_disruption_savings_dollars_per_hour_total{reason="empty"} 0.25`,
+		`dovetail_fleet_price_per_hour 3.5`,
+		`dovetail_fleet_lower_bound_price_per_hour 3`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("scrape lacks %q", want)
@@ -140,6 +156,9 @@ func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
 	reg.DeleteNodePool("team-a")
 	if n := metricstest.Count(reg.NodePoolUsage); n != 1 {
 		t.Errorf("usage series after deleting team-a = %d, want 1", n)
+	}
+	if n := metricstest.Count(reg.NodePoolAllowedDisruptions); n != 0 {
+		t.Errorf("allowed-disruption series after deleting team-a = %d, want 0", n)
 	}
 
 	clash := prometheus.NewGauge(prometheus.GaugeOpts{Name: "karpenter_cluster_state_synced", Help: "x"})

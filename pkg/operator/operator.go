@@ -29,6 +29,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
@@ -197,6 +198,9 @@ func ControllerConfig(opts Options) controllers.Config {
 		},
 		InterruptionQueue: opts.InterruptionQueue,
 		FeatureGates:      opts.FeatureGates,
+		// The validation period scales with the liveness timeouts, so the
+		// local stack's time scale shortens it too.
+		Disruption: disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
 	}
 }
 

@@ -138,7 +138,9 @@ func (s *scenario) describePending() {
 
 // pool creates a NodePool for this test only: the example arm64 spot
 // pool's requirements, a template label e2e=<name> (pods select it to land
-// there and nowhere else), then mutate.
+// there and nowhere else), consolidateAfter: Never (so consolidation does
+// not change what the test measures; disruption tests set their own), then
+// mutate.
 func (s *scenario) pool(name string, mutate func(*karpv1.NodePool)) *karpv1.NodePool {
 	s.t.Helper()
 	np := &karpv1.NodePool{
@@ -155,6 +157,7 @@ func (s *scenario) pool(name string, mutate func(*karpv1.NodePool)) *karpv1.Node
 			},
 		}},
 	}
+	np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
 	if mutate != nil {
 		mutate(np)
 	}

@@ -118,6 +118,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := holdConsolidation(); err != nil { // see disruption_test.go
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	code := m.Run()
 	if code != 0 {
 		// The controller's log explains most failures.

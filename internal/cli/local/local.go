@@ -26,7 +26,7 @@ func NewCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(NewCmdUp(nil), NewCmdDemo(nil), NewCmdFault(nil), NewCmdInterrupt(nil))
+	cmd.AddCommand(NewCmdUp(nil), NewCmdDemo(nil), NewCmdFault(nil), NewCmdInterrupt(nil), NewCmdPublishImage(nil))
 	return cmd
 }
 

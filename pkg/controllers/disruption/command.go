@@ -1,0 +1,405 @@
+package disruption
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
+)
+
+// Where a command lives in the cluster.
+const (
+	// CommandAnnotationKey on a candidate NodeClaim holds its command
+	// (commandState as JSON) while the command runs.
+	CommandAnnotationKey = "dovetail.sh/disruption-command"
+	// CommandLabelKey on a replacement NodeClaim is its command's id.
+	CommandLabelKey = "dovetail.sh/disruption-command"
+)
+
+// Event reasons (the peer's, where the meaning is the same).
+const (
+	ReasonDisruptionLaunching        = "DisruptionLaunching"
+	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	ReasonDisruptionTerminating      = "DisruptionTerminating"
+	ReasonDisruptionBlocked          = "DisruptionBlocked"
+	ReasonUnconsolidatable           = "Unconsolidatable"
+	ConditionReasonCommandRolledBack = "CommandRolledBack"
+	rollbackReplacementFailed        = "a replacement failed to launch, register or initialize"
+	rollbackTimeout                  = "timed out waiting for the replacements"
+	decisionDelete, decisionReplace  = "delete", "replace"
+)
+
+// commandState is a command as it is kept on its candidates.
+type commandState struct {
+	ID                string    `json:"id"`
+	Reason            string    `json:"reason"`
+	ConsolidationType string    `json:"consolidationType,omitempty"`
+	Started           time.Time `json:"started"`
+	NodeClaims        []string  `json:"nodeClaims"`
+	Replacements      []string  `json:"replacements,omitempty"`
+	SavingsPerHour    float64   `json:"savingsPerHour"`
+	Message           string    `json:"message,omitempty"`
+}
+
+func commandID(cmd planner.Command, now time.Time) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s|%d", cmd.Reason, strings.Join(cmd.Nodes, ","), now.UnixNano())
+	return fmt.Sprintf("%010x", h.Sum64())[:10]
+}
+
+// plan calls the planner and reports what it found.
+func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*planner.Plan, error) {
+	in, w, err := c.input(ctx, st, now)
+	if err != nil {
+		return nil, err
+	}
+	begin := time.Now() // wall time of the computation, for the metric only
+	plan, err := planner.Compute(in)
+	c.metrics.DisruptionEvaluationDuration.Observe(time.Since(begin).Seconds())
+	if err != nil {
+		return nil, err
+	}
+	c.world = w
+	c.metrics.FleetPricePerHour.Set(plan.FleetPricePerHour)
+	c.metrics.FleetLowerBoundPricePerHour.Set(plan.LowerBoundPricePerHour)
+	eligible := map[planner.Reason]int{}
+	for _, cmd := range plan.Commands {
+		eligible[cmd.Reason] += len(cmd.Nodes)
+	}
+	for _, r := range []planner.Reason{planner.ReasonEmpty, planner.ReasonDrifted, planner.ReasonUnderutilized} {
+		c.metrics.DisruptionEligibleNodes.WithLabelValues(strings.ToLower(string(r))).Set(float64(eligible[r]))
+	}
+	for pool, m := range plan.Allowed {
+		for r, n := range m {
+			c.metrics.NodePoolAllowedDisruptions.WithLabelValues(pool, strings.ToLower(string(r))).Set(float64(n))
+		}
+	}
+	c.reportKept(st, plan)
+	return plan, nil
+}
+
+// Codes that mean "blocked" (DisruptionBlocked) and "consolidation found
+// nothing better" (Unconsolidatable); other kept codes make no event.
+var (
+	blockedCodes = []planner.Code{planner.CodeNodeDoNotDisrupt, planner.CodePodDoNotDisrupt, planner.CodePDB,
+		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked}
+	unconsolidatableCodes = []planner.Code{planner.CodeCannotReschedule, planner.CodeNoCheaper, planner.CodeSpotToSpotDisabled,
+		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
+)
+
+// reportKept emits an event for a kept node whose code changed since the
+// last pass.
+func (c *Controller) reportKept(st *state, plan *planner.Plan) {
+	seen := map[string]bool{}
+	for _, k := range plan.Kept {
+		seen[k.Node] = true
+		if c.lastCode[k.Node] == k.Code {
+			continue
+		}
+		c.lastCode[k.Node] = k.Code
+		reason := ""
+		switch {
+		case slices.Contains(blockedCodes, k.Code):
+			reason = ReasonDisruptionBlocked
+		case slices.Contains(unconsolidatableCodes, k.Code):
+			reason = ReasonUnconsolidatable
+		}
+		node := st.nodeByName[k.Node]
+		if reason == "" || node == nil {
+			continue
+		}
+		c.recorder.Eventf(node, nil, corev1.EventTypeNormal, reason, "Plan", "%s: %s", k.Code, k.Reason)
+		if nc := st.claimOfNode[k.Node]; nc != nil {
+			c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, reason, "Plan", "%s: %s", k.Code, k.Reason)
+		}
+	}
+	for n := range c.lastCode {
+		if !seen[n] {
+			delete(c.lastCode, n)
+		}
+	}
+}
+
+// start begins a command: annotate, taint, condition, launch.
+func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, now time.Time) error {
+	logger := log.FromContext(ctx)
+	cs := commandState{
+		ID: commandID(cmd, now), Reason: string(cmd.Reason), ConsolidationType: cmd.ConsolidationType, Started: now,
+		SavingsPerHour: cmd.SavingsPerHour, Message: cmd.Message,
+	}
+	var candidates []*karpv1.NodeClaim
+	for i, node := range cmd.Nodes {
+		name := ""
+		if i < len(cmd.NodeClaims) {
+			name = cmd.NodeClaims[i]
+		}
+		nc := st.claimByName[name]
+		if nc == nil {
+			nc = st.claimOfNode[node]
+		}
+		if nc == nil || nc.DeletionTimestamp != nil || nc.Annotations[CommandAnnotationKey] != "" {
+			return fmt.Errorf("command over node %s: its NodeClaim is gone, deleting or in another command", node)
+		}
+		candidates = append(candidates, nc)
+		cs.NodeClaims = append(cs.NodeClaims, nc.Name)
+	}
+	for i := range cmd.Replacements {
+		cs.Replacements = append(cs.Replacements, replacementName(cmd.Replacements[i].NodePool, cs.ID, i))
+	}
+	raw, _ := json.Marshal(cs)
+
+	// 1. Annotate: from here on the command exists in the cluster.
+	var annotated []*karpv1.NodeClaim
+	for _, nc := range candidates {
+		base := nc.DeepCopy()
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[CommandAnnotationKey] = string(raw)
+		if err := nodeclaimutil.Patch(ctx, c.kube, nc, base); err != nil {
+			c.rollback(ctx, st, &active{cmd: cs, candidates: annotated, replacements: map[string]*karpv1.NodeClaim{}}, "the NodeClaims changed while the command started")
+			return fmt.Errorf("annotating NodeClaim %s: %w", nc.Name, err)
+		}
+		annotated = append(annotated, nc)
+	}
+	a := &active{cmd: cs, candidates: candidates, replacements: map[string]*karpv1.NodeClaim{}}
+	// 2. Taint, and say why.
+	for _, nc := range candidates {
+		if n := st.nodeOfClaim[nc.Name]; n != nil {
+			if err := c.setTaint(ctx, n, true); err != nil {
+				c.rollback(ctx, st, a, "tainting the node failed")
+				return err
+			}
+		}
+		base := nc.DeepCopy()
+		nc.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, cs.Reason, cs.Message, now)
+		if err := nodeclaimutil.PatchStatus(ctx, c.kube, nc, base); err != nil && !apierrors.IsNotFound(err) {
+			logger.V(1).Info("setting DisruptionReason", "nodeclaim", nc.Name, "error", err.Error())
+		}
+	}
+	// 3. Launch the replacements under their fixed names.
+	for i := range cmd.Replacements {
+		planned := &cmd.Replacements[i]
+		np := c.world.pools[planned.NodePool]
+		if np == nil {
+			c.rollback(ctx, st, a, "the replacement's NodePool "+planned.NodePool+" is gone")
+			return fmt.Errorf("replacement of command %s: unknown NodePool %q", cs.ID, planned.NodePool)
+		}
+		nc := c.newNodeClaim(np, planned, c.world.types[np.Name], strings.ToLower(cs.Reason))
+		nc.GenerateName = ""
+		nc.Name = cs.Replacements[i]
+		if nc.Labels == nil {
+			nc.Labels = map[string]string{}
+		}
+		nc.Labels[CommandLabelKey] = cs.ID
+		if err := c.kube.Create(ctx, nc); err != nil && !apierrors.IsAlreadyExists(err) {
+			c.rollback(ctx, st, a, "creating a replacement failed: "+err.Error())
+			return fmt.Errorf("creating replacement %s: %w", nc.Name, err)
+		}
+	}
+	decision := decisionDelete
+	if len(cmd.Replacements) > 0 {
+		decision = decisionReplace
+	}
+	c.metrics.DisruptionDecisions.WithLabelValues(decision, strings.ToLower(cs.Reason), cs.ConsolidationType).Inc()
+	for _, nc := range candidates {
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonDisruptionLaunching, "Disrupt",
+			"%s (command %s, %d replacements)", cs.Message, cs.ID, len(cs.Replacements))
+		if n := st.nodeOfClaim[nc.Name]; n != nil {
+			c.recorder.Eventf(n, nil, corev1.EventTypeNormal, ReasonDisruptionLaunching, "Disrupt",
+				"%s (command %s, %d replacements)", cs.Message, cs.ID, len(cs.Replacements))
+		}
+	}
+	logger.Info("disruption command started", "command", cs.ID, "reason", cs.Reason, "nodes", cmd.Nodes, "replacements", cs.Replacements, "savingsPerHour", cs.SavingsPerHour)
+	return nil
+}
+
+func replacementName(pool, id string, i int) string {
+	name := fmt.Sprintf("%s-%s-%d", pool, id, i)
+	if len(name) > 200 {
+		name = fmt.Sprintf("r-%s-%d", id, i)
+	}
+	return name
+}
+
+// advance drives a command found in the cluster; done is true when it
+// needs nothing more from this controller.
+func (c *Controller) advance(ctx context.Context, st *state, a *active, now time.Time) (bool, error) {
+	live := 0
+	for _, nc := range a.candidates {
+		if nc.DeletionTimestamp == nil {
+			live++
+		}
+	}
+	if live == 0 {
+		delete(c.waiting, a.cmd.ID)
+		return true, nil // deleting: termination has it
+	}
+	if strings.HasPrefix(a.cmd.ID, "malformed-") {
+		return true, c.rollback(ctx, st, a, "its command annotation could not be read")
+	}
+	initialized := 0
+	for _, name := range a.cmd.Replacements {
+		r := a.replacements[name]
+		if r == nil || r.DeletionTimestamp != nil {
+			// Gone: the lifecycle deleted it (launch or registration
+			// failed), or a restart came between the annotation and its
+			// creation. Either way the command cannot finish as planned.
+			return true, c.rollback(ctx, st, a, rollbackReplacementFailed+" ("+name+" is gone)")
+		}
+		if r.IsTrue(karpv1.ConditionTypeInitialized) {
+			initialized++
+		}
+	}
+	if initialized < len(a.cmd.Replacements) {
+		if now.Sub(a.cmd.Started) >= c.opts.Timeout {
+			return true, c.rollback(ctx, st, a, fmt.Sprintf("%s (%s)", rollbackTimeout, c.opts.Timeout))
+		}
+		if !c.waiting[a.cmd.ID] {
+			c.waiting[a.cmd.ID] = true
+			for _, nc := range a.candidates {
+				c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness, "Disrupt",
+					"waiting for %d replacements to initialize (%s)", len(a.cmd.Replacements)-initialized, strings.Join(a.cmd.Replacements, ", "))
+			}
+		}
+		return false, nil
+	}
+	return true, c.finish(ctx, st, a)
+}
+
+// finish deletes the candidates; termination drains them.
+func (c *Controller) finish(ctx context.Context, st *state, a *active) error {
+	var errs []error
+	for _, nc := range a.candidates {
+		if nc.DeletionTimestamp != nil {
+			continue
+		}
+		uid := nc.UID
+		if err := c.kube.Delete(ctx, nc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", nc.Name, err))
+			continue
+		}
+		c.metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(a.cmd.Reason), nodeclaimutil.NodePool(nc), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+		note := fmt.Sprintf("%s (command %s)", a.cmd.Message, a.cmd.ID)
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupt", "%s", note)
+		if n := st.nodeOfClaim[nc.Name]; n != nil {
+			c.recorder.Eventf(n, nil, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupt", "%s", note)
+		}
+	}
+	if len(errs) == 0 {
+		c.metrics.DisruptionSavings.WithLabelValues(strings.ToLower(a.cmd.Reason)).Add(max(a.cmd.SavingsPerHour, 0))
+		delete(c.waiting, a.cmd.ID)
+		log.FromContext(ctx).Info("disruption command done", "command", a.cmd.ID, "nodeclaims", a.cmd.NodeClaims)
+		c.Kick()
+	}
+	return errors.Join(errs...)
+}
+
+// rollback undoes a command: replacements deleted, candidates untainted
+// and unmarked, with why on their DisruptionReason condition and an event.
+func (c *Controller) rollback(ctx context.Context, st *state, a *active, why string) error {
+	var errs []error
+	for _, r := range a.replacements {
+		if r.DeletionTimestamp == nil {
+			if err := c.kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting replacement %s: %w", r.Name, err))
+			}
+		}
+	}
+	// Replacements created but not in the list read (a race with start).
+	for _, name := range a.cmd.Replacements {
+		if _, ok := a.replacements[name]; !ok {
+			r := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := c.kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting replacement %s: %w", name, err))
+			}
+		}
+	}
+	now := c.clock.Now()
+	for _, nc := range a.candidates {
+		if n := st.nodeOfClaim[nc.Name]; n != nil && n.DeletionTimestamp == nil {
+			if err := c.setTaint(ctx, n, false); err != nil {
+				errs = append(errs, err)
+				continue // keep the annotation, so the next pass retries
+			}
+		}
+		cur := &karpv1.NodeClaim{}
+		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		base := cur.DeepCopy()
+		delete(cur.Annotations, CommandAnnotationKey)
+		if err := nodeclaimutil.Patch(ctx, c.kube, cur, base); err != nil {
+			errs = append(errs, fmt.Errorf("unmarking NodeClaim %s: %w", nc.Name, err))
+			continue
+		}
+		base = cur.DeepCopy()
+		cur.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionFalse, ConditionReasonCommandRolledBack,
+			fmt.Sprintf("%s command %s rolled back: %s", a.cmd.Reason, a.cmd.ID, why), now)
+		if err := nodeclaimutil.PatchStatus(ctx, c.kube, cur, base); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("recording the rollback", "nodeclaim", nc.Name, "error", err.Error())
+		}
+		c.recorder.Eventf(cur, nil, corev1.EventTypeWarning, ReasonDisruptionBlocked, "Rollback",
+			"%s command %s rolled back, the node is kept: %s", a.cmd.Reason, a.cmd.ID, why)
+	}
+	delete(c.waiting, a.cmd.ID)
+	log.FromContext(ctx).Info("disruption command rolled back", "command", a.cmd.ID, "reason", why)
+	return errors.Join(errs...)
+}
+
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
+func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, on bool) error {
+	cur := &corev1.Node{}
+	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	has := hasDisruptedTaint(cur)
+	if has == on {
+		return nil
+	}
+	base := cur.DeepCopy()
+	if on {
+		cur.Spec.Taints = append(cur.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+	} else {
+		cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+	}
+	if err := nodeclaimutil.Patch(ctx, c.kube, cur, base); err != nil {
+		return fmt.Errorf("%s the disrupted taint of node %s: %w", map[bool]string{true: "adding", false: "removing"}[on], n.Name, err)
+	}
+	return nil
+}
+
+// untaintStale lifts the disrupted taint from nodes no command holds: not
+// deleting, their NodeClaim present, not deleting, without a command or a
+// replacement by provisioning.
+func (c *Controller) untaintStale(ctx context.Context, st *state) error {
+	var errs []error
+	for _, n := range st.nodes {
+		if !hasDisruptedTaint(n) || n.DeletionTimestamp != nil {
+			continue
+		}
+		nc := st.claimOfNode[n.Name]
+		if nc == nil || nc.DeletionTimestamp != nil || nc.Annotations[CommandAnnotationKey] != "" || nc.Annotations[replacedByAnnotationKey] != "" {
+			continue
+		}
+		if err := c.setTaint(ctx, n, false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

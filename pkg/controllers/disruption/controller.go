@@ -1,0 +1,324 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval         = 10 * time.Second
+	DefaultActiveInterval   = time.Second
+	DefaultValidationPeriod = 15 * time.Second
+	DefaultTimeout          = 10 * time.Minute
+)
+
+// NodeClaimFactory builds the NodeClaim for a planned replacement of a
+// pool, as provisioning does (the caller sets its name and command label).
+type NodeClaimFactory func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim
+
+// Options tune the controller; zero values take the defaults above.
+type Options struct {
+	// Interval between passes while nothing is in progress.
+	Interval time.Duration
+	// ActiveInterval between passes while a command or a validation is in
+	// progress.
+	ActiveInterval time.Duration
+	// ValidationPeriod is how long an Empty or Underutilized command is
+	// held before the planner is asked again (already scaled by the
+	// caller; negative means none).
+	ValidationPeriod time.Duration
+	// Timeout is how long a command may wait for its replacements before
+	// it is rolled back.
+	Timeout time.Duration
+	// SpotToSpotConsolidation is the peer's feature gate.
+	SpotToSpotConsolidation bool
+	// Snapshot are the options of snapshot.Build (region, engine options).
+	Snapshot snapshot.Options
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.ActiveInterval <= 0 {
+		o.ActiveInterval = DefaultActiveInterval
+	}
+	if o.ValidationPeriod == 0 {
+		o.ValidationPeriod = DefaultValidationPeriod
+	}
+	if o.ValidationPeriod < 0 {
+		o.ValidationPeriod = 0
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// Controller executes disruption plans (see the package doc).
+type Controller struct {
+	kube         client.Client
+	apiReader    client.Reader
+	cloud        cloudprovider.CloudProvider
+	clock        clock.Clock
+	recorder     events.EventRecorder
+	metrics      *metrics.Registry
+	unavailable  *unavailable.Cache
+	newNodeClaim NodeClaimFactory
+	opts         Options
+	synced       func(context.Context) bool
+
+	mu sync.Mutex
+	// held are consolidation commands waiting out the validation period.
+	held *held
+	// waiting are the commands whose DisruptionWaitingReadiness event was
+	// sent (so it is sent once).
+	waiting map[string]bool
+	// lastCode is the kept code last reported per node (events on change).
+	lastCode map[string]planner.Code
+	// world is what the last plan was made from.
+	world *world
+	kick  chan struct{}
+}
+
+type held struct {
+	until    time.Time
+	commands []planner.Command
+}
+
+// New returns the controller. unavailable may be nil.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder,
+	m *metrics.Registry, unavailableCache *unavailable.Cache, factory NodeClaimFactory, opts Options) *Controller {
+	return &Controller{
+		kube: kube, apiReader: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailableCache,
+		newNodeClaim: factory, opts: opts.withDefaults(),
+		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
+	}
+}
+
+// Name is the controller's name in logs and metrics.
+func (c *Controller) Name() string { return "disruption" }
+
+// Register adds the loop to the manager. A RunnableFunc needs leader
+// election, so only the leader disrupts.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	if c.newNodeClaim == nil {
+		return errors.New("disruption: no NodeClaim factory")
+	}
+	c.apiReader = mgr.GetAPIReader()
+	c.synced = mgr.GetCache().WaitForCacheSync
+	return mgr.Add(manager.RunnableFunc(c.run))
+}
+
+func (c *Controller) run(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName(c.Name())
+	ctx = logr.NewContext(ctx, logger)
+	if c.synced != nil && !c.synced(ctx) {
+		return nil // stopping
+	}
+	for {
+		next, err := c.Pass(ctx)
+		if err != nil {
+			logger.Error(err, "disruption pass")
+			next = c.opts.Interval
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.kick:
+		case <-c.clock.After(next):
+		}
+	}
+}
+
+// Kick asks for a pass at once.
+func (c *Controller) Kick() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Pass runs one pass (see the package doc) and returns when the next one
+// is due. Passes are serialized.
+func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	st, err := c.read(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !st.inSync {
+		return c.opts.ActiveInterval, nil
+	}
+	// Commands in progress first: drive them, plan nothing new meanwhile.
+	active := false
+	var errs []error
+	for _, cmd := range st.commands {
+		done, err := c.advance(ctx, st, cmd, now)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		active = active || !done
+	}
+	if err := c.untaintStale(ctx, st); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return c.opts.ActiveInterval, errors.Join(errs...)
+	}
+	if active {
+		return c.opts.ActiveInterval, nil
+	}
+
+	if c.held != nil && now.Before(c.held.until) {
+		return c.held.until.Sub(now), nil
+	}
+	plan, err := c.plan(ctx, st, now)
+	if err != nil {
+		return c.opts.Interval, err
+	}
+	var start []planner.Command
+	if c.held != nil {
+		start = c.validate(st, plan)
+		c.held = nil
+	} else {
+		var hold []planner.Command
+		for _, cmd := range c.fitting(st, plan) {
+			if cmd.Reason == planner.ReasonDrifted || c.opts.ValidationPeriod == 0 {
+				start = append(start, cmd)
+			} else {
+				hold = append(hold, cmd)
+			}
+		}
+		if len(start) > 0 {
+			hold = nil // the held ones assumed the started ones would not run yet
+		}
+		if len(hold) > 0 {
+			c.held = &held{until: now.Add(c.opts.ValidationPeriod), commands: hold}
+		}
+	}
+	started := 0
+	for _, cmd := range start {
+		if err := c.start(ctx, st, cmd, now); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		started++
+	}
+	switch {
+	case len(errs) > 0:
+		return c.opts.ActiveInterval, errors.Join(errs...)
+	case started > 0 || c.held != nil:
+		return c.opts.ActiveInterval, nil
+	}
+	return c.opts.Interval, nil
+}
+
+// fitting returns the prefix of the plan's commands that fit the budgets
+// allowed now and do not place pods onto an earlier command's
+// replacements (those are not launched yet when this one would run).
+func (c *Controller) fitting(st *state, plan *planner.Plan) []planner.Command {
+	allowed := map[string]map[planner.Reason]int{}
+	for pool, m := range plan.Allowed {
+		allowed[pool] = map[planner.Reason]int{}
+		for r, n := range m {
+			allowed[pool][r] = n
+		}
+	}
+	planned := map[string]bool{}
+	var out []planner.Command
+	for _, cmd := range plan.Commands {
+		per := map[string]int{}
+		for _, n := range cmd.Nodes {
+			per[st.poolOfNode(n)]++
+		}
+		fits := true
+		for pool, n := range per {
+			if left, ok := allowed[pool][cmd.Reason]; ok && left >= 0 && n > left {
+				fits = false
+			}
+		}
+		for _, pl := range cmd.Placements {
+			if planned[pl.Node] {
+				fits = false
+			}
+		}
+		if !fits {
+			break
+		}
+		for pool, n := range per {
+			if left, ok := allowed[pool][cmd.Reason]; ok && left >= 0 {
+				allowed[pool][cmd.Reason] = left - n
+			}
+		}
+		for _, r := range cmd.Replacements {
+			planned[r.Name] = true
+		}
+		out = append(out, cmd)
+	}
+	return out
+}
+
+// validate returns the held commands that still hold in the new plan: a
+// command of the same reason over exactly the same nodes, a delete still a
+// delete. The new plan's version of each is returned.
+func (c *Controller) validate(st *state, plan *planner.Plan) []planner.Command {
+	fresh := c.fitting(st, plan)
+	var out []planner.Command
+	for _, h := range c.held.commands {
+		found := false
+		for _, f := range fresh {
+			if f.Reason == h.Reason && sameSet(f.Nodes, h.Nodes) && (len(h.Replacements) > 0 || len(f.Replacements) == 0) {
+				out = append(out, f)
+				found = true
+				break
+			}
+		}
+		if !found {
+			for _, name := range h.NodeClaims {
+				if nc := st.claimByName[name]; nc != nil {
+					c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonUnconsolidatable, "Validate",
+						"after the %s validation period the command no longer holds: %s", c.opts.ValidationPeriod, h.Message)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, x := range a {
+		m[x] = true
+	}
+	for _, x := range b {
+		if !m[x] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,67 @@
+// Package disruption executes the pure disruption planner's decisions
+// (package pkg/disruption) on the cluster: consolidation (Empty,
+// Underutilized) and drift replacement, within the NodePools' budgets.
+//
+// # What runs when
+//
+// One loop (a leader-elected runnable). When the cluster view is in sync
+// (the cache has synced and every NodeClaim with a node name has its Node)
+// and no command is in progress, a pass builds the snapshot (package
+// snapshot, as provisioning does), calls disruption.Compute and acts on the
+// plan:
+//
+//   - Drifted commands start at once;
+//   - Empty and Underutilized commands are held for the validation period
+//     (Options.ValidationPeriod, 15 s, scaled like the liveness timeouts),
+//     then the planner runs again and a command starts only if the new plan
+//     has a command of the same reason over exactly the same nodes and, for
+//     a delete, still no replacement; the new plan's command is executed.
+//
+// Commands start in plan order while their nodes fit what the pools'
+// budgets allow at that moment (Plan.Allowed, less the commands already
+// started in the pass). Starting a command: annotate the candidate
+// NodeClaims with the command (CommandAnnotationKey, JSON), taint their
+// Nodes karpenter.sh/disrupted:NoSchedule, set their DisruptionReason
+// condition, and create the replacement NodeClaims (NewNodeClaim, the way
+// provisioning builds them) under deterministic names and the
+// CommandLabelKey label. Once every replacement is Initialized the
+// candidate NodeClaims are deleted; the termination controllers drain them
+// (PDBs and do-not-disrupt honoured) and the kube-scheduler moves the pods.
+// A replacement that disappears (the lifecycle deletes a NodeClaim that
+// fails to launch or register) or a command older than Options.Timeout
+// rolls the command back: the candidates are untainted and keep running,
+// the replacements are deleted, and the candidates' DisruptionReason
+// condition turns False with why. The loop passes every Options.Interval
+// (10 s), every second while a command or a validation is in progress, and
+// at once after a command completes.
+//
+// # Restart safety
+//
+// Everything a command needs to go on lives in the cluster: the annotation
+// on the candidates (id, reason, start time, the replacement names, the
+// savings), the label on the replacements, the taints. After a restart a
+// command whose replacements all exist is driven to its end (or timeout);
+// one whose replacements were not all created is rolled back (nothing is
+// launched twice: replacement names are deterministic, and a command is
+// never re-created from memory it lost). A node tainted
+// karpenter.sh/disrupted whose NodeClaim carries no command and is not
+// being deleted is untainted.
+//
+// # What users see
+//
+// Events with the peer's reasons: DisruptionLaunching, DisruptionWaitingReadiness,
+// DisruptionTerminating (the planner's message in the note),
+// DisruptionBlocked (a kept node blocked by do-not-disrupt, a PDB, a
+// budget, a nomination, or a rolled back command) and Unconsolidatable (a
+// node consolidation cannot remove or replace), each emitted when a node's
+// kept code changes. Metrics: karpenter_voluntary_disruption_* ,
+// karpenter_nodepools_allowed_disruptions, karpenter_nodeclaims_disrupted_total,
+// dovetail_disruption_savings_dollars_per_hour_total and the fleet prices.
+//
+// # Must not
+//
+// Import other controllers or a cloud's packages (the NodeClaim factory is
+// injected), or keep state the cluster cannot rebuild: the in-memory parts
+// (the held validation, the last code per node for events) only delay or
+// repeat.
+package disruption

@@ -1,0 +1,340 @@
+package disruption
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+)
+
+// replacedByAnnotationKey is provisioning's mark of a NodeClaim being
+// replaced after a rebalance recommendation (its node is evacuating; the
+// disrupted taint on it is not ours to lift).
+const replacedByAnnotationKey = "dovetail.sh/replaced-by"
+
+// state is one pass's reading of NodeClaims and Nodes.
+type state struct {
+	inSync      bool
+	claims      []*karpv1.NodeClaim
+	claimByName map[string]*karpv1.NodeClaim
+	nodes       []*corev1.Node
+	nodeByName  map[string]*corev1.Node
+	// nodeOfClaim and claimOfNode pair NodeClaims and Nodes by providerID.
+	nodeOfClaim map[string]*corev1.Node
+	claimOfNode map[string]*karpv1.NodeClaim
+	commands    []*active
+}
+
+func (s *state) poolOfNode(node string) string {
+	if nc := s.claimOfNode[node]; nc != nil {
+		return nodeclaimutil.NodePool(nc)
+	}
+	if n := s.nodeByName[node]; n != nil {
+		return n.Labels[karpv1.NodePoolLabelKey]
+	}
+	return ""
+}
+
+// active is a command found in the cluster.
+type active struct {
+	cmd          commandState
+	candidates   []*karpv1.NodeClaim // those still present
+	replacements map[string]*karpv1.NodeClaim
+}
+
+func (c *Controller) read(ctx context.Context) (*state, error) {
+	st := &state{
+		claimByName: map[string]*karpv1.NodeClaim{}, nodeByName: map[string]*corev1.Node{},
+		nodeOfClaim: map[string]*corev1.Node{}, claimOfNode: map[string]*karpv1.NodeClaim{},
+	}
+	// NodeClaims from the API server: a replacement created by the
+	// previous pass must be seen, or it would look lost.
+	var claims karpv1.NodeClaimList
+	if err := c.apiReader.List(ctx, &claims); err != nil {
+		return nil, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := c.kube.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	byProviderID := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		st.nodes = append(st.nodes, n)
+		st.nodeByName[n.Name] = n
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n
+		}
+	}
+	st.inSync = true
+	byID := map[string]*active{}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		st.claims = append(st.claims, nc)
+		st.claimByName[nc.Name] = nc
+		if n := byProviderID[nc.Status.ProviderID]; n != nil && nc.Status.ProviderID != "" {
+			st.nodeOfClaim[nc.Name] = n
+			st.claimOfNode[n.Name] = nc
+		} else if nc.Status.NodeName != "" && nc.DeletionTimestamp == nil {
+			st.inSync = false // the cache has not seen its Node yet
+		}
+		if raw, ok := nc.Annotations[CommandAnnotationKey]; ok {
+			var cs commandState
+			if err := json.Unmarshal([]byte(raw), &cs); err != nil || cs.ID == "" {
+				cs = commandState{ID: "malformed-" + nc.Name, NodeClaims: []string{nc.Name}}
+			}
+			a := byID[cs.ID]
+			if a == nil {
+				a = &active{cmd: cs, replacements: map[string]*karpv1.NodeClaim{}}
+				byID[cs.ID] = a
+			}
+			a.candidates = append(a.candidates, nc)
+		}
+	}
+	for _, nc := range st.claims {
+		if id := nc.Labels[CommandLabelKey]; id != "" {
+			if a := byID[id]; a != nil {
+				a.replacements[nc.Name] = nc
+			}
+		}
+	}
+	for _, a := range byID {
+		st.commands = append(st.commands, a)
+	}
+	sort.Slice(st.commands, func(i, j int) bool { return st.commands[i].cmd.ID < st.commands[j].cmd.ID })
+	return st, nil
+}
+
+// typeSource serves the instance types read for each pool in this pass.
+type typeSource map[string][]*cloudprovider.InstanceType
+
+func (s typeSource) InstanceTypes(np *karpv1.NodePool, _ *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	return s[np.Name], nil
+}
+
+// world is what a plan was made from, for acting on it.
+type world struct {
+	pools map[string]*karpv1.NodePool
+	types typeSource
+}
+
+// input reads the rest of the cluster and builds the planner's input.
+func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*planner.Input, *world, error) {
+	sc := &snapshot.Cluster{}
+	w := &world{pools: map[string]*karpv1.NodePool{}, types: typeSource{}}
+	var classes awsv1.EC2NodeClassList
+	if err := c.kube.List(ctx, &classes); err != nil {
+		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
+	}
+	classByName := map[string]bool{}
+	for i := range classes.Items {
+		sc.NodeClasses = append(sc.NodeClasses, &classes.Items[i])
+		classByName[classes.Items[i].Name] = true
+	}
+	var pools karpv1.NodePoolList
+	if err := c.kube.List(ctx, &pools); err != nil {
+		return nil, nil, fmt.Errorf("listing NodePools: %w", err)
+	}
+	in := &planner.Input{Now: now, Pools: map[string]planner.PoolPolicy{}, Nodes: map[string]planner.NodeState{},
+		Options: planner.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, Engine: c.opts.Snapshot.Engine}}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if np.DeletionTimestamp != nil || !np.IsTrue(karpv1.ConditionTypeReady) ||
+			np.Spec.Template.Spec.NodeClassRef == nil || !classByName[np.Spec.Template.Spec.NodeClassRef.Name] {
+			continue
+		}
+		its, err := c.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			continue // provisioning reports it; its nodes are kept (no pool)
+		}
+		w.pools[np.Name] = np
+		w.types[np.Name] = its
+		sc.NodePools = append(sc.NodePools, np)
+		in.Pools[np.Name] = PoolPolicy(np)
+	}
+	sc.NodeClaims = st.claims
+	sc.Nodes = st.nodes
+	var pods corev1.PodList
+	if err := c.kube.List(ctx, &pods); err != nil {
+		return nil, nil, fmt.Errorf("listing Pods: %w", err)
+	}
+	nominated := map[string]int{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		sc.Pods = append(sc.Pods, p)
+		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {
+			nominated[p.Status.NominatedNodeName]++
+		}
+	}
+	var dss appsv1.DaemonSetList
+	if err := c.kube.List(ctx, &dss); err != nil {
+		return nil, nil, fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	for i := range dss.Items {
+		sc.DaemonSets = append(sc.DaemonSets, &dss.Items[i])
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := c.kube.List(ctx, &pvcs); err != nil {
+		return nil, nil, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
+	}
+	for i := range pvcs.Items {
+		sc.PersistentVolumeClaims = append(sc.PersistentVolumeClaims, &pvcs.Items[i])
+	}
+	var pvs corev1.PersistentVolumeList
+	if err := c.kube.List(ctx, &pvs); err != nil {
+		return nil, nil, fmt.Errorf("listing PersistentVolumes: %w", err)
+	}
+	for i := range pvs.Items {
+		sc.PersistentVolumes = append(sc.PersistentVolumes, &pvs.Items[i])
+	}
+	var scs storagev1.StorageClassList
+	if err := c.kube.List(ctx, &scs); err != nil {
+		return nil, nil, fmt.Errorf("listing StorageClasses: %w", err)
+	}
+	for i := range scs.Items {
+		sc.StorageClasses = append(sc.StorageClasses, &scs.Items[i])
+	}
+	var nss corev1.NamespaceList
+	if err := c.kube.List(ctx, &nss); err != nil {
+		return nil, nil, fmt.Errorf("listing Namespaces: %w", err)
+	}
+	for i := range nss.Items {
+		sc.Namespaces = append(sc.Namespaces, &nss.Items[i])
+	}
+	if c.unavailable != nil {
+		for _, e := range c.unavailable.List() {
+			sc.Unavailable = append(sc.Unavailable, engine.OfferingKey(e.Offering))
+		}
+	}
+	cluster, err := snapshot.Build(sc, w.types, c.opts.Snapshot)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the snapshot: %w", err)
+	}
+	in.Cluster = cluster
+
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.kube.List(ctx, &pdbs); err != nil {
+		return nil, nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	}
+	for i := range pdbs.Items {
+		pdb := &pdbs.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || pdb.Spec.Selector == nil {
+			sel = nil
+		}
+		in.PDBs = append(in.PDBs, planner.PDB{Namespace: pdb.Namespace, Name: pdb.Name, Selector: sel, DisruptionsAllowed: pdb.Status.DisruptionsAllowed})
+	}
+
+	// Replacements of a command whose candidates are still draining hold
+	// their pods' room: nominated, so they are not consolidated under them.
+	draining := map[string]int{}
+	for _, a := range st.commands {
+		for name := range a.replacements {
+			draining[name] = len(a.candidates)
+		}
+	}
+	for _, n := range st.nodes {
+		nc := st.claimOfNode[n.Name]
+		if nc == nil {
+			continue
+		}
+		in.Nodes[n.Name] = c.nodeState(n, nc, now, nominated[n.Name], draining[nc.Name] > 0)
+	}
+	return in, w, nil
+}
+
+// nodeState is what the planner needs to know about a managed node.
+func (c *Controller) nodeState(n *corev1.Node, nc *karpv1.NodeClaim, now time.Time, nominatedPods int, draining bool) planner.NodeState {
+	s := planner.NodeState{
+		NodeClaim:    nc.Name,
+		NodePool:     nodeclaimutil.NodePool(nc),
+		Initialized:  nc.IsTrue(karpv1.ConditionTypeInitialized),
+		Created:      nc.CreationTimestamp.Time,
+		LastPodEvent: nc.Status.LastPodEventTime.Time,
+		DoNotDisrupt: n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true",
+		MarkedForDeletion: n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil ||
+			hasDisruptedTaint(n) || nc.Annotations[CommandAnnotationKey] != "",
+		InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey],
+		Zone:         nc.Labels[corev1.LabelTopologyZone],
+	}
+	if init := nc.GetCondition(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(s.LastPodEvent) {
+		s.LastPodEvent = init.LastTransitionTime.Time
+	}
+	ready := false
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	s.NotReady = !ready
+	if d := nc.GetCondition(karpv1.ConditionTypeDrifted); d != nil && d.Status == metav1.ConditionTrue {
+		s.Drifted = d.Reason
+	}
+	if nominatedPods > 0 || draining {
+		s.NominatedUntil = now.Add(c.opts.Interval)
+		s.NominatedPods = nominatedPods
+	}
+	if tgp := nc.Spec.TerminationGracePeriod; tgp != nil {
+		d := tgp.Duration
+		s.TerminationGracePeriod = &d
+	}
+	if p, ok := nodeclaimutil.HourlyPrice(nc); ok {
+		s.PricePerHour = p
+	}
+	return s
+}
+
+func hasDisruptedTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+// PoolPolicy converts a NodePool's disruption settings for the planner.
+func PoolPolicy(np *karpv1.NodePool) planner.PoolPolicy {
+	d := np.Spec.Disruption
+	pp := planner.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy)}
+	if !d.ConsolidateAfter.IsNever() {
+		after, _ := d.ConsolidateAfter.Duration() // unset: 0s, the default
+		pp.ConsolidateAfter = &after
+	}
+	if d.Budgets != nil {
+		pp.Budgets = []planner.Budget{}
+		for _, b := range d.Budgets {
+			pb := planner.Budget{Nodes: b.Nodes}
+			for _, r := range b.Reasons {
+				pb.Reasons = append(pb.Reasons, planner.Reason(r))
+			}
+			if b.Schedule != nil {
+				pb.Schedule = *b.Schedule
+			}
+			if b.Duration != nil {
+				pb.Duration = b.Duration.Duration
+			}
+			pp.Budgets = append(pp.Budgets, pb)
+		}
+	}
+	if e, ok := np.Spec.Template.Spec.ExpireAfter.Duration(); ok {
+		pp.ExpireAfter = &e
+	}
+	return pp
+}
