@@ -10,6 +10,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/controller"
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
 	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
+	"github.com/dovetail-sh/dovetail/internal/cli/snapshot"
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
 
@@ -40,6 +41,7 @@ var subcommands = []func() *cobra.Command{
 	local.NewCmd,
 	controller.NewCmd,
 	func() *cobra.Command { return simulate.NewCmd(nil) },
+	func() *cobra.Command { return snapshot.NewCmd(nil) },
 }
 
 func newVersionCmd() *cobra.Command {
