@@ -134,13 +134,13 @@ func seed(t *testing.T, c client.Client, ns string) {
 
 	labels := map[string]string{"app": "web"}
 	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: labels,
-		Annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: "true", "example.com/note": "ANNOTATION_VALUE_q"},
+		Annotations:     map[string]string{karpv1.DoNotDisruptAnnotationKey: "true", "example.com/note": "ANNOTATION_VALUE_q"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-6d5f", UID: "0b0e5c1e-0000-4000-8000-000000000001", Controller: ptr.To(true)}},
 	}, Spec: secretPodSpec("snap-node-1")}
 	create(bound)
 	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "batch-1", Namespace: ns, Labels: map[string]string{"app": "batch"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/batch:SECRET_TAG",
-			Env: []corev1.EnvVar{{Name: "X", Value: "ENV_VALUE_abc123"}},
+			Env:       []corev1.EnvVar{{Name: "X", Value: "ENV_VALUE_abc123"}},
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
 	create(pending)
 	// Two pending pods that tolerate the node's taint: 1 CPU fits beside
