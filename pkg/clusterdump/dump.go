@@ -21,6 +21,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
 // DefaultPageSize is the list limit of one request.
@@ -333,5 +334,15 @@ func dropNulls(v any) {
 		for _, e := range t {
 			dropNulls(e)
 		}
+	}
+}
+
+// Cluster returns d as the snapshot the engine is built from. It shares
+// d's objects.
+func (d *Dump) Cluster() *snapshot.Cluster {
+	return &snapshot.Cluster{
+		NodePools: d.NodePools, NodeClasses: d.NodeClasses, Nodes: d.Nodes, NodeClaims: d.NodeClaims,
+		Pods: d.Pods, DaemonSets: d.DaemonSets, PersistentVolumeClaims: d.PersistentVolumeClaims,
+		PersistentVolumes: d.PersistentVolumes, StorageClasses: d.StorageClasses, Namespaces: d.Namespaces,
 	}
 }
