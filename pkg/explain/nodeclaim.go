@@ -209,4 +209,3 @@ func whyNot(nc *karpv1.NodeClaim, reqs requirements.Requirements, it *cloudprovi
 	}
 	return same("allowed and cheaper: the cloud launched another option (capacity, or the price changed since launch)")
 }
-

@@ -376,4 +376,3 @@ func readInputs(f string) ([]input, error) {
 	}
 	return out, nil
 }
-
