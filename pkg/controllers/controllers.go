@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/cost"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
@@ -51,6 +52,7 @@ var (
 	_ Controller = (*termination.Controller)(nil)
 	_ Controller = (*garbagecollection.Controller)(nil)
 	_ Controller = (*ncstatus.Controller)(nil)
+	_ Controller = (*cost.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -61,6 +63,7 @@ var (
 	_ reconcile.Reconciler = (*termination.Controller)(nil)
 	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
 	_ reconcile.Reconciler = (*ncstatus.Controller)(nil)
+	_ reconcile.Reconciler = (*cost.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -68,6 +71,9 @@ type Deps struct {
 	// Client reads through the manager's cache and writes to the API
 	// server (manager.GetClient()).
 	Client client.Client
+	// APIReader reads without the cache (manager.GetAPIReader()); nil
+	// leaves the cost record controller out.
+	APIReader client.Reader
 	// Cloud is the cloud provider, undecorated: NewControllers gives each
 	// controller its own metrics-recording view of it.
 	Cloud cloudprovider.CloudProvider
@@ -97,6 +103,9 @@ type Config struct {
 	// InterruptionQueue is the SQS queue name; "" disables interruption
 	// handling.
 	InterruptionQueue string
+	// CostNamespace holds the cost record's ConfigMap (the controller's
+	// namespace).
+	CostNamespace string
 	// FeatureGates as parsed by the operator (name -> enabled).
 	FeatureGates map[string]bool
 }
@@ -139,6 +148,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		// Interruption: replaces nodes the cloud is taking back (through
 		// provisioning's Replace), then deletes their NodeClaims.
 		interruption.New(d.Client, d.InterruptionQueue, prov, d.Clock, d.Recorder, interruptionMetrics, d.Unavailable),
+	}
+	if d.APIReader != nil && cfg.CostNamespace != "" {
+		// What the fleet costs, hour by hour, kept in the cluster.
+		out = append(out, cost.NewController(d.Client, d.APIReader, d.Clock, cost.Options{Namespace: cfg.CostNamespace}))
 	}
 	if d.NodeClassResolver != nil {
 		out = append(out, ncstatus.NewController(d.Client, d.NodeClassResolver, d.Recorder, cfg.NodeClassRefreshInterval))

@@ -161,6 +161,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	}
 	op.Controllers, err = controllers.NewControllers(controllers.Deps{
 		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
 		Cloud:             op.Cloud.Provider,
 		NodeClassResolver: op.Cloud.NodeClassResolver,
 		Clock:             clk,
@@ -196,6 +197,7 @@ func ControllerConfig(opts Options) controllers.Config {
 			DisableHandoff:    !opts.FeatureGates[SchedulerHandoffGate],
 		},
 		InterruptionQueue: opts.InterruptionQueue,
+		CostNamespace:     opts.LeaderElection.Namespace,
 		FeatureGates:      opts.FeatureGates,
 	}
 }
