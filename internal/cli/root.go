@@ -8,6 +8,7 @@ import (
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/internal/cli/controller"
+	"github.com/dovetail-sh/dovetail/internal/cli/cost"
 	"github.com/dovetail-sh/dovetail/internal/cli/explain"
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
 	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
@@ -44,6 +45,7 @@ var subcommands = []func() *cobra.Command{
 	func() *cobra.Command { return simulate.NewCmd(nil) },
 	func() *cobra.Command { return snapshot.NewCmd(nil) },
 	func() *cobra.Command { return explain.NewCmd(nil) },
+	func() *cobra.Command { return cost.NewCmd(nil) },
 }
 
 func newVersionCmd() *cobra.Command {
