@@ -18,8 +18,8 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/internal/cli/cost"
-	costctrl "github.com/dovetail-sh/dovetail/pkg/controllers/cost"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
+	costctrl "github.com/dovetail-sh/dovetail/pkg/controllers/cost"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/singleton"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
