@@ -53,6 +53,7 @@ type planner struct {
 	byName  map[string]*cnode
 	budgets map[string]*budgetState
 	pdbLeft []int32
+	pdbByNS map[string][]int
 	pools   map[string]*engine.NodePool
 	// cur is the cluster with every accepted command applied; model its
 	// compiled form and base the plan of its pending pods.
@@ -284,10 +285,16 @@ func (p *planner) lifetimeLeft(n *cnode) float64 {
 
 // pdbsOf counts the node's pods per PDB.
 func (p *planner) pdbsOf(n *cnode) {
+	if p.pdbByNS == nil {
+		p.pdbByNS = map[string][]int{}
+		for i, pdb := range p.in.PDBs {
+			p.pdbByNS[pdb.Namespace] = append(p.pdbByNS[pdb.Namespace], i)
+		}
+	}
 	for _, pod := range n.pods {
 		var matched []int
-		for i, pdb := range p.in.PDBs {
-			if pdb.Namespace == pod.Namespace && pdb.Selector != nil && pdb.Selector.Matches(labelSet(pod.Labels)) {
+		for _, i := range p.pdbByNS[pod.Namespace] {
+			if pdb := p.in.PDBs[i]; pdb.Selector != nil && pdb.Selector.Matches(labelSet(pod.Labels)) {
 				matched = append(matched, i)
 			}
 		}
