@@ -850,6 +850,15 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 			res.displaced[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] = true
 		}
 	}
+	// The engine's construction follows pod order; give it the pods in a
+	// canonical order (by namespace and name, so a Deployment's pods stay
+	// together), not in the order the nodes happen to list them.
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	plan, err := p.solve(remove, pods)
 	if err != nil {
 		return nil, err
