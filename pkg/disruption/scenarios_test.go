@@ -451,3 +451,35 @@ func TestPodsOnDeletingNodes(t *testing.T) {
 }
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
+
+// ExplainNode: a node held by a do-not-disrupt pod is kept with its code,
+// and the what-if says what removing it would save; a node whose pod fits
+// nowhere else says which pod.
+func TestExplainNode(t *testing.T) {
+	f := newFleet(types(family("m5")), "on-demand")
+	held := f.node("m5.2xlarge", "on-demand", "500m")
+	f.in.Nodes[0].Pods[0].Annotations = map[string]string{disruption.DoNotDisruptAnnotation: "true"}
+	huge := f.node("m5.24xlarge", "on-demand", "90")
+	f.in.NodePools[0].InstanceTypes = types(func(it *cloudprovider.InstanceType) bool {
+		return strings.HasPrefix(it.Name, "m5.") && it.Name != "m5.24xlarge" && it.Name != "m5.metal"
+	})
+	f.types["m5.24xlarge"] = nil
+	in := f.input(open())
+	ex, _, err := disruption.ExplainNode(in, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Kept == nil || ex.Kept.Code != disruption.CodePodDoNotDisrupt || !ex.Removable || ex.SavingsPerHour <= 0 {
+		t.Fatalf("explanation %+v (kept %+v)", ex, ex.Kept)
+	}
+	ex, _, err = disruption.ExplainNode(in, huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Removable || !strings.Contains(ex.Blocker, "app/"+huge+"-pod-0") {
+		t.Fatalf("explanation %+v", ex)
+	}
+	if _, _, err := disruption.ExplainNode(in, "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown node: %v", err)
+	}
+}
