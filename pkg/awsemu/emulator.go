@@ -164,6 +164,10 @@ type Emulator struct {
 	calls    []Call
 	callGen  int // bumped by ResetCalls
 	faults   faultState
+	// capacity are the capacity rules set (see capacity.go); fleetLog the
+	// CreateFleet requests recorded.
+	capacity []CapacityRule
+	fleetLog []FleetRequest
 	acct     *account
 	schedule timerHeap
 	subs     map[int]*subscriber

@@ -24,6 +24,8 @@ type Faults struct {
 	ICE              []ICERule `json:"ice"`
 	ThrottleFraction float64   `json:"throttleFraction"`
 	ThrottleSeed     int64     `json:"throttleSeed"`
+	// Capacity are the spare-capacity rules set (see CapacityRule).
+	Capacity []CapacityRule `json:"capacity"`
 }
 
 type faultState struct {
@@ -93,11 +95,13 @@ func (e *Emulator) SetThrottle(fraction float64, seed int64) {
 	e.faults.rng = rand.New(rand.NewPCG(uint64(seed), 0x7468726f))
 }
 
-// ClearFaults removes every injected fault (ICE rules and throttling).
+// ClearFaults removes every injected fault (ICE rules, throttling and
+// capacity rules: spare capacity goes back to the seeded model).
 func (e *Emulator) ClearFaults() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.faults = faultState{}
+	e.capacity = nil
 }
 
 // Faults returns the injected faults.
@@ -108,5 +112,6 @@ func (e *Emulator) Faults() Faults {
 		ICE:              append([]ICERule{}, e.faults.ice...),
 		ThrottleFraction: e.faults.fraction,
 		ThrottleSeed:     e.faults.seed,
+		Capacity:         append([]CapacityRule{}, e.capacity...),
 	}
 }

@@ -51,6 +51,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 			ClusterName: opts.Operator.ClusterName,
 			Reader:      mgr.GetClient(),
 			Log:         mgr.GetLogger().WithName("aws"),
+			Recorder:    mgr.GetEventRecorder("dovetail"),
 		})
 		if err != nil {
 			return operator.Cloud{}, err

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +33,7 @@ const ProviderName = "aws"
 
 // DefaultMaxInstanceTypes is the most instance types one launch offers EC2
 // (the cheapest ones that fit).
-const DefaultMaxInstanceTypes = 60
+const DefaultMaxInstanceTypes = cloudprovider.DefaultMaxLaunchTypes
 
 // Options configure a Provider.
 type Options struct {
@@ -60,6 +61,9 @@ type Options struct {
 	ReservedENIs            int
 	// MaxInstanceTypes per launch (default DefaultMaxInstanceTypes).
 	MaxInstanceTypes int
+	// Recorder, when set, receives the provider's events on NodeClaims
+	// (a launch narrowed since the plan) and EC2NodeClasses.
+	Recorder events.EventRecorder
 	// UnavailableTTL is how long an insufficient-capacity answer keeps an
 	// offering out (default 3 minutes).
 	UnavailableTTL time.Duration
