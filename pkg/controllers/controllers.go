@@ -97,8 +97,11 @@ type Config struct {
 	// InterruptionQueue is the SQS queue name; "" disables interruption
 	// handling.
 	InterruptionQueue string
-	// FeatureGates as parsed by the operator (name -> enabled).
-	FeatureGates map[string]bool
+	// SpotToSpotConsolidation (feature gate SpotToSpotConsolidation) lets
+	// consolidation replace a spot node with a cheaper spot node; off, a
+	// spot node is only deleted or replaced by on-demand capacity. Read by
+	// the disruption controller.
+	SpotToSpotConsolidation bool
 }
 
 // NewControllers lists every controller dovetail runs, wired with its

@@ -195,8 +195,8 @@ func ControllerConfig(opts Options) controllers.Config {
 			BatchMaxDuration:  opts.BatchMaxDuration,
 			DisableHandoff:    !opts.FeatureGates[SchedulerHandoffGate],
 		},
-		InterruptionQueue: opts.InterruptionQueue,
-		FeatureGates:      opts.FeatureGates,
+		InterruptionQueue:       opts.InterruptionQueue,
+		SpotToSpotConsolidation: opts.FeatureGates[SpotToSpotConsolidationGate],
 	}
 }
 

@@ -33,7 +33,16 @@ const (
 	ReasonSecurityGroupsNotFound  = "SecurityGroupsNotFound"
 	ReasonAMINotFound             = "AMINotFound"
 	ReasonInstanceProfileNotFound = "InstanceProfileNotFound"
+	// ReasonNotSupported: the class asks for something dovetail does not
+	// do (launching into capacity reservations).
+	ReasonNotSupported = "NotSupported"
 )
+
+// CapacityReservationsNotSupported is the message of the
+// CapacityReservationsReady=False condition of a class that selects
+// capacity reservations.
+const CapacityReservationsNotSupported = "dovetail does not launch into capacity reservations: spec.capacityReservationSelectorTerms is not acted on; " +
+	"nodes of this class launch as on-demand or spot outside any reservation"
 
 // Tag keys dovetail puts on what it creates.
 const (
@@ -106,6 +115,14 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 	} else {
 		out.Status.InstanceProfile = profile
 		out.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, ReasonResolved, "", now)
+	}
+	// Capacity reservations are not supported: say so on the class (not
+	// one of the Ready dependents, so the class still launches).
+	out.Status.CapacityReservations = nil
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionFalse, ReasonNotSupported, CapacityReservationsNotSupported, now)
+	} else {
+		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonResolved, "", now)
 	}
 	return out, nil
 }
