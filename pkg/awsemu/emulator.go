@@ -159,11 +159,11 @@ type Emulator struct {
 
 	mu sync.Mutex
 	// everything below is guarded by mu
-	rng      *rand.Rand
-	reqSeq   uint64
-	calls    []Call
-	callGen  int // bumped by ResetCalls
-	faults   faultState
+	rng     *rand.Rand
+	reqSeq  uint64
+	calls   []Call
+	callGen int // bumped by ResetCalls
+	faults  faultState
 	// capacity are the capacity rules set (see capacity.go); fleetLog the
 	// CreateFleet requests recorded.
 	capacity []CapacityRule

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,7 +208,7 @@ type Gate struct {
 // carries over unchanged.
 var Gates = map[string]Gate{
 	"ReservedCapacity": {Default: true,
-		On: "accepted; dovetail launches no reserved capacity: an EC2NodeClass with capacityReservationSelectorTerms gets CapacityReservationsReady=False (NotSupported), and a NodePool that allows only karpenter.sh/capacity-type=reserved gets no nodes",
+		On:  "accepted; dovetail launches no reserved capacity: an EC2NodeClass with capacityReservationSelectorTerms gets CapacityReservationsReady=False (NotSupported), and a NodePool that allows only karpenter.sh/capacity-type=reserved gets no nodes",
 		Off: "reserved capacity is not used (what dovetail does either way)"},
 	"SpotToSpotConsolidation": {Default: false,
 		On:  "consolidation may replace a spot node with a cheaper spot node (controllers.Config.SpotToSpotConsolidation)",
