@@ -23,6 +23,7 @@ const adminPrefix = "/_dovetail/"
 //	POST /_dovetail/faults/ice          ICERule            -> Faults
 //	POST /_dovetail/faults/throttle     ThrottleRequest    -> Faults
 //	POST /_dovetail/faults/capacity     CapacityRule       -> Faults
+//	POST /_dovetail/faults/deny         DenyRequest        -> Faults
 //	POST /_dovetail/faults/clear        {}                 -> Faults
 //	GET  /_dovetail/fleets              []FleetRequest
 //	POST /_dovetail/interrupt           InterruptRequest   -> {"ok":true}
@@ -36,6 +37,11 @@ const adminPrefix = "/_dovetail/"
 type ThrottleRequest struct {
 	Fraction float64 `json:"fraction"`
 	Seed     int64   `json:"seed"`
+}
+
+// DenyRequest is the body of POST /_dovetail/faults/deny.
+type DenyRequest struct {
+	Action string `json:"action"`
 }
 
 // InterruptRequest is the body of POST /_dovetail/interrupt.
@@ -118,6 +124,15 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		var rule CapacityRule
 		if method(http.MethodPost) && decode(&rule) {
 			if err := e.SetCapacity(rule); err != nil {
+				fail(http.StatusBadRequest, "%v", err)
+				return
+			}
+			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/deny":
+		var dr DenyRequest
+		if method(http.MethodPost) && decode(&dr) {
+			if err := e.DenyAction(dr.Action); err != nil {
 				fail(http.StatusBadRequest, "%v", err)
 				return
 			}
@@ -251,6 +266,13 @@ func (c *AdminClient) SetThrottle(ctx context.Context, fraction float64, seed in
 func (c *AdminClient) SetCapacity(ctx context.Context, rule CapacityRule) (Faults, error) {
 	var f Faults
 	err := c.do(ctx, http.MethodPost, "faults/capacity", rule, &f)
+	return f, err
+}
+
+// DenyAction makes an action fail as not authorized.
+func (c *AdminClient) DenyAction(ctx context.Context, action string) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/deny", DenyRequest{Action: action}, &f)
 	return f, err
 }
 

@@ -416,6 +416,9 @@ func (e *Emulator) begin(req *request) *apiError {
 	if e.faults.throttled() {
 		return throttleError(req.service)
 	}
+	if action := req.service + ":" + req.action; e.faults.denied[action] {
+		return deniedError(req.service, action)
+	}
 	return nil
 }
 

@@ -56,7 +56,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 		if err != nil {
 			return operator.Cloud{}, err
 		}
-		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver()}
+		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver(), Collectors: p.Collectors()}
 		if name := opts.Operator.InterruptionQueue; name != "" {
 			cloud.InterruptionQueue = queue.New(p.Clients().SQS, name, queue.Options{})
 		}

@@ -24,6 +24,7 @@ type FaultOptions struct {
 	Fraction                         float64 // throttle
 	Seed                             int64   // throttle
 	Spare                            int     // capacity (with the ice fields)
+	Action                           string  // deny
 
 	Stdout io.Writer
 }
@@ -123,6 +124,25 @@ capacity. Later rules win; ` + "`fault clear`" + ` goes back to the seeded model
 	capCmd.Flags().StringVar(&capa.Zone, "zone", "", "only in this zone (default: every zone)")
 	capCmd.Flags().StringVar(&capa.CapacityType, "capacity-type", "", "only for this capacity type: spot or on-demand (default: both)")
 
+	deny := &FaultOptions{Kind: "deny"}
+	denyCmd := &cobra.Command{
+		Use:   "deny --action SERVICE:OPERATION",
+		Short: "Make an AWS action fail as not authorized",
+		Long: `Answer every call of an action as not authorized (UnauthorizedOperation for
+EC2, AccessDenied or AccessDeniedException elsewhere) until ` + "`fault clear`" + `.
+Denying ec2:DescribeSpotPriceHistory shows what the controller does without
+live spot prices.`,
+		Example: `  dovetail local fault deny --action ec2:DescribeSpotPriceHistory`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !strings.Contains(deny.Action, ":") {
+				return cmdutil.BadInputf("--action %q: want SERVICE:OPERATION, e.g. ec2:DescribeSpotPriceHistory", deny.Action)
+			}
+			return run(cmd, deny)
+		},
+	}
+	denyCmd.Flags().StringVar(&deny.Action, "action", "", "the action to deny, as IAM names it (required)")
+
 	clr := &FaultOptions{Kind: "clear"}
 	clrCmd := &cobra.Command{
 		Use:   "clear",
@@ -130,8 +150,8 @@ capacity. Later rules win; ` + "`fault clear`" + ` goes back to the seeded model
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd, clr) },
 	}
-	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, clrCmd} {
-		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, clrCmd: clr}[c]
+	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, denyCmd, clrCmd} {
+		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, denyCmd: deny, clrCmd: clr}[c]
 		c.Flags().StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory of the running local stack")
 		cmd.AddCommand(c)
 	}
@@ -151,6 +171,8 @@ func faultRun(ctx context.Context, opts *FaultOptions) error {
 		f, err = admin.SetThrottle(ctx, opts.Fraction, opts.Seed)
 	case "capacity":
 		f, err = admin.SetCapacity(ctx, awsemu.CapacityRule{InstanceType: opts.InstanceType, Zone: opts.Zone, CapacityType: opts.CapacityType, Spare: opts.Spare})
+	case "deny":
+		f, err = admin.DenyAction(ctx, opts.Action)
 	case "clear":
 		f, err = admin.ClearFaults(ctx)
 	default:

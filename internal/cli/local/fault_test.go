@@ -96,9 +96,19 @@ func TestFaultCommands(t *testing.T) {
 			},
 		},
 		{
+			name: "deny", args: []string{"local", "fault", "deny", "--dir", dir, "--action", "ec2:DescribeSpotPriceHistory"},
+			check: func(t *testing.T, _, _ string) {
+				if f := e.Faults(); len(f.Denied) != 1 || f.Denied[0] != "ec2:DescribeSpotPriceHistory" {
+					t.Errorf("emulator faults %+v", f)
+				}
+			},
+		},
+		{name: "deny an unknown action", args: []string{"local", "fault", "deny", "--dir", dir, "--action", "ec2:MakeCoffee"}, code: cmdutil.ExitError,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "ec2:MakeCoffee") }},
+		{
 			name: "clear", args: []string{"local", "fault", "clear", "--dir", dir},
 			check: func(t *testing.T, _, _ string) {
-				if f := e.Faults(); len(f.ICE) != 0 || f.ThrottleFraction != 0 || len(f.Capacity) != 0 {
+				if f := e.Faults(); len(f.ICE) != 0 || f.ThrottleFraction != 0 || len(f.Capacity) != 0 || len(f.Denied) != 0 {
 					t.Errorf("emulator faults %+v", f)
 				}
 			},

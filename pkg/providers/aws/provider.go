@@ -11,6 +11,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -71,13 +72,17 @@ type Options struct {
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
 type Provider struct {
-	o         Options
-	region    string
-	clients   *sdk.Clients
-	types     *instancetype.Provider
-	templates *launchtemplate.Provider
-	instances *instance.Provider
-	resolver  *nodeclass.Resolver
+	o Options
+	// spotLive is 1 while spot prices are live, 0 while they are not;
+	// spotFailures counts loads without live spot prices.
+	spotLive     prometheus.GaugeFunc
+	spotFailures prometheus.Counter
+	region       string
+	clients      *sdk.Clients
+	types        *instancetype.Provider
+	templates    *launchtemplate.Provider
+	instances    *instance.Provider
+	resolver     *nodeclass.Resolver
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -105,6 +110,10 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	}
 	clients := sdk.NewClients(cfg, o.Retry)
 	p := &Provider{o: o, region: cfg.Region, clients: clients}
+	p.spotFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_price_failures_total",
+		Help: "Price loads in which live spot prices (DescribeSpotPriceHistory) could not be had.",
+	})
 	if err := p.discoverCluster(ctx); err != nil {
 		return nil, err
 	}
@@ -113,15 +122,36 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		Unavailable:  unavailable.New(o.Clock, o.UnavailableTTL),
 		PriceRefresh: o.PriceRefresh, TypeRefresh: o.TypeRefresh,
 		VMMemoryOverheadPercent: o.VMMemoryOverheadPercent, ReservedENIs: o.ReservedENIs,
-		Log: o.Log.WithName("instancetype"),
+		Log: o.Log.WithName("instancetype"), SpotPriceFailures: p.spotFailures,
+	})
+	p.spotLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_prices_live",
+		Help: "1 while spot offerings are priced from live spot prices, 0 while they are priced from stale or built-in prices (see the EC2NodeClass condition SpotPricesReady).",
+	}, func() float64 {
+		if st := p.types.SpotPriceStatus(); st.Known && !st.Live {
+			return 0
+		}
+		return 1
 	})
 	p.templates = launchtemplate.NewProvider(clients.EC2, o.ClusterName)
 	p.instances = instance.New(ctx, instance.Options{EC2: clients.EC2, BatchIdle: o.BatchIdle, BatchMax: o.BatchMax, Clock: o.Clock})
 	p.resolver = &nodeclass.Resolver{
 		EC2: clients.EC2, SSM: clients.SSM, IAM: clients.IAM, ClusterName: o.ClusterName, Region: cfg.Region,
 		KubernetesVersion: p.o.KubernetesVersion, Clock: o.Clock,
+		Recorder: o.Recorder,
+		SpotPrices: func() (string, bool) {
+			st := p.types.SpotPriceStatus()
+			return st.Fallback(), st.Known
+		},
 	}
 	return p, nil
+}
+
+// Collectors are the provider's own metrics, for the operator to register:
+// dovetail_cloudprovider_spot_prices_live and
+// dovetail_cloudprovider_spot_price_failures_total.
+func (p *Provider) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.spotLive, p.spotFailures}
 }
 
 func (p *Provider) discoverCluster(ctx context.Context) error {
