@@ -50,6 +50,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 		p, err := aws.New(ctx, awsCfg, aws.Options{
 			ClusterName: opts.Operator.ClusterName,
 			Reader:      mgr.GetClient(),
+			APIReader:   mgr.GetAPIReader(),
 			Log:         mgr.GetLogger().WithName("aws"),
 			Recorder:    mgr.GetEventRecorder("dovetail"),
 		})

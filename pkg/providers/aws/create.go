@@ -157,6 +157,9 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 		Labels: nodeLabels(nodeClaim, reqs), Taints: nodeTaints(nodeClaim),
 		Kubelet: nc.Spec.Kubelet, UserData: nc.Spec.UserData,
 	}
+	if k := nc.Spec.Kubelet; k == nil || len(k.ClusterDNS) == 0 {
+		in.ClusterDNS = p.clusterDNS(ctx)
+	}
 	if nc.Spec.InstanceStorePolicy != nil {
 		in.InstanceStorePolicy = string(*nc.Spec.InstanceStorePolicy)
 	}

@@ -48,6 +48,9 @@ var scheme = func() *runtime.Scheme {
 	if err := karpv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
 	return s
 }()
 

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -46,6 +48,11 @@ type Options struct {
 	ClusterEndpoint, ClusterCA, ServiceCIDR, KubernetesVersion string
 	// Reader reads EC2NodeClasses (its scheme must know awsv1).
 	Reader client.Reader
+	// APIReader reads the kube-system/kube-dns Service (the cluster DNS
+	// address for nodes whose class does not set kubelet.clusterDNS)
+	// without a cache, so no cluster-wide Service informer is started
+	// (default Reader).
+	APIReader client.Reader
 	// Clock is the time source (default the real clock).
 	Clock clock.Clock
 	// Log receives provider logs. Credentials never reach it.
@@ -72,7 +79,8 @@ type Options struct {
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
 type Provider struct {
-	o Options
+	o   Options
+	dns dnsCache
 	// spotLive is 1 while spot prices are live, 0 while they are not;
 	// spotFailures counts loads without live spot prices.
 	spotLive     prometheus.GaugeFunc
@@ -101,6 +109,9 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.APIReader == nil {
+		o.APIReader = o.Reader
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
@@ -145,6 +156,39 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		},
 	}
 	return p, nil
+}
+
+// dnsCache remembers the cluster DNS address for dnsRefresh.
+type dnsCache struct {
+	mu   sync.Mutex
+	ip   string
+	at   time.Time
+	seen bool
+}
+
+// dnsRefresh is how long a looked-up cluster DNS address (or its absence)
+// is reused.
+const dnsRefresh = 5 * time.Minute
+
+// clusterDNS is the ClusterIP of the kube-system/kube-dns Service, "" when
+// there is none (or it cannot be read: the image's bootstrap then derives
+// the address itself).
+func (p *Provider) clusterDNS(ctx context.Context) string {
+	now := p.o.Clock.Now()
+	p.dns.mu.Lock()
+	defer p.dns.mu.Unlock()
+	if p.dns.seen && now.Sub(p.dns.at) < dnsRefresh {
+		return p.dns.ip
+	}
+	svc := &corev1.Service{}
+	ip := ""
+	if err := p.o.APIReader.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, svc); err != nil {
+		p.o.Log.V(1).Info("no cluster DNS address from kube-system/kube-dns; nodes derive it", "error", err.Error())
+	} else if c := svc.Spec.ClusterIP; c != "" && c != corev1.ClusterIPNone {
+		ip = c
+	}
+	p.dns.ip, p.dns.at, p.dns.seen = ip, now, true
+	return ip
 }
 
 // Collectors are the provider's own metrics, for the operator to register:
