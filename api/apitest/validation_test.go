@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -136,6 +137,9 @@ func invalidCases() []invalidCase {
 		{name: "unknown karpenter.k8s.aws key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/colour: red}}}}`, field: "spec.template.metadata.labels", msg: "well-known"},
 		{name: "taint effect", base: np, patch: `spec: {template: {spec: {taints: [{key: a, effect: Sometimes}]}}}`, field: "spec.template.spec.taints", msg: "effect"},
 		{name: "startup taint effect", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, effect: NoWay}]}}}`, field: "spec.template.spec.startupTaints", msg: "effect"},
+		{name: "terminationGracePeriod 1 day", base: np, patch: `spec: {template: {spec: {terminationGracePeriod: "1 day"}}}`, field: "spec.template.spec.terminationGracePeriod", msg: "should match"},
+		{name: "terminationGracePeriod in days", base: np, patch: `spec: {template: {spec: {terminationGracePeriod: 2d}}}`, field: "spec.template.spec.terminationGracePeriod", msg: "should match"},
+		{name: "nodeclaim terminationGracePeriod 1 day", base: nc, patch: `spec: {terminationGracePeriod: "1 day"}`, field: "spec.terminationGracePeriod", msg: "should match"},
 		{name: "no nodeClassRef", base: np, patch: `spec: {template: {spec: {nodeClassRef: null}}}`, field: "spec.template.spec.nodeClassRef", msg: "Required"},
 		{name: "empty nodeClassRef name", base: np, patch: `spec: {template: {spec: {nodeClassRef: {name: ""}}}}`, field: "spec.template.spec.nodeClassRef.name"},
 		{name: "expireAfter forever", base: np, patch: `spec: {template: {spec: {expireAfter: forever}}}`, field: "spec.template.spec.expireAfter"},
@@ -372,4 +376,29 @@ func TestUpdatesAccepted(t *testing.T) {
 	if err := c.Update(ctx, nc); err != nil {
 		t.Errorf("removing the finalizer: %v", err)
 	}
+}
+
+// Conditions written by the peer may leave reason and message out; the
+// NodeClaim status accepts them, as the peer's CRD does, and still checks
+// what it checks.
+func TestNodeClaimConditionsWithoutReason(t *testing.T) {
+	c := newClient(t)
+	ctx := testContext(t)
+	obj := object(t, baseNodeClaim, "peer-conditions", "")
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	set := func(conds string) error {
+		patch := object(t, baseNodeClaim, "peer-conditions", "status: {conditions: "+conds+"}")
+		obj.Object["status"] = patch.Object["status"]
+		return c.Status().Update(ctx, obj, client.DryRunAll)
+	}
+	if err := set(`[{type: Launched, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}, {type: Drifted, status: "False", reason: "", lastTransitionTime: "2026-01-01T00:00:00Z"}]`); err != nil {
+		t.Fatalf("conditions without reason and message refused: %v", err)
+	}
+	err := set(`[{type: Launched, status: Maybe, lastTransitionTime: "2026-01-01T00:00:00Z"}]`)
+	requireInvalid(t, err, "status.conditions[0].status", "Unsupported value")
+	err = set(`[{type: Launched, status: "True", reason: "not camel", lastTransitionTime: "2026-01-01T00:00:00Z"}]`)
+	requireInvalid(t, err, "status.conditions[0].reason", "should match")
 }

@@ -119,7 +119,10 @@ type NodeClaimTemplateSpec struct {
 	// +required
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod is how long a node's drain may take before its
-	// remaining pods are deleted regardless of disruption budgets.
+	// remaining pods are deleted regardless of disruption budgets (hours,
+	// minutes and seconds, e.g. "48h").
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long a node lives before it is replaced, or Never.
@@ -184,7 +187,7 @@ const (
 type Budget struct {
 	// Reasons restricts the budget to these disruption reasons; empty means
 	// all reasons.
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is a count ("5") or a percentage of the pool's nodes ("10%",
