@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -136,6 +137,12 @@ func invalidCases() []invalidCase {
 		{name: "unknown karpenter.k8s.aws key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/colour: red}}}}`, field: "spec.template.metadata.labels", msg: "well-known"},
 		{name: "taint effect", base: np, patch: `spec: {template: {spec: {taints: [{key: a, effect: Sometimes}]}}}`, field: "spec.template.spec.taints", msg: "effect"},
 		{name: "startup taint effect", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, effect: NoWay}]}}}`, field: "spec.template.spec.startupTaints", msg: "effect"},
+		{name: "terminationGracePeriod 1 day", base: np, patch: `spec: {template: {spec: {terminationGracePeriod: "1 day"}}}`, field: "spec.template.spec.terminationGracePeriod", msg: "should match"},
+		{name: "terminationGracePeriod in days", base: np, patch: `spec: {template: {spec: {terminationGracePeriod: 2d}}}`, field: "spec.template.spec.terminationGracePeriod", msg: "should match"},
+		{name: "nodeclaim terminationGracePeriod 1 day", base: nc, patch: `spec: {terminationGracePeriod: "1 day"}`, field: "spec.terminationGracePeriod", msg: "should match"},
+		{name: "static pool with a cpu limit", base: np, patch: `spec: {replicas: 3, weight: null}`, field: "spec", msg: "may limit only nodes"},
+		{name: "static pool with a weight", base: np, patch: `spec: {replicas: 3, limits: {cpu: null, memory: null}}`, field: "spec", msg: "takes no weight"},
+		{name: "negative replicas", base: np, patch: `spec: {replicas: -1, weight: null, limits: null}`, field: "spec.replicas"},
 		{name: "no nodeClassRef", base: np, patch: `spec: {template: {spec: {nodeClassRef: null}}}`, field: "spec.template.spec.nodeClassRef", msg: "Required"},
 		{name: "empty nodeClassRef name", base: np, patch: `spec: {template: {spec: {nodeClassRef: {name: ""}}}}`, field: "spec.template.spec.nodeClassRef.name"},
 		{name: "expireAfter forever", base: np, patch: `spec: {template: {spec: {expireAfter: forever}}}`, field: "spec.template.spec.expireAfter"},
@@ -265,6 +272,7 @@ func TestValidEdgeCasesAccepted(t *testing.T) {
 		{name: "WhenEmpty", base: np, patch: `spec: {disruption: {consolidationPolicy: WhenEmpty}}`},
 		{name: "Balanced", base: np, patch: `spec: {disruption: {consolidationPolicy: Balanced}}`},
 		{name: "budget for Unhealthy", base: np, patch: budgets(`[{nodes: "1", reasons: [Unhealthy, Drifted, Empty, Underutilized]}]`)},
+		{name: "static pool (accepted, marked not supported at run time)", base: np, patch: `spec: {replicas: 3, weight: null, limits: {cpu: null, memory: null, nodes: "5"}}`},
 		{name: "limits on any resource", base: np, patch: `spec: {limits: {nodes: "10", nvidia.com/gpu: "8"}}`},
 		{name: "nodeclaim with nodepool requirement and expireAfter", base: nc, patch: `spec: {expireAfter: Never, taints: [{key: team, value: b, effect: NoExecute}]}`},
 		{name: "alias al2023@latest without amiFamily", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: al2023@latest}]}`},
@@ -372,4 +380,58 @@ func TestUpdatesAccepted(t *testing.T) {
 	if err := c.Update(ctx, nc); err != nil {
 		t.Errorf("removing the finalizer: %v", err)
 	}
+}
+
+// Conditions written by the peer may leave reason and message out; the
+// NodeClaim status accepts them, as the peer's CRD does, and still checks
+// what it checks.
+func TestNodeClaimConditionsWithoutReason(t *testing.T) {
+	c := newClient(t)
+	ctx := testContext(t)
+	obj := object(t, baseNodeClaim, "peer-conditions", "")
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	set := func(conds string) error {
+		patch := object(t, baseNodeClaim, "peer-conditions", "status: {conditions: "+conds+"}")
+		obj.Object["status"] = patch.Object["status"]
+		return c.Status().Update(ctx, obj, client.DryRunAll)
+	}
+	if err := set(`[{type: Launched, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}, {type: Drifted, status: "False", reason: "", lastTransitionTime: "2026-01-01T00:00:00Z"}]`); err != nil {
+		t.Fatalf("conditions without reason and message refused: %v", err)
+	}
+	err := set(`[{type: Launched, status: Maybe, lastTransitionTime: "2026-01-01T00:00:00Z"}]`)
+	requireInvalid(t, err, "status.conditions[0].status", "Unsupported value")
+	err = set(`[{type: Launched, status: "True", reason: "not camel", lastTransitionTime: "2026-01-01T00:00:00Z"}]`)
+	requireInvalid(t, err, "status.conditions[0].reason", "should match")
+}
+
+// spec.replicas is behind the scale subresource, as in the peer's CRD, and
+// cannot be added to a dynamic pool.
+func TestNodePoolScaleSubresource(t *testing.T) {
+	c := newClient(t)
+	ctx := testContext(t)
+	obj := object(t, baseNodePool, "static", `spec: {replicas: 2, weight: null, limits: {cpu: null, memory: null}}`)
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	scale := &unstructured.Unstructured{}
+	scale.SetAPIVersion("autoscaling/v1")
+	scale.SetKind("Scale")
+	if err := c.SubResource("scale").Get(ctx, obj, scale); err != nil {
+		t.Fatalf("reading the scale subresource: %v", err)
+	}
+	if n, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas"); n != 2 {
+		t.Errorf("scale spec.replicas %d, want 2 (%v)", n, scale.Object)
+	}
+	dyn := object(t, baseNodePool, "dynamic", "")
+	if err := c.Create(ctx, dyn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), dyn) })
+	patch := object(t, baseNodePool, "dynamic", `spec: {replicas: 2, weight: null, limits: {cpu: null, memory: null}}`)
+	dyn.Object["spec"] = patch.Object["spec"]
+	requireInvalid(t, c.Update(ctx, dyn, client.DryRunAll), "spec", "static or dynamic")
 }

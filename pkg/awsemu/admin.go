@@ -22,7 +22,10 @@ const adminPrefix = "/_dovetail/"
 //	GET  /_dovetail/faults              Faults
 //	POST /_dovetail/faults/ice          ICERule            -> Faults
 //	POST /_dovetail/faults/throttle     ThrottleRequest    -> Faults
+//	POST /_dovetail/faults/capacity     CapacityRule       -> Faults
+//	POST /_dovetail/faults/deny         DenyRequest        -> Faults
 //	POST /_dovetail/faults/clear        {}                 -> Faults
+//	GET  /_dovetail/fleets              []FleetRequest
 //	POST /_dovetail/interrupt           InterruptRequest   -> {"ok":true}
 //	GET  /_dovetail/instances           []Instance
 //	GET  /_dovetail/calls               []Call
@@ -34,6 +37,11 @@ const adminPrefix = "/_dovetail/"
 type ThrottleRequest struct {
 	Fraction float64 `json:"fraction"`
 	Seed     int64   `json:"seed"`
+}
+
+// DenyRequest is the body of POST /_dovetail/faults/deny.
+type DenyRequest struct {
+	Action string `json:"action"`
 }
 
 // InterruptRequest is the body of POST /_dovetail/interrupt.
@@ -111,6 +119,28 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 			e.SetThrottle(tr.Fraction, tr.Seed)
 			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/capacity":
+		var rule CapacityRule
+		if method(http.MethodPost) && decode(&rule) {
+			if err := e.SetCapacity(rule); err != nil {
+				fail(http.StatusBadRequest, "%v", err)
+				return
+			}
+			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/deny":
+		var dr DenyRequest
+		if method(http.MethodPost) && decode(&dr) {
+			if err := e.DenyAction(dr.Action); err != nil {
+				fail(http.StatusBadRequest, "%v", err)
+				return
+			}
+			reply(http.StatusOK, e.Faults())
+		}
+	case "fleets":
+		if method(http.MethodGet) {
+			reply(http.StatusOK, e.FleetRequests())
 		}
 	case "faults/clear":
 		if method(http.MethodPost) {
@@ -232,6 +262,27 @@ func (c *AdminClient) SetThrottle(ctx context.Context, fraction float64, seed in
 	var f Faults
 	err := c.do(ctx, http.MethodPost, "faults/throttle", ThrottleRequest{Fraction: fraction, Seed: seed}, &f)
 	return f, err
+}
+
+// SetCapacity adds a spare-capacity rule.
+func (c *AdminClient) SetCapacity(ctx context.Context, rule CapacityRule) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/capacity", rule, &f)
+	return f, err
+}
+
+// DenyAction makes an action fail as not authorized.
+func (c *AdminClient) DenyAction(ctx context.Context, action string) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/deny", DenyRequest{Action: action}, &f)
+	return f, err
+}
+
+// FleetRequests lists the recorded CreateFleet requests.
+func (c *AdminClient) FleetRequests(ctx context.Context) ([]FleetRequest, error) {
+	var out []FleetRequest
+	err := c.do(ctx, http.MethodGet, "fleets", nil, &out)
+	return out, err
 }
 
 // ClearFaults removes every injected fault.

@@ -39,6 +39,8 @@ var ec2Ops = map[string]ec2Handler{
 	"DescribeInstances":             (*Emulator).describeInstances,
 	"TerminateInstances":            (*Emulator).terminateInstances,
 	"CreateTags":                    (*Emulator).createTags,
+	"RunInstances":                  (*Emulator).runInstances,
+	"DescribeInstanceStatus":        (*Emulator).describeInstanceStatus,
 }
 
 func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) {
@@ -144,7 +146,7 @@ func (e *Emulator) describeInstanceTypes(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeInstanceTypes", pageLimits{5, 100, 100})
+	pg, aerr := parsePage(p, "DescribeInstanceTypes")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -187,39 +189,136 @@ func (e *Emulator) describeInstanceTypes(req *request) (any, *apiError) {
 	return out, nil
 }
 
+// instanceTypeFilters are the DescribeInstanceTypes filters the emulator
+// answers, by name (all of them in botocore's model of the operation; see
+// TestFiltersMatchBotocore).
+var instanceTypeFilters = map[string]func(t *InstanceTypeInfo) []string{
+	"instance-type": func(t *InstanceTypeInfo) []string {
+		return []string{t.Name}
+	},
+	"processor-info.supported-architecture": func(t *InstanceTypeInfo) []string {
+		return t.Architectures
+	},
+	"ebs-info.maximum-ebs-attachments": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.MaxEBSAttachments))}
+	},
+	"network-info.maximum-network-cards": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(max(1, len(t.NetworkCards)))}
+	},
+	"current-generation": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.CurrentGeneration)}
+	},
+	"bare-metal": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.BareMetal)}
+	},
+	"burstable-performance-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.Burstable)}
+	},
+	"hypervisor": func(t *InstanceTypeInfo) []string {
+		return []string{t.Hypervisor}
+	},
+	"vcpu-info.default-vcpus": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.VCPU))}
+	},
+	"memory-info.size-in-mib": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.FormatInt(t.MemoryMiB, 10)}
+	},
+	"supported-usage-class": func(t *InstanceTypeInfo) []string {
+		return t.UsageClasses
+	},
+	"instance-storage-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.InstanceStorage != nil)}
+	},
+	"network-info.efa-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.EFASupported)}
+	},
+	"network-info.ipv6-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.IPv6Supported)}
+	},
+	"free-tier-eligible": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.FreeTierEligible)}
+	},
+	"supported-virtualization-type": func(t *InstanceTypeInfo) []string {
+		return t.VirtualizationTypes
+	},
+	"supported-root-device-type": func(t *InstanceTypeInfo) []string {
+		return t.RootDeviceTypes
+	},
+	"supported-boot-mode": func(t *InstanceTypeInfo) []string {
+		return t.BootModes
+	},
+	"hibernation-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.HibernationSupported)}
+	},
+	"dedicated-hosts-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.DedicatedHostsSupported)}
+	},
+	"auto-recovery-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.AutoRecoverySupported)}
+	},
+	"nitro-enclaves-support": func(t *InstanceTypeInfo) []string {
+		return []string{t.NitroEnclavesSupport}
+	},
+	"nitro-tpm-support": func(t *InstanceTypeInfo) []string {
+		return []string{t.NitroTPMSupport}
+	},
+	"ebs-info.ebs-optimized-support": func(t *InstanceTypeInfo) []string {
+		return []string{t.EBSOptimizedSupport}
+	},
+	"ebs-info.encryption-support": func(t *InstanceTypeInfo) []string {
+		return []string{"supported"}
+	},
+	"ebs-info.nvme-support": func(t *InstanceTypeInfo) []string {
+		return []string{t.EBSNVMeSupport}
+	},
+	"instance-storage-info.total-size-in-gb": func(t *InstanceTypeInfo) []string {
+		if t.InstanceStorage == nil {
+			return nil
+		}
+		return []string{strconv.FormatInt(t.InstanceStorage.TotalGB, 10)}
+	},
+	"instance-storage-info.nvme-support": func(t *InstanceTypeInfo) []string {
+		if t.InstanceStorage == nil {
+			return nil
+		}
+		return []string{t.InstanceStorage.NVMeSupport}
+	},
+	"network-info.ena-support": func(t *InstanceTypeInfo) []string {
+		return []string{t.ENASupport}
+	},
+	"network-info.encryption-in-transit-supported": func(t *InstanceTypeInfo) []string {
+		return []string{boolStr(t.EncryptionInTransit)}
+	},
+	"network-info.maximum-network-interfaces": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.MaxENIs))}
+	},
+	"network-info.ipv4-addresses-per-interface": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.IPv4PerENI))}
+	},
+	"network-info.ipv6-addresses-per-interface": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.IPv6PerENI))}
+	},
+	"network-info.network-performance": func(t *InstanceTypeInfo) []string {
+		return []string{t.NetworkPerformance}
+	},
+	"processor-info.sustained-clock-speed-in-ghz": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.FormatFloat(t.SustainedClockGHz, 'f', -1, 64)}
+	},
+	"vcpu-info.default-cores": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.DefaultCores))}
+	},
+	"vcpu-info.default-threads-per-core": func(t *InstanceTypeInfo) []string {
+		return []string{strconv.Itoa(int(t.DefaultThreadsPerCore))}
+	},
+}
+
 func instanceTypeFields(t *InstanceTypeInfo) fieldFunc {
 	return func(name string) ([]string, bool) {
-		switch name {
-		case "instance-type":
-			return []string{t.Name}, true
-		case "processor-info.supported-architecture":
-			return t.Architectures, true
-		case "processor-info.manufacturer":
-			return []string{t.Manufacturer}, true
-		case "current-generation":
-			return []string{boolStr(t.CurrentGeneration)}, true
-		case "bare-metal":
-			return []string{boolStr(t.BareMetal)}, true
-		case "burstable-performance-supported":
-			return []string{boolStr(t.Burstable)}, true
-		case "hypervisor":
-			return []string{t.Hypervisor}, true
-		case "vcpu-info.default-vcpus":
-			return []string{strconv.Itoa(int(t.VCPU))}, true
-		case "memory-info.size-in-mib":
-			return []string{strconv.FormatInt(t.MemoryMiB, 10)}, true
-		case "supported-usage-class":
-			return t.UsageClasses, true
-		case "instance-storage-supported":
-			return []string{boolStr(t.InstanceStorage != nil)}, true
-		case "network-info.efa-supported":
-			return []string{boolStr(t.EFASupported)}, true
-		case "network-info.ipv6-supported":
-			return []string{boolStr(t.IPv6Supported)}, true
-		case "free-tier-eligible":
-			return []string{boolStr(t.FreeTierEligible)}, true
+		f, ok := instanceTypeFilters[name]
+		if !ok {
+			return nil, false
 		}
-		return nil, false
+		return f(t), true
 	}
 }
 
@@ -312,7 +411,7 @@ func (e *Emulator) describeInstanceTypeOfferings(req *request) (any, *apiError) 
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeInstanceTypeOfferings", pageLimits{5, 1000, 1000})
+	pg, aerr := parsePage(p, "DescribeInstanceTypeOfferings")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -439,7 +538,7 @@ func (e *Emulator) describeVpcs(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeVpcs", pageLimits{5, 1000, 0})
+	pg, aerr := parsePage(p, "DescribeVpcs")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -500,7 +599,7 @@ func (e *Emulator) describeSubnets(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeSubnets", pageLimits{5, 1000, 0})
+	pg, aerr := parsePage(p, "DescribeSubnets")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -570,7 +669,7 @@ func (e *Emulator) describeSecurityGroups(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeSecurityGroups", pageLimits{5, 1000, 0})
+	pg, aerr := parsePage(p, "DescribeSecurityGroups")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -644,7 +743,7 @@ func (e *Emulator) describeImages(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeImages", pageLimits{5, 1000, 0})
+	pg, aerr := parsePage(p, "DescribeImages")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -743,7 +842,7 @@ func (e *Emulator) describeSpotPriceHistory(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeSpotPriceHistory", pageLimits{5, 1000, 1000})
+	pg, aerr := parsePage(p, "DescribeSpotPriceHistory")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -793,6 +892,8 @@ func (e *Emulator) describeSpotPriceHistory(req *request) (any, *apiError) {
 					switch name {
 					case "availability-zone":
 						return []string{x.AvailabilityZone}, true
+					case "availability-zone-id":
+						return []string{x.AvailabilityZoneID}, true
 					case "instance-type":
 						return []string{x.InstanceType}, true
 					case "product-description":
@@ -1125,7 +1226,7 @@ func (e *Emulator) describeLaunchTemplates(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	pg, aerr := parsePage(p, "DescribeLaunchTemplates", pageLimits{1, 200, 0})
+	pg, aerr := parsePage(p, "DescribeLaunchTemplates")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -1201,7 +1302,7 @@ func (e *Emulator) describeInstances(req *request) (any, *apiError) {
 	if len(ids) > 0 && p.Has("MaxResults") {
 		return nil, errInvalidParameterCombination("The parameter instancesSet cannot be used with the parameter maxResults")
 	}
-	pg, aerr := parsePage(p, "DescribeInstances", pageLimits{5, 1000, 0})
+	pg, aerr := parsePage(p, "DescribeInstances")
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -236,7 +236,7 @@ func TestEC2ErrorCodes(t *testing.T) {
 			return err
 		}, "InvalidParameterCombination"},
 		{"MaxResults too small", func() error {
-			_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(4)})
+			_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(0)})
 			return err
 		}, "InvalidParameterValue"},
 		{"MaxResults too large for instance types", func() error {
@@ -472,7 +472,8 @@ while True:
     kw['NextToken'] = r['NextToken']
 out['ids'] = ids
 out['pages'] = pages
-out['small'] = code(ec2.describe_images, MaxResults=4)
+out['small'] = code(ec2.describe_images, MaxResults=0)
+out['unbounded'] = len(ec2.describe_images(MaxResults=5000)['Images'])
 `)
 	ids, _ := out["ids"].([]any)
 	if len(ids) != len(all.Images) {
@@ -489,7 +490,12 @@ out['small'] = code(ec2.describe_images, MaxResults=4)
 		t.Errorf("boto3 needed %v pages for %d images", out["pages"], len(all.Images))
 	}
 	if out["small"] != "InvalidParameterValue" {
-		t.Errorf("boto3 MaxResults=4: %v", out["small"])
+		t.Errorf("boto3 MaxResults=0: %v", out["small"])
+	}
+	// botocore's model does not bound DescribeImages' MaxResults: a large
+	// value is a large page, not an error.
+	if n, _ := out["unbounded"].(float64); int(n) != min(len(all.Images), 1000) {
+		t.Errorf("boto3 MaxResults=5000 returned %v images of %d", out["unbounded"], len(all.Images))
 	}
 }
 

@@ -159,11 +159,15 @@ type Emulator struct {
 
 	mu sync.Mutex
 	// everything below is guarded by mu
-	rng      *rand.Rand
-	reqSeq   uint64
-	calls    []Call
-	callGen  int // bumped by ResetCalls
-	faults   faultState
+	rng     *rand.Rand
+	reqSeq  uint64
+	calls   []Call
+	callGen int // bumped by ResetCalls
+	faults  faultState
+	// capacity are the capacity rules set (see capacity.go); fleetLog the
+	// CreateFleet requests recorded.
+	capacity []CapacityRule
+	fleetLog []FleetRequest
 	acct     *account
 	schedule timerHeap
 	subs     map[int]*subscriber
@@ -411,6 +415,9 @@ func (e *Emulator) begin(req *request) *apiError {
 	})
 	if e.faults.throttled() {
 		return throttleError(req.service)
+	}
+	if action := req.service + ":" + req.action; e.faults.denied[action] {
+		return deniedError(req.service, action)
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package awsemu
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sort"
 )
 
@@ -24,10 +27,16 @@ type Faults struct {
 	ICE              []ICERule `json:"ice"`
 	ThrottleFraction float64   `json:"throttleFraction"`
 	ThrottleSeed     int64     `json:"throttleSeed"`
+	// Denied are the actions ("ec2:DescribeSpotPriceHistory") answered as
+	// not authorized, sorted.
+	Denied []string `json:"denied"`
+	// Capacity are the spare-capacity rules set (see CapacityRule).
+	Capacity []CapacityRule `json:"capacity"`
 }
 
 type faultState struct {
 	ice      []ICERule
+	denied   map[string]bool
 	fraction float64
 	seed     int64
 	rng      *rand.Rand
@@ -93,11 +102,13 @@ func (e *Emulator) SetThrottle(fraction float64, seed int64) {
 	e.faults.rng = rand.New(rand.NewPCG(uint64(seed), 0x7468726f))
 }
 
-// ClearFaults removes every injected fault (ICE rules and throttling).
+// ClearFaults removes every injected fault (ICE rules, throttling and
+// capacity rules: spare capacity goes back to the seeded model).
 func (e *Emulator) ClearFaults() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.faults = faultState{}
+	e.capacity = nil
 }
 
 // Faults returns the injected faults.
@@ -108,5 +119,60 @@ func (e *Emulator) Faults() Faults {
 		ICE:              append([]ICERule{}, e.faults.ice...),
 		ThrottleFraction: e.faults.fraction,
 		ThrottleSeed:     e.faults.seed,
+		Capacity:         append([]CapacityRule{}, e.capacity...),
+		Denied:           sortedKeys(e.faults.denied),
 	}
+}
+
+// DenyAction makes every call of action ("service:Operation", as IAM
+// spells it, e.g. "ec2:DescribeSpotPriceHistory") fail as not authorized
+// until ClearFaults: UnauthorizedOperation for EC2 (also for DryRun),
+// AccessDenied for IAM and SQS, AccessDeniedException for the JSON
+// services. The action must be one the emulator serves.
+func (e *Emulator) DenyAction(action string) error {
+	if !servedActions()[action] {
+		return fmt.Errorf("%w: %q is not an action the emulator serves", ErrUnknownAction, action)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.faults.denied == nil {
+		e.faults.denied = map[string]bool{}
+	}
+	e.faults.denied[action] = true
+	return nil
+}
+
+// ErrUnknownAction is wrapped by DenyAction's error for an action the
+// emulator does not serve.
+var ErrUnknownAction = errors.New("unknown action")
+
+func deniedError(service, action string) *apiError {
+	switch service {
+	case "ec2":
+		return newAPIError("UnauthorizedOperation", http.StatusForbidden, "You are not authorized to perform this operation. User is not authorized to perform: %s", action)
+	case "iam", "sqs":
+		return newAPIError("AccessDenied", http.StatusForbidden, "User is not authorized to perform: %s", action)
+	}
+	return newAPIError("AccessDeniedException", http.StatusForbidden, "User is not authorized to perform: %s", action)
+}
+
+// servedActions are the "service:Operation" names the emulator answers.
+func servedActions() map[string]bool {
+	out := map[string]bool{"eks:DescribeCluster": true}
+	for svc, ops := range map[string][]string{
+		"ec2": keys(ec2Ops), "iam": keys(iamOps), "ssm": keys(ssmOps), "sqs": keys(sqsOps), "pricing": keys(pricingOps),
+	} {
+		for _, op := range ops {
+			out[svc+":"+op] = true
+		}
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

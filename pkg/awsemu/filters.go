@@ -125,24 +125,55 @@ type page struct {
 	size  int
 }
 
-// pageLimits are an operation's MaxResults bounds and default page size.
+// pageLimits are an operation's MaxResults bounds and default page size:
+// min..max as botocore's EC2 service model bounds the operation's
+// MaxResults shape; max 0 means the model leaves it unbounded, so any value
+// from min up is accepted and a page holds at most limit items (EC2's
+// documented largest page). def is the page size without MaxResults (0:
+// everything).
 type pageLimits struct {
-	min, max, def int
+	min, max, def, limit int
+}
+
+// opPageLimits are the limits of every paginated operation the emulator
+// serves (checked against botocore's model by TestPageLimitsMatchBotocore).
+var opPageLimits = map[string]pageLimits{
+	"DescribeInstanceTypes":         {min: 5, max: 100, def: 100},
+	"DescribeInstanceTypeOfferings": {min: 5, max: 1000, def: 1000},
+	"DescribeVpcs":                  {min: 5, max: 1000},
+	"DescribeSubnets":               {min: 5, max: 1000},
+	"DescribeSecurityGroups":        {min: 5, max: 1000},
+	"DescribeImages":                {min: 1, limit: 1000},
+	"DescribeSpotPriceHistory":      {min: 1, def: 1000, limit: 1000},
+	"DescribeLaunchTemplates":       {min: 1, max: 200},
+	"DescribeInstances":             {min: 1, limit: 1000},
+	"DescribeInstanceStatus":        {min: 1, limit: 1000},
 }
 
 // parsePage validates MaxResults and NextToken for an operation. The token
 // is opaque to clients; it names the operation so a token from another
 // operation is rejected.
-func parsePage(p params, op string, lim pageLimits) (page, *apiError) {
+func parsePage(p params, op string) (page, *apiError) {
+	lim, ok := opPageLimits[op]
+	if !ok { // a programming error: add the operation to opPageLimits
+		return page{}, newAPIError("InternalError", 500, "the emulator has no page limits for %s", op)
+	}
 	pg := page{size: lim.def}
 	if n, ok, err := p.Int("MaxResults"); err != nil {
 		return pg, err
 	} else if ok {
-		if n < int64(lim.min) || n > int64(lim.max) {
+		switch {
+		case lim.max > 0 && (n < int64(lim.min) || n > int64(lim.max)):
 			return pg, errInvalidParameterValue("MaxResults", strconv.FormatInt(n, 10),
 				fmt.Sprintf("Expecting a value between %d and %d.", lim.min, lim.max))
+		case lim.max == 0 && n < int64(lim.min):
+			return pg, errInvalidParameterValue("MaxResults", strconv.FormatInt(n, 10),
+				fmt.Sprintf("Expecting a value of at least %d.", lim.min))
 		}
 		pg.size = int(n)
+		if lim.limit > 0 && pg.size > lim.limit {
+			pg.size = lim.limit
+		}
 	}
 	if tok := p.Get("NextToken"); tok != "" {
 		start, ok := decodeToken(op, tok)

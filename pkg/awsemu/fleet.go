@@ -13,6 +13,10 @@ import (
 // request may carry (all configs together).
 const MaxFleetOverrides = 300
 
+// maxFleetLog bounds the recorded CreateFleet requests (the oldest half is
+// dropped when it is reached).
+const maxFleetLog = 4096
+
 // fleetCandidate is one (launch template, override, subnet) a fleet could
 // launch into.
 type fleetCandidate struct {
@@ -25,6 +29,7 @@ type fleetCandidate struct {
 	imageID      string
 	maxPrice     float64 // 0 = none
 	price        float64
+	spare        int // spare-capacity score, set by chooseCandidate
 	// why the candidate cannot launch: error code and message, "" if it can.
 	errCode, errMsg string
 }
@@ -88,11 +93,23 @@ func (e *Emulator) createFleet(req *request) (any, *apiError) {
 	e.acct.fleets[fleet.ID] = fleet
 	out := createFleetXML{FleetID: fleet.ID}
 
-	// The rule: the cheapest launchable candidate wins, ties broken by
-	// instance type name, then zone, then request order.
-	var best *fleetCandidate
+	// The allocation strategy of the capacity type picks among the
+	// launchable candidates (see chooseCandidate).
+	strategy := p.Get("OnDemandOptions.AllocationStrategy")
+	applied := strategy
+	if capType == "spot" {
+		strategy = p.Get("SpotOptions.AllocationStrategy")
+		applied = strategy
+	}
+	if applied == "" {
+		applied = "lowest-price"
+	}
+	rec := FleetRequest{FleetID: fleet.ID, CapacityType: capType, AllocationStrategy: strategy, Applied: applied}
+	var launchable []*fleetCandidate
 	for i := range cands {
 		c := &cands[i]
+		rec.Overrides = append(rec.Overrides, FleetOverride{LaunchTemplateID: c.lt.ID, InstanceType: c.instanceType.Name,
+			SubnetID: c.subnet.ID, Zone: c.subnet.Zone.Name, Priority: c.ovrXML.Priority})
 		if c.errCode != "" {
 			out.ErrorSet.Items = append(out.ErrorSet.Items, fleetErrorXML{
 				LaunchTemplateAndOverrides: ltAndOverridesXML{LaunchTemplateSpecification: c.ltSpec, Overrides: c.ovrXML},
@@ -100,10 +117,16 @@ func (e *Emulator) createFleet(req *request) (any, *apiError) {
 			})
 			continue
 		}
-		if best == nil || lessCandidate(c, best) {
-			best = c
-		}
+		launchable = append(launchable, c)
 	}
+	best := e.chooseCandidate(launchable, applied, capType)
+	if best != nil {
+		rec.InstanceType, rec.Zone = best.instanceType.Name, best.subnet.Zone.Name
+	}
+	if len(e.fleetLog) >= maxFleetLog {
+		e.fleetLog = append(e.fleetLog[:0], e.fleetLog[len(e.fleetLog)-maxFleetLog/2:]...)
+	}
+	e.fleetLog = append(e.fleetLog, rec)
 	if best == nil {
 		return out, nil
 	}

@@ -32,17 +32,43 @@ var regionLocations = map[string]string{
 	"us-west-1": "US West (N. California)", "us-west-2": "US West (Oregon)",
 }
 
-// product is one priced (region, instance type): Linux, shared tenancy,
-// on-demand, no pre-installed software, as the catalog's prices are.
+// product is one priced (region, instance type, tenancy): Linux,
+// on-demand, no pre-installed software. Shared tenancy is the catalog's
+// price; Dedicated (dedicated instances) is DedicatedPriceFactor times it,
+// for every type but the burstable ones, which EC2 does not sell dedicated.
 type product struct {
 	region string
 	info   *InstanceTypeInfo
 	price  float64
+	// dedicated is Dedicated tenancy (else Shared).
+	dedicated bool
+}
+
+// DedicatedPriceFactor is the price of a Dedicated-tenancy product
+// relative to its Shared one.
+const DedicatedPriceFactor = 1.1
+
+func (p *product) tenancy() string {
+	if p.dedicated {
+		return "Dedicated"
+	}
+	return "Shared"
+}
+
+// productFamily is the Pricing API's product family of an instance type.
+func (p *product) productFamily() string {
+	if p.info.BareMetal {
+		return "Compute Instance (bare metal)"
+	}
+	return "Compute Instance"
 }
 
 func (p *product) sku() string {
 	h := fnv.New64a()
 	h.Write([]byte(p.region + "\x00" + p.info.Name))
+	if p.dedicated {
+		h.Write([]byte("\x00Dedicated"))
+	}
 	const alphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 	v := h.Sum64()
 	b := make([]byte, 16)
@@ -67,8 +93,11 @@ func (p *product) attributes() map[string]string {
 		family = f
 	}
 	usage := "BoxUsage:" + t.Name
+	if p.dedicated {
+		usage = "DedicatedUsage:" + t.Name
+	}
 	if p.region != "us-east-1" {
-		usage = strings.ToUpper(p.region) + "-BoxUsage:" + t.Name
+		usage = strings.ToUpper(p.region) + "-" + usage
 	}
 	gen := "No"
 	if t.CurrentGeneration {
@@ -79,7 +108,7 @@ func (p *product) attributes() map[string]string {
 		"instanceType": t.Name, "instanceFamily": family, "currentGeneration": gen,
 		"vcpu": strconv.Itoa(int(t.VCPU)), "memory": formatGiB(t.MemoryMiB),
 		"networkPerformance": t.NetworkPerformance, "processorArchitecture": "64-bit",
-		"physicalProcessor": t.Manufacturer, "operatingSystem": "Linux", "tenancy": "Shared",
+		"physicalProcessor": t.Manufacturer, "operatingSystem": "Linux", "tenancy": p.tenancy(),
 		"capacitystatus": "Used", "preInstalledSw": "NA", "licenseModel": "No License required",
 		"location": regionLocations[p.region], "locationType": "AWS Region", "regionCode": p.region,
 		"usagetype": usage, "operation": "RunInstances", "marketoption": "OnDemand",
@@ -107,7 +136,7 @@ func (p *product) priceListEntry() string {
 	term := sku + "." + termCode
 	doc := map[string]any{
 		"product": map[string]any{
-			"productFamily": "Compute Instance",
+			"productFamily": p.productFamily(),
 			"attributes":    p.attributes(),
 			"sku":           sku,
 		},
@@ -118,7 +147,7 @@ func (p *product) priceListEntry() string {
 					"priceDimensions": map[string]any{
 						term + "." + rateCode: map[string]any{
 							"unit": "Hrs", "endRange": "Inf", "beginRange": "0", "appliesTo": []string{},
-							"description":  fmt.Sprintf("$%s per On Demand Linux %s Instance Hour", strconv.FormatFloat(p.price, 'f', -1, 64), p.info.Name),
+							"description":  fmt.Sprintf("$%s per On Demand Linux %s%s Instance Hour", strconv.FormatFloat(p.price, 'f', -1, 64), map[bool]string{true: "Dedicated ", false: ""}[p.dedicated], p.info.Name),
 							"rateCode":     term + "." + rateCode,
 							"pricePerUnit": map[string]string{"USD": strconv.FormatFloat(p.price, 'f', 10, 64)},
 						},
@@ -141,7 +170,8 @@ type pricingFilter struct {
 	Value string
 }
 
-// products lists every priced (region, type) sorted by region then type.
+// products lists every priced (region, type, tenancy) sorted by region,
+// type, then tenancy (Shared first).
 // Callers hold mu.
 func (e *Emulator) products() []product {
 	if e.productCache != nil {
@@ -157,6 +187,9 @@ func (e *Emulator) products() []product {
 		for i := range types {
 			if price, ok := e.catalog.OnDemandPrice(region, types[i].Name); ok {
 				out = append(out, product{region: region, info: &types[i], price: price})
+				if !types[i].Burstable {
+					out = append(out, product{region: region, info: &types[i], price: price * DedicatedPriceFactor, dedicated: true})
+				}
 			}
 		}
 	}
@@ -275,7 +308,9 @@ func (p *product) attribute(lower string) (string, bool) {
 	case "operatingsystem":
 		return "Linux", true
 	case "tenancy":
-		return "Shared", true
+		return p.tenancy(), true
+	case "productfamily":
+		return p.productFamily(), true
 	case "capacitystatus":
 		return "Used", true
 	case "preinstalledsw":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,9 +282,15 @@ func TestPricingGetProducts(t *testing.T) {
 		filters []pricingtypes.Filter
 		n       int
 	}{
-		{"one type", filters("instanceType", "m5.large", "regionCode", "us-east-1"), 1},
+		{"one type, both tenancies", filters("instanceType", "m5.large", "regionCode", "us-east-1"), 2},
+		{"shared", filters("instanceType", "m5.large", "regionCode", "us-east-1", "tenancy", "Shared"), 1},
+		{"dedicated", filters("instanceType", "m5.large", "regionCode", "us-east-1", "tenancy", "Dedicated"), 1},
+		{"no dedicated burstable", filters("instanceType", "t3.micro", "regionCode", "us-east-1", "tenancy", "Dedicated"), 0},
+		{"product family", filters("instanceType", "m5.large", "regionCode", "us-east-1", "tenancy", "Shared", "productFamily", "Compute Instance"), 1},
+		{"bare metal product family", filters("instanceType", "m5.metal", "regionCode", "us-east-1", "tenancy", "Shared", "productFamily", "Compute Instance (bare metal)"), 1},
+		{"bare metal is not Compute Instance", filters("instanceType", "m5.metal", "regionCode", "us-east-1", "productFamily", "Compute Instance"), 0},
 		{"windows is not priced", filters("instanceType", "m5.large", "regionCode", "us-east-1", "operatingSystem", "Windows"), 0},
-		{"location name", filters("instanceType", "m5.large", "location", "US East (N. Virginia)"), 1},
+		{"location name", filters("instanceType", "m5.large", "location", "US East (N. Virginia)", "tenancy", "Shared"), 1},
 	} {
 		out, err := c.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: tc.filters})
 		if err != nil {
@@ -293,7 +300,22 @@ func TestPricingGetProducts(t *testing.T) {
 			t.Errorf("%s: %d products, want %d", tc.name, len(out.PriceList), tc.n)
 		}
 	}
-	_, err := c.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), NextToken: aws.String("bogus")})
+	// Dedicated costs DedicatedPriceFactor times Shared; the family is in
+	// the document.
+	ded, err := c.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"),
+		Filters: filters("instanceType", "m5.large", "regionCode", "us-east-1", "tenancy", "Dedicated", "productFamily", "Compute Instance")})
+	if err != nil || len(ded.PriceList) != 1 {
+		t.Fatalf("dedicated m5.large: %v, %+v", err, ded)
+	}
+	var d priceDoc
+	if err := json.Unmarshal([]byte(ded.PriceList[0]), &d); err != nil {
+		t.Fatal(err)
+	}
+	shared, _ := cat.OnDemandPrice("us-east-1", "m5.large")
+	if math.Abs(d.usd()-shared*awsemu.DedicatedPriceFactor) > 1e-9 || d.Product.Attributes["tenancy"] != "Dedicated" {
+		t.Errorf("dedicated m5.large: $%g (%s), want $%g", d.usd(), d.Product.Attributes["tenancy"], shared*awsemu.DedicatedPriceFactor)
+	}
+	_, err = c.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), NextToken: aws.String("bogus")})
 	var bad *pricingtypes.InvalidNextTokenException
 	if !errors.As(err, &bad) {
 		t.Errorf("bad token: %v", err)

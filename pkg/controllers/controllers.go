@@ -123,6 +123,11 @@ type Config struct {
 	// SpotToSpotConsolidation gate are filled in from Provisioning and
 	// FeatureGates.
 	Disruption disruption.Options
+	// SpotToSpotConsolidation (feature gate SpotToSpotConsolidation) lets
+	// consolidation replace a spot node with a cheaper spot node; off, a
+	// spot node is only deleted or replaced by on-demand capacity. Read by
+	// the disruption controller.
+	SpotToSpotConsolidation bool
 }
 
 // NewControllers lists every controller dovetail runs, wired with its
@@ -189,7 +194,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 // (the same snapshot settings) and the feature gates.
 func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
-	o.SpotToSpotConsolidation = cfg.FeatureGates["SpotToSpotConsolidation"]
+	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}
 	return o

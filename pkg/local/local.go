@@ -12,8 +12,13 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 )
@@ -201,6 +206,9 @@ func (s *Stack) up(ctx context.Context) error {
 		return err
 	}
 	s.cp = cp
+	if err := ensureClusterDNS(ctx, cp); err != nil {
+		return err
+	}
 
 	env := Env{Dir: s.dir, ClusterName: s.opts.ClusterName, ControlPlane: cp, Progress: s.opts.Progress}
 	for _, c := range s.opts.Components {
@@ -239,6 +247,37 @@ func (s *Stack) up(ctx context.Context) error {
 		return err
 	}
 	s.kubeconfig = path
+	return nil
+}
+
+// ClusterDNSIP is the ClusterIP of the local stack's kube-system/kube-dns
+// Service: the tenth address of the control plane's service range, as
+// EKS and kubeadm place it. Nodes take their cluster DNS address from it.
+const ClusterDNSIP = "10.96.0.10"
+
+// ensureClusterDNS creates the kube-system/kube-dns Service (no pods back
+// it: the local nodes are kwok's), from which the controller takes the
+// cluster DNS address it writes into node user data.
+func ensureClusterDNS(ctx context.Context, cp *controlplane.ControlPlane) error {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns",
+			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: ClusterDNSIP,
+			Selector:  map[string]string{"k8s-app": "kube-dns"},
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+			},
+		},
+	}
+	if _, err := cs.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the kube-system/kube-dns Service: %w", err)
+	}
 	return nil
 }
 

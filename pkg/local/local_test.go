@@ -102,6 +102,14 @@ func TestUpRunsComponentsAndAppliesManifests(t *testing.T) {
 		if cm.Data["message"] != "hello from the local stack" {
 			t.Errorf("ConfigMap data %v", cm.Data)
 		}
+		// The cluster DNS Service nodes take their DNS address from.
+		dns, err := cs.CoreV1().Services("kube-system").Get(t.Context(), "kube-dns", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the kube-dns Service: %v", err)
+		}
+		if dns.Spec.ClusterIP != local.ClusterDNSIP {
+			t.Errorf("kube-dns ClusterIP %s, want %s", dns.Spec.ClusterIP, local.ClusterDNSIP)
+		}
 	})
 
 	t.Run("a second stack on the same dir is refused", func(t *testing.T) {

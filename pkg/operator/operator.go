@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -48,6 +49,8 @@ type Cloud struct {
 	// InterruptionQueue is the interruption queue (Options.InterruptionQueue
 	// resolved by the cloud); nil turns interruption polling off.
 	InterruptionQueue interruption.Queue
+	// Collectors are the cloud's own metrics, served with the operator's.
+	Collectors []prometheus.Collector
 }
 
 // Deps are the operator's injected dependencies.
@@ -160,6 +163,9 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	if op.Cloud.Provider == nil {
 		return nil, errors.New("operator: the cloud factory returned no provider")
 	}
+	if err := op.Metrics.Register(op.Cloud.Collectors...); err != nil {
+		return nil, fmt.Errorf("registering the cloud's metrics: %w", err)
+	}
 	op.Controllers, err = controllers.NewControllers(controllers.Deps{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
@@ -202,7 +208,8 @@ func ControllerConfig(opts Options) controllers.Config {
 		FeatureGates:      opts.FeatureGates,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.
-		Disruption: disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
+		Disruption:              disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
+		SpotToSpotConsolidation: opts.FeatureGates[SpotToSpotConsolidationGate],
 	}
 }
 

@@ -3,8 +3,10 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,6 +148,7 @@ func (o Options) Validate() field.ErrorList {
 	if !(o.LivenessTimeScale > 0 && o.LivenessTimeScale <= 1) {
 		errs = append(errs, field.Invalid(field.NewPath("livenessTimeScale"), o.LivenessTimeScale, "must be in (0, 1]"))
 	}
+	errs = append(errs, validateGates(o.FeatureGates)...)
 	le := o.LeaderElection
 	if le.Enabled {
 		p := field.NewPath("leaderElection")
@@ -187,23 +190,90 @@ func contains(list []string, s string) bool {
 // FeatureGates maps gate names to whether they are on.
 type FeatureGates map[string]bool
 
-// KnownFeatureGates are the gates dovetail accepts, with their defaults
-// (the peer's names, so an existing FEATURE_GATES value carries over).
-var KnownFeatureGates = map[string]bool{
-	"ReservedCapacity":        true,
-	"SpotToSpotConsolidation": false,
-	"NodeRepair":              false,
-	"NodeOverlay":             false,
-	"StaticCapacity":          false,
-	"CapacityBuffer":          false,
+// Gate describes one feature gate: its default and, for each value, what
+// dovetail does; a value dovetail does not implement has Refused set and is
+// an error at start (Options.Validate), so no gate is accepted and ignored.
+type Gate struct {
+	Default bool
+	// On and Off say what the gate does here when true and when false.
+	On, Off string
+	// RefuseOn: true is refused (the behaviour is not implemented);
+	// RefuseOff: false is refused.
+	RefuseOn, RefuseOff bool
+}
+
+// Gates are the feature gates dovetail accepts, under the peer's names so
+// that the peer's FEATURE_GATES value (its Helm chart's
+// "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false")
+// carries over unchanged.
+var Gates = map[string]Gate{
+	"ReservedCapacity": {Default: true,
+		On:  "accepted; dovetail launches no reserved capacity: an EC2NodeClass with capacityReservationSelectorTerms gets CapacityReservationsReady=False (NotSupported), and a NodePool that allows only karpenter.sh/capacity-type=reserved gets no nodes",
+		Off: "reserved capacity is not used (what dovetail does either way)"},
+	"SpotToSpotConsolidation": {Default: false,
+		On:  "consolidation may replace a spot node with a cheaper spot node (controllers.Config.SpotToSpotConsolidation)",
+		Off: "spot nodes are consolidated only by deletion or replacement with on-demand, never spot-to-spot"},
+	"NodeRepair": {Default: false, RefuseOn: true,
+		On:  "not implemented: dovetail does not repair unhealthy nodes",
+		Off: "unhealthy nodes are left to other tooling"},
+	"NodeOverlay": {Default: false, RefuseOn: true,
+		On:  "not implemented: dovetail has no NodeOverlay API",
+		Off: "no NodeOverlay resources are read"},
+	"StaticCapacity": {Default: false, RefuseOn: true,
+		On:  "not implemented: NodePool spec.replicas (static capacity) is not acted on",
+		Off: "NodePools provision for pending pods only"},
+	"CapacityBuffer": {Default: false, RefuseOn: true,
+		On:  "not implemented: dovetail has no capacity buffers",
+		Off: "no headroom is provisioned ahead of pending pods"},
 	// SchedulerHandoff is dovetail's own: give the kube-scheduler the
 	// provisioner's placement (status.nominatedNodeName) as nodes come up.
-	SchedulerHandoffGate: true,
+	SchedulerHandoffGate: {Default: true,
+		On:  "pods planned onto a new node get status.nominatedNodeName when it appears",
+		Off: "the kube-scheduler places pods on new nodes by itself"},
 }
+
+// KnownFeatureGates are the gates dovetail accepts, with their defaults.
+var KnownFeatureGates = func() map[string]bool {
+	m := map[string]bool{}
+	for k, g := range Gates {
+		m[k] = g.Default
+	}
+	return m
+}()
+
+// SpotToSpotConsolidationGate names the gate that lets consolidation
+// replace spot with spot (controllers.Config.SpotToSpotConsolidation).
+const SpotToSpotConsolidationGate = "SpotToSpotConsolidation"
 
 // SchedulerHandoffGate names the gate of the provisioner's hand-off to the
 // kube-scheduler (provisioning.Options.DisableHandoff when off).
 const SchedulerHandoffGate = "SchedulerHandoff"
+
+// ReservedCapacityGate names the peer's reserved-capacity gate.
+const ReservedCapacityGate = "ReservedCapacity"
+
+// validateGates refuses every gate set to a value dovetail does not
+// implement, naming it.
+func validateGates(g FeatureGates) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(g)) {
+		gate, ok := Gates[name]
+		if !ok {
+			errs = append(errs, field.NotSupported(field.NewPath("featureGates"), name, gateNames()))
+			continue
+		}
+		v := g[name]
+		if (v && gate.RefuseOn) || (!v && gate.RefuseOff) {
+			what := gate.On
+			if !v {
+				what = gate.Off
+			}
+			errs = append(errs, field.Invalid(field.NewPath("featureGates"), fmt.Sprintf("%s=%t", name, v),
+				fmt.Sprintf("%s; set %s=%t or leave it out", what, name, !v)))
+		}
+	}
+	return errs
+}
 
 // DefaultFeatureGates returns a copy of the defaults.
 func DefaultFeatureGates() FeatureGates {

@@ -141,3 +141,39 @@ func TestControllerConfigScalesLiveness(t *testing.T) {
 		t.Fatalf("batch windows %+v", cfg.Provisioning)
 	}
 }
+
+// Every gate accepts the value that matches what dovetail does; a value it
+// does not implement is refused by Validate, naming the gate.
+func TestFeatureGateValues(t *testing.T) {
+	for name, gate := range operator.Gates {
+		for _, v := range []bool{true, false} {
+			o := operator.DefaultOptions()
+			o.ClusterName = "c"
+			o.FeatureGates[name] = v
+			errs := o.Validate()
+			refused := (v && gate.RefuseOn) || (!v && gate.RefuseOff)
+			if refused != (len(errs) > 0) {
+				t.Errorf("%s=%v: errors %v, refused %v", name, v, errs, refused)
+			}
+			if refused && !strings.Contains(errs.ToAggregate().Error(), name) {
+				t.Errorf("%s=%v: %v does not name the gate", name, v, errs)
+			}
+		}
+	}
+	for _, must := range []string{"ReservedCapacity", "SpotToSpotConsolidation", "NodeRepair", "NodeOverlay", "StaticCapacity", "CapacityBuffer", operator.SchedulerHandoffGate} {
+		if _, ok := operator.Gates[must]; !ok {
+			t.Errorf("gate %s is not known", must)
+		}
+	}
+	for _, both := range []string{"ReservedCapacity", "SpotToSpotConsolidation", operator.SchedulerHandoffGate} {
+		if g := operator.Gates[both]; g.RefuseOn || g.RefuseOff {
+			t.Errorf("%s must accept both values", both)
+		}
+	}
+	// The operator hands SpotToSpotConsolidation to the controllers as a bool.
+	o := operator.DefaultOptions()
+	o.FeatureGates[operator.SpotToSpotConsolidationGate] = true
+	if !operator.ControllerConfig(o).SpotToSpotConsolidation {
+		t.Error("SpotToSpotConsolidation=true did not reach controllers.Config")
+	}
+}

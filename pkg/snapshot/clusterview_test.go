@@ -34,7 +34,7 @@ func viewClaim(name, node string, initialized bool, mut ...func(*karpv1.NodeClai
 		nc.Status.NodeName = node
 	}
 	if initialized {
-		nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+		nc.Status.Conditions = []karpv1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
 	}
 	for _, m := range mut {
 		m(nc)

@@ -11,6 +11,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
+	"github.com/dovetail-sh/dovetail/pkg/requirements/apireq"
 )
 
 // Unsupported reasons put in engine.NodePool.UnsupportedReason.
@@ -30,19 +31,10 @@ func nodeClassSupported(ref *karpv1.NodeClassReference) bool {
 }
 
 // Requirements converts API requirements (with minValues) into the
-// requirement algebra. Errors carry path.Index(i) field paths.
+// requirement algebra (apireq.Convert, the one conversion). Errors carry
+// path.Index(i) field paths.
 func Requirements(reqs []karpv1.NodeSelectorRequirementWithMinValues, path *field.Path) (requirements.Requirements, field.ErrorList) {
-	var errs field.ErrorList
-	var out requirements.Requirements
-	for i, r := range reqs {
-		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), r.Values, r.MinValues)
-		if err != nil {
-			errs = append(errs, field.Invalid(path.Index(i), fmt.Sprintf("%s %s %v", r.Key, r.Operator, r.Values), err.Error()))
-			continue
-		}
-		out.Add(req)
-	}
-	return out, errs
+	return apireq.Convert(reqs, path)
 }
 
 // NodePool converts a NodePool and its node class into the engine's view:

@@ -125,6 +125,10 @@ const (
 	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
+	// ConditionTypeSpotPricesReady is dovetail's own: False while the
+	// controller prices spot offerings without live spot prices (see
+	// docs/aws.md). Not one of ReadyDependents.
+	ConditionTypeSpotPricesReady = "SpotPricesReady"
 )
 
 // ReadyDependents are the conditions that together make an EC2NodeClass

@@ -74,7 +74,11 @@ type NodeClaimSpec struct {
 	// NodeClassRef names the provider node class the node launches with.
 	// +required
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
-	// TerminationGracePeriod is how long the node's drain may take.
+	// TerminationGracePeriod is how long the node's drain may take (a Go
+	// duration in hours, minutes and seconds, e.g. "48h", as the peer's CRD
+	// allows; "1 day" is refused).
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long the node lives before it is replaced, or Never.
@@ -136,7 +140,7 @@ type NodeClaimStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []Condition `json:"conditions,omitempty"`
 	// LastPodEventTime is when a pod was last scheduled to or removed from
 	// the node; consolidateAfter counts from it.
 	// +optional

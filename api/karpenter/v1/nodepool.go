@@ -11,6 +11,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name",description="The node class the pool launches with"
 // +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes",description="Nodes currently in the pool"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
@@ -38,10 +39,23 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is the desired shape of a pool's nodes and its policy.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="spec.replicas cannot be added or removed: a pool is static or dynamic for life"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)",message="a static pool (spec.replicas) may limit only nodes"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="a static pool (spec.replicas) takes no weight"
 type NodePoolSpec struct {
 	// Template describes the NodeClaims (and so the nodes) made from this pool.
 	// +required
 	Template NodeClaimTemplate `json:"template"`
+
+	// Replicas asks for a static pool of exactly this many nodes (the
+	// peer's alpha StaticCapacity). Accepted so that the peer's manifests
+	// apply, but NOT SUPPORTED: dovetail does not run static pools, and a
+	// pool with replicas gets ValidationSucceeded=False (so Ready=False)
+	// and no nodes. The scale subresource maps to it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 
 	// Disruption says when nodes of this pool may be consolidated, and how
 	// many at a time.
@@ -119,7 +133,10 @@ type NodeClaimTemplateSpec struct {
 	// +required
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod is how long a node's drain may take before its
-	// remaining pods are deleted regardless of disruption budgets.
+	// remaining pods are deleted regardless of disruption budgets (hours,
+	// minutes and seconds, e.g. "48h").
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long a node lives before it is replaced, or Never.
@@ -184,7 +201,7 @@ const (
 type Budget struct {
 	// Reasons restricts the budget to these disruption reasons; empty means
 	// all reasons.
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is a count ("5") or a percentage of the pool's nodes ("10%",

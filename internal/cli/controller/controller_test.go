@@ -62,6 +62,13 @@ func TestFlagsAndEnvironment(t *testing.T) {
 				t.Errorf("parsed %+v", o)
 			}
 		}},
+		{"the peer's standard feature gates", nil, map[string]string{"CLUSTER_NAME": "prod",
+			"FEATURE_GATES": "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false"},
+			func(t *testing.T, o operator.Options) {
+				if !o.FeatureGates["ReservedCapacity"] || o.FeatureGates["SpotToSpotConsolidation"] || o.FeatureGates["NodeRepair"] {
+					t.Errorf("gates %s", o.FeatureGates)
+				}
+			}},
 		{"flags win over the environment", []string{"--cluster-name", "flag", "--batch-idle-duration", "3s", "--leader-elect=true"},
 			map[string]string{"CLUSTER_NAME": "env", "BATCH_IDLE_DURATION": "5s", "DISABLE_LEADER_ELECTION": "true"},
 			func(t *testing.T, o operator.Options) {
@@ -99,6 +106,10 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 		{"bad duration flag", []string{"controller", "--cluster-name", "x", "--batch-idle-duration", "soon"}, nil, []string{"--batch-idle-duration", "soon"}},
 		{"bad duration variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"BATCH_MAX_DURATION": "later"}, []string{"BATCH_MAX_DURATION", "later"}},
 		{"bad gates variable", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "Drift=true"}, []string{"FEATURE_GATES", `unknown gate "Drift"`}},
+		{"unimplemented gate", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "ReservedCapacity=true,NodeRepair=true"},
+			[]string{"FEATURE_GATES", "NodeRepair=true", "does not repair", "NodeRepair=false"}},
+		{"unimplemented gate flag", []string{"controller", "--cluster-name", "x", "--feature-gates", "StaticCapacity=true"}, nil,
+			[]string{"--feature-gates", "StaticCapacity=true", "not implemented"}},
 		{"bad port variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"METRICS_PORT": "http"}, []string{"METRICS_PORT"}},
 		{"missing cluster name", []string{"controller"}, nil, []string{"--cluster-name (or $CLUSTER_NAME)", "required"}},
 		{"invalid values name their source", []string{"controller", "--cluster-name", "x", "--log-level", "loud"},

@@ -50,12 +50,14 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 		p, err := aws.New(ctx, awsCfg, aws.Options{
 			ClusterName: opts.Operator.ClusterName,
 			Reader:      mgr.GetClient(),
+			APIReader:   mgr.GetAPIReader(),
 			Log:         mgr.GetLogger().WithName("aws"),
+			Recorder:    mgr.GetEventRecorder("dovetail"),
 		})
 		if err != nil {
 			return operator.Cloud{}, err
 		}
-		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver()}
+		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver(), Collectors: p.Collectors()}
 		if name := opts.Operator.InterruptionQueue; name != "" {
 			cloud.InterruptionQueue = queue.New(p.Clients().SQS, name, queue.Options{})
 		}

@@ -18,11 +18,13 @@ import (
 // FaultOptions holds the inputs of `local fault ice|throttle|clear`.
 type FaultOptions struct {
 	Dir  string
-	Kind string // ice, throttle, clear
+	Kind string // ice, throttle, capacity, clear
 
 	InstanceType, Zone, CapacityType string  // ice
 	Fraction                         float64 // throttle
 	Seed                             int64   // throttle
+	Spare                            int     // capacity (with the ice fields)
+	Action                           string  // deny
 
 	Stdout io.Writer
 }
@@ -34,7 +36,9 @@ func NewCmdFault(runF func(context.Context, *FaultOptions) error) *cobra.Command
 		Use:   "fault",
 		Short: "Inject faults into the running local AWS emulator",
 		Long: `Inject faults into the AWS emulator of a running ` + "`dovetail local up`" + `:
-insufficient capacity for launches, throttling of API calls, or clear them.
+insufficient capacity for launches, throttling of API calls, the spare
+capacity of offerings (what price-capacity-optimized spot launches choose
+by), or clear them.
 The emulator's address is read from DIR/aws.env. The faults in force are
 printed as JSON on stdout.
 
@@ -90,6 +94,55 @@ Exit codes: 0 done, 1 the emulator could not be reached, 2 bad flags.`,
 	thrCmd.Flags().Float64Var(&thr.Fraction, "fraction", 0, "share of calls to throttle, 0..1 (required; 0 turns throttling off)")
 	thrCmd.Flags().Int64Var(&thr.Seed, "seed", 0, "seed of the choice of throttled calls")
 
+	capa := &FaultOptions{Kind: "capacity"}
+	capCmd := &cobra.Command{
+		Use:   "capacity --spare N [--instance-type T] [--zone Z] [--capacity-type spot|on-demand]",
+		Short: "Set the spare capacity (0-100) of matching offerings",
+		Long: `Set the spare-capacity score (0-100) of the offerings that match; unset
+offerings keep their seeded score. CreateFleet's price-capacity-optimized
+strategy picks, among the offerings priced within 10% of the cheapest, the
+one with the most spare capacity; capacity-optimized picks the most spare
+capacity. Later rules win; ` + "`fault clear`" + ` goes back to the seeded model.`,
+		Example: `  dovetail local fault capacity --instance-type m5.large --capacity-type spot --spare 0
+  dovetail local fault capacity --zone us-east-1b --spare 100`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("spare") {
+				return cmdutil.BadInputf("--spare is required\nSee '%s --help'", cmd.CommandPath())
+			}
+			if capa.Spare < 0 || capa.Spare > awsemu.MaxSpareCapacity {
+				return cmdutil.BadInputf("--spare %d: must be between 0 and %d", capa.Spare, awsemu.MaxSpareCapacity)
+			}
+			if capa.CapacityType != "" && capa.CapacityType != "spot" && capa.CapacityType != "on-demand" {
+				return cmdutil.BadInputf("--capacity-type %q: valid values are on-demand, spot", capa.CapacityType)
+			}
+			return run(cmd, capa)
+		},
+	}
+	capCmd.Flags().IntVar(&capa.Spare, "spare", 0, "spare-capacity score, 0..100 (required)")
+	capCmd.Flags().StringVar(&capa.InstanceType, "instance-type", "", "only this instance type (default: every type)")
+	capCmd.Flags().StringVar(&capa.Zone, "zone", "", "only in this zone (default: every zone)")
+	capCmd.Flags().StringVar(&capa.CapacityType, "capacity-type", "", "only for this capacity type: spot or on-demand (default: both)")
+
+	deny := &FaultOptions{Kind: "deny"}
+	denyCmd := &cobra.Command{
+		Use:   "deny --action SERVICE:OPERATION",
+		Short: "Make an AWS action fail as not authorized",
+		Long: `Answer every call of an action as not authorized (UnauthorizedOperation for
+EC2, AccessDenied or AccessDeniedException elsewhere) until ` + "`fault clear`" + `.
+Denying ec2:DescribeSpotPriceHistory shows what the controller does without
+live spot prices.`,
+		Example: `  dovetail local fault deny --action ec2:DescribeSpotPriceHistory`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !strings.Contains(deny.Action, ":") {
+				return cmdutil.BadInputf("--action %q: want SERVICE:OPERATION, e.g. ec2:DescribeSpotPriceHistory", deny.Action)
+			}
+			return run(cmd, deny)
+		},
+	}
+	denyCmd.Flags().StringVar(&deny.Action, "action", "", "the action to deny, as IAM names it (required)")
+
 	clr := &FaultOptions{Kind: "clear"}
 	clrCmd := &cobra.Command{
 		Use:   "clear",
@@ -97,8 +150,8 @@ Exit codes: 0 done, 1 the emulator could not be reached, 2 bad flags.`,
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd, clr) },
 	}
-	for _, c := range []*cobra.Command{iceCmd, thrCmd, clrCmd} {
-		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, clrCmd: clr}[c]
+	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, denyCmd, clrCmd} {
+		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, denyCmd: deny, clrCmd: clr}[c]
 		c.Flags().StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory of the running local stack")
 		cmd.AddCommand(c)
 	}
@@ -116,6 +169,10 @@ func faultRun(ctx context.Context, opts *FaultOptions) error {
 		f, err = admin.InjectICE(ctx, awsemu.ICERule{InstanceType: opts.InstanceType, Zone: opts.Zone, CapacityType: opts.CapacityType})
 	case "throttle":
 		f, err = admin.SetThrottle(ctx, opts.Fraction, opts.Seed)
+	case "capacity":
+		f, err = admin.SetCapacity(ctx, awsemu.CapacityRule{InstanceType: opts.InstanceType, Zone: opts.Zone, CapacityType: opts.CapacityType, Spare: opts.Spare})
+	case "deny":
+		f, err = admin.DenyAction(ctx, opts.Action)
 	case "clear":
 		f, err = admin.ClearFaults(ctx)
 	default:

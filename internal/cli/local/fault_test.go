@@ -88,9 +88,27 @@ func TestFaultCommands(t *testing.T) {
 			},
 		},
 		{
+			name: "capacity", args: []string{"local", "fault", "capacity", "--dir", dir, "--instance-type", "m5.large", "--capacity-type", "spot", "--spare", "0"},
+			check: func(t *testing.T, _, _ string) {
+				if got := e.SpareCapacity("m5.large", "us-east-1a", "spot"); got != 0 {
+					t.Errorf("spare capacity of m5.large spot = %d, want 0", got)
+				}
+			},
+		},
+		{
+			name: "deny", args: []string{"local", "fault", "deny", "--dir", dir, "--action", "ec2:DescribeSpotPriceHistory"},
+			check: func(t *testing.T, _, _ string) {
+				if f := e.Faults(); len(f.Denied) != 1 || f.Denied[0] != "ec2:DescribeSpotPriceHistory" {
+					t.Errorf("emulator faults %+v", f)
+				}
+			},
+		},
+		{name: "deny an unknown action", args: []string{"local", "fault", "deny", "--dir", dir, "--action", "ec2:MakeCoffee"}, code: cmdutil.ExitError,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "ec2:MakeCoffee") }},
+		{
 			name: "clear", args: []string{"local", "fault", "clear", "--dir", dir},
 			check: func(t *testing.T, _, _ string) {
-				if f := e.Faults(); len(f.ICE) != 0 || f.ThrottleFraction != 0 {
+				if f := e.Faults(); len(f.ICE) != 0 || f.ThrottleFraction != 0 || len(f.Capacity) != 0 || len(f.Denied) != 0 {
 					t.Errorf("emulator faults %+v", f)
 				}
 			},
@@ -99,6 +117,10 @@ func TestFaultCommands(t *testing.T) {
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--instance-type") }},
 		{name: "bad capacity type", args: []string{"local", "fault", "ice", "--dir", dir, "--instance-type", "m5.large", "--capacity-type", "reserved"}, code: cmdutil.ExitBadInput,
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--capacity-type") }},
+		{name: "spare out of range", args: []string{"local", "fault", "capacity", "--dir", dir, "--spare", "101"}, code: cmdutil.ExitBadInput,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--spare") }},
+		{name: "spare required", args: []string{"local", "fault", "capacity", "--dir", dir}, code: cmdutil.ExitBadInput,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--spare") }},
 		{name: "fraction out of range", args: []string{"local", "fault", "throttle", "--dir", dir, "--fraction", "2"}, code: cmdutil.ExitBadInput,
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--fraction") }},
 		{name: "no stack in the directory", args: []string{"local", "fault", "clear", "--dir", t.TempDir()}, code: cmdutil.ExitError,

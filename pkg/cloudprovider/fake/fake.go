@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
+	"github.com/dovetail-sh/dovetail/pkg/requirements/apireq"
 )
 
 // Zone-id label put on launched NodeClaims, as AWS does.
@@ -112,7 +113,7 @@ func (c *CloudProvider) Create(_ context.Context, nodeClaim *karpv1.NodeClaim) (
 	if err := takeErr(&c.NextCreateErr); err != nil {
 		return nil, err
 	}
-	reqs, err := nodeClaimRequirements(nodeClaim)
+	reqs, err := apireq.NodeClaim(nodeClaim)
 	if err != nil {
 		return nil, &cloudprovider.CreateError{Reason: "InvalidRequirements", Err: err}
 	}
@@ -223,18 +224,6 @@ func offeringAllowed(reqs requirements.Requirements, o cloudprovider.Offering) b
 		return false
 	}
 	return true
-}
-
-func nodeClaimRequirements(nc *karpv1.NodeClaim) (requirements.Requirements, error) {
-	var rs requirements.Requirements
-	for i, r := range nc.Spec.Requirements {
-		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), r.Values, r.MinValues)
-		if err != nil {
-			return requirements.Requirements{}, fmt.Errorf("spec.requirements[%d]: %w", i, err)
-		}
-		rs.Add(req)
-	}
-	return rs, nil
 }
 
 // Delete terminates the instance; NodeClaimNotFoundError once it is gone.

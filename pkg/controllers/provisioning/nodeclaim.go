@@ -125,9 +125,11 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 	return nc
 }
 
-// truncateOptions keeps the first max options (they come cheapest first),
-// then adds more, in order, until every minValues of reqs is met by the
-// kept types' labels (or the options run out).
+// truncateOptions cuts the options (cheapest first) to at most max with
+// cloudprovider.TruncateLaunchTypes, the rule the cloud provider applies
+// too, so that every minValues of reqs is still met by the kept types. When
+// it cannot be met within max, the first max are kept and the launch fails
+// with the provider's MinValues reason on the NodeClaim.
 func truncateOptions(options []string, reqs requirements.Requirements, types []*cloudprovider.InstanceType, max int) []string {
 	if max <= 0 {
 		max = DefaultMaxInstanceTypes
@@ -139,39 +141,20 @@ func truncateOptions(options []string, reqs requirements.Requirements, types []*
 	for _, it := range types {
 		byName[it.Name] = it
 	}
-	type need struct {
-		key string
-		min int
-	}
-	var needs []need
-	for r := range reqs.All() {
-		if mv := r.MinValues(); mv != nil && *mv > 0 {
-			needs = append(needs, need{r.Key(), *mv})
+	ordered := make([]*cloudprovider.InstanceType, 0, len(options))
+	for _, name := range options {
+		if it := byName[name]; it != nil {
+			ordered = append(ordered, it)
+		} else {
+			ordered = append(ordered, &cloudprovider.InstanceType{Name: name})
 		}
 	}
-	kept := append([]string(nil), options[:max]...)
-	satisfied := func() bool {
-		for _, n := range needs {
-			distinct := map[string]bool{}
-			for _, name := range kept {
-				if n.key == corev1.LabelInstanceTypeStable {
-					distinct[name] = true
-				} else if it := byName[name]; it != nil {
-					if v, ok := it.Labels[n.key]; ok {
-						distinct[v] = true
-					}
-				}
-			}
-			if len(distinct) < n.min {
-				return false
-			}
-		}
-		return true
+	kept, _ := cloudprovider.TruncateLaunchTypes(ordered, reqs, max)
+	out := make([]string, len(kept))
+	for i, it := range kept {
+		out[i] = it.Name
 	}
-	for i := max; i < len(options) && !satisfied(); i++ {
-		kept = append(kept, options[i])
-	}
-	return kept
+	return out
 }
 
 func sortedKeys(m map[string]string) []string {

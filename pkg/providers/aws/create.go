@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/userdata"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
+	"github.com/dovetail-sh/dovetail/pkg/requirements/apireq"
 )
 
 // Tag keys put on what dovetail launches.
@@ -50,13 +52,17 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types: %w", err)
 	}
-	reqs, err := claimRequirements(nodeClaim.Spec.Requirements)
+	reqs, err := apireq.NodeClaim(nodeClaim)
 	if err != nil {
 		return nil, &cloudprovider.CreateError{Reason: ReasonInvalidRequirements, Err: err}
 	}
-	plan, err := PlanLaunch(types, reqs, nodeClaim.Spec.Resources.Requests, p.region, p.o.MaxInstanceTypes)
+	options, _ := apireq.OrderedValues(nodeClaim.Spec.Requirements, karpv1.LabelInstanceType)
+	plan, err := PlanLaunch(types, reqs, options, nodeClaim.Spec.Resources.Requests, p.region, p.o.MaxInstanceTypes)
 	if err != nil {
 		return nil, err
+	}
+	if len(plan.Narrowed) > 0 {
+		p.narrowed(nodeClaim, plan)
 	}
 	req, images, err := p.launchRequest(ctx, nodeClaim, nc, reqs, plan)
 	if err != nil {
@@ -94,6 +100,21 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		p.o.Log.Info("tagging a launched instance failed", "instance", in.ID, "nodeclaim", nodeClaim.Name, "error", err.Error())
 	}
 	return p.launchedClaim(nodeClaim, nc, in, types, tagged), nil
+}
+
+// ReasonLaunchNarrowed is the event reason when a launch offers EC2 fewer
+// of the NodeClaim's instance-type options than the engine planned.
+const ReasonLaunchNarrowed = "LaunchNarrowed"
+
+// narrowed says, in a warning event on the NodeClaim and a log line, which
+// planned options the launch dropped and why.
+func (p *Provider) narrowed(nodeClaim *karpv1.NodeClaim, plan Plan) {
+	msg := fmt.Sprintf("launching %s on %d instance types; dropped since the plan: %s",
+		plan.CapacityType, len(plan.Types), strings.Join(plan.Narrowed, ", "))
+	p.o.Log.Info("launch narrowed", "nodeclaim", nodeClaim.Name, "dropped", plan.Narrowed)
+	if p.o.Recorder != nil {
+		p.o.Recorder.Eventf(nodeClaim, nil, corev1.EventTypeWarning, ReasonLaunchNarrowed, "Launch", "%s", msg)
+	}
 }
 
 // nodeLabels are the labels a node of the claim registers with: the
@@ -135,6 +156,9 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 		ClusterCA: decodeCA(p.o.ClusterCA), ServiceCIDR: p.o.ServiceCIDR,
 		Labels: nodeLabels(nodeClaim, reqs), Taints: nodeTaints(nodeClaim),
 		Kubelet: nc.Spec.Kubelet, UserData: nc.Spec.UserData,
+	}
+	if k := nc.Spec.Kubelet; k == nil || len(k.ClusterDNS) == 0 {
+		in.ClusterDNS = p.clusterDNS(ctx)
 	}
 	if nc.Spec.InstanceStorePolicy != nil {
 		in.InstanceStorePolicy = string(*nc.Spec.InstanceStorePolicy)

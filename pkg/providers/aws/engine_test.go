@@ -67,6 +67,11 @@ func (e *env) claimFromPlan(nc engine.NewNodeClaim) *karpv1.NodeClaim {
 	}
 	c.Spec.Requirements = nil
 	for _, r := range nc.Requirements.NodeSelectorRequirements() {
+		if r.Key == karpv1.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
+			// The options in the engine's order of preference, as the
+			// provisioner writes them.
+			r.Values = nc.InstanceTypeOptions
+		}
 		c.Spec.Requirements = append(c.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values})
 	}
 	c.Spec.Resources.Requests = nc.Requests

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -45,6 +46,9 @@ var scheme = func() *runtime.Scheme {
 		panic(err)
 	}
 	if err := karpv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -285,4 +289,9 @@ func (e *env) instanceOf(providerID string) awsemu.Instance {
 func pollUntil(t testing.TB, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
 	poll.Until(t, timeout, 5*time.Millisecond, what, cond)
+}
+
+// awsOptionsWithRecorder are provider options with an event recorder.
+func awsOptionsWithRecorder(rec events.EventRecorder) awsprovider.Options {
+	return awsprovider.Options{Recorder: rec}
 }

@@ -20,7 +20,7 @@ func ExamplePlanLaunch() {
 		requirements.MustNew("karpenter.sh/capacity-type", requirements.In, []string{"spot", "on-demand"}, nil),
 		requirements.MustNew("karpenter.k8s.aws/instance-family", requirements.In, []string{"m7g", "c7g"}, nil),
 	)
-	plan, err := awsprovider.PlanLaunch(types, reqs, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, "us-east-1", 3)
+	plan, err := awsprovider.PlanLaunch(types, reqs, nil, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, "us-east-1", 3)
 	if err != nil {
 		panic(err)
 	}

@@ -3,6 +3,8 @@ package aws
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,9 @@ const (
 	ReasonLaunchFailed              = "LaunchFailed"
 	ReasonLaunchTemplateFailed      = "LaunchTemplateFailed"
 	ReasonUserDataInvalid           = "UserDataInvalid"
+	// ReasonMinValues: the instance types still available cannot meet the
+	// NodeClaim's minValues within the most types one launch may offer.
+	ReasonMinValues = "MinValuesNotMet"
 )
 
 // Plan is the pure decision of a launch: which capacity type, and which
@@ -27,6 +32,10 @@ const (
 type Plan struct {
 	CapacityType string
 	Types        []PlannedType
+	// Narrowed names the options dropped for what only the provider knows
+	// (offerings unavailable since the plan, types the node class no
+	// longer offers), each with why; Create says so in an event.
+	Narrowed []string
 }
 
 // PlannedType is an instance type with the offerings of the plan's
@@ -36,19 +45,6 @@ type PlannedType struct {
 	Offerings []cloudprovider.Offering
 	// MinPrice is the price of its cheapest offering.
 	MinPrice float64
-}
-
-// claimRequirements converts a NodeClaim's requirements.
-func claimRequirements(reqs []karpv1.NodeSelectorRequirementWithMinValues) (requirements.Requirements, error) {
-	var out requirements.Requirements
-	for i, r := range reqs {
-		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), r.Values, nil)
-		if err != nil {
-			return requirements.Requirements{}, fmt.Errorf("spec.requirements[%d]: %w", i, err)
-		}
-		out.Add(req)
-	}
-	return out, nil
 }
 
 // typeLabelKeys are the keys an instance type answers for: if a type lacks
@@ -113,23 +109,41 @@ func fits(it *cloudprovider.InstanceType, requests corev1.ResourceList) bool {
 	return true
 }
 
-// PlanLaunch decides a launch from the node class's instance types, the
-// NodeClaim's requirements and requests, and the region:
+// PlanLaunch turns the engine's decision into a launch. options are the
+// NodeClaim's instance-type options in the engine's order of preference
+// (the values of its node.kubernetes.io/instance-type In requirement, as
+// written); the node class's types are looked up by name and never
+// re-ranked, so the provider and the engine cannot disagree (an option
+// whose labels contradict the requirements, which the engine never writes,
+// is dropped rather than launched):
 //
-//  1. Compatible types: type labels satisfy the requirements and
-//     allocatable holds the requests.
-//  2. Their offerings in allowed zones, zone ids and capacity types. A
-//     NodeClaim that does not constrain the capacity type gets on-demand.
-//  3. Capacity type: spot when allowed and some available spot offering is
-//     cheaper than the cheapest available on-demand one (or on-demand is
-//     not allowed or not available); on-demand otherwise.
-//  4. Types with an available offering of that capacity type, cheapest
-//     first (ties by name), at most maxTypes.
+//  1. Each option's offerings in the allowed zones, zone ids and capacity
+//     types (spot and on-demand; a NodeClaim that does not constrain the
+//     capacity type gets on-demand).
+//  2. Capacity type: that of the cheapest available offering of the first
+//     option that has one (the offering the engine priced, while it is
+//     still available).
+//  3. The options with an available offering of that capacity type, in
+//     the engine's order, each with its offerings cheapest first;
+//     cut to maxTypes by cloudprovider.TruncateLaunchTypes so that the
+//     requirements' minValues still hold.
 //
-// No compatible type is a *cloudprovider.CreateError; compatible types
-// whose allowed offerings are all unavailable is a
-// *cloudprovider.InsufficientCapacityError listing them.
-func PlanLaunch(types []*cloudprovider.InstanceType, reqs requirements.Requirements, requests corev1.ResourceList, region string, maxTypes int) (Plan, error) {
+// The only narrowing is for what the provider alone knows: options whose
+// offerings of the capacity type became unavailable since the plan, and
+// options the node class does not offer (any more); Plan.Narrowed names
+// them. With no options (a NodeClaim not written by dovetail's
+// provisioner, without an instance-type In requirement) the options are
+// the node class's types whose labels satisfy the requirements and whose
+// allocatable holds the requests, cheapest allowed available offering
+// first (ties by name).
+//
+// Errors: the requirements excluding the region, or no option known to the
+// node class with an allowed offering, is a *cloudprovider.CreateError
+// (ReasonNoCompatibleInstanceTypes); minValues that cannot hold is a
+// *cloudprovider.CreateError with ReasonMinValues; options whose allowed
+// offerings are all unavailable is a *cloudprovider.InsufficientCapacityError
+// listing them.
+func PlanLaunch(types []*cloudprovider.InstanceType, reqs requirements.Requirements, options []string, requests corev1.ResourceList, region string, maxTypes int) (Plan, error) {
 	if !allows(reqs, karpv1.LabelTopologyRegion, region) {
 		return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes, Err: fmt.Errorf("the requirements exclude region %s", region)}
 	}
@@ -143,92 +157,148 @@ func PlanLaunch(types []*cloudprovider.InstanceType, reqs requirements.Requireme
 			allowedCT[ct] = true
 		}
 	}
-	type cand struct {
-		it       *cloudprovider.InstanceType
-		spot, od []cloudprovider.Offering
+	allowedOffering := func(o cloudprovider.Offering) bool {
+		return allowedCT[o.CapacityType] && allows(reqs, karpv1.LabelTopologyZone, o.Zone) &&
+			(o.ZoneID == "" || allows(reqs, awsv1.LabelTopologyZoneID, o.ZoneID))
 	}
-	availOf := func(c *cand, ct string) []cloudprovider.Offering {
-		if ct == cloudprovider.CapacityTypeSpot {
-			return c.spot
+	var narrowed []string
+	var ordered []*cloudprovider.InstanceType
+	if options == nil {
+		ordered = fallbackOptions(types, reqs, requests, allowedOffering)
+		if len(ordered) == 0 {
+			return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
+				Err: fmt.Errorf("no instance type of the node class satisfies the requirements %s and requests %v", reqs.String(), requests)}
 		}
-		return c.od
+	} else {
+		byName := make(map[string]*cloudprovider.InstanceType, len(types))
+		for _, it := range types {
+			byName[it.Name] = it
+		}
+		for _, name := range options {
+			switch it := byName[name]; {
+			case it == nil:
+				narrowed = append(narrowed, name+" (not offered by the node class)")
+			case typeCompatible(it, reqs):
+				ordered = append(ordered, it)
+			}
+		}
+		if len(ordered) == 0 {
+			return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
+				Err: fmt.Errorf("no instance-type option %v of the node class satisfies the requirements %s", options, reqs.String())}
+		}
 	}
-	var cands []cand
-	var unavailable []cloudprovider.OfferingKey
-	compatible := 0
+	// Split each option's allowed offerings into available and not.
+	type cand struct {
+		it          *cloudprovider.InstanceType
+		avail, gone []cloudprovider.Offering
+	}
+	cands := make([]cand, 0, len(ordered))
+	ct := ""
+	for _, it := range ordered {
+		c := cand{it: it}
+		for _, o := range it.Offerings {
+			if !allowedOffering(o) {
+				continue
+			}
+			if o.Available {
+				c.avail = append(c.avail, o)
+			} else {
+				c.gone = append(c.gone, o)
+			}
+		}
+		sortOfferings(c.avail)
+		if ct == "" && len(c.avail) > 0 {
+			ct = c.avail[0].CapacityType
+		}
+		cands = append(cands, c)
+	}
+	if ct == "" {
+		var unavailable []cloudprovider.OfferingKey
+		for _, c := range cands {
+			for _, o := range c.gone {
+				unavailable = append(unavailable, cloudprovider.OfferingKey{InstanceType: c.it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
+			}
+		}
+		if len(unavailable) == 0 {
+			return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
+				Err: fmt.Errorf("no instance-type option %v has an offering the requirements %s allow", options, reqs.String())}
+		}
+		return Plan{}, cloudprovider.NewInsufficientCapacityError(errors.New("every allowed offering is unavailable"), unavailable...)
+	}
+	plan := Plan{CapacityType: ct}
+	var keep []*cloudprovider.InstanceType
+	offs := map[string][]cloudprovider.Offering{}
+	for _, c := range cands {
+		var of []cloudprovider.Offering
+		for _, o := range c.avail {
+			if o.CapacityType == ct {
+				of = append(of, o)
+			}
+		}
+		if len(of) == 0 {
+			if options != nil && slices.ContainsFunc(c.gone, func(o cloudprovider.Offering) bool { return o.CapacityType == ct }) {
+				narrowed = append(narrowed, c.it.Name+" ("+ct+" offerings unavailable since the plan)")
+			}
+			continue
+		}
+		keep = append(keep, c.it)
+		offs[c.it.Name] = of
+	}
+	kept, err := cloudprovider.TruncateLaunchTypes(keep, reqs, maxTypes)
+	if err != nil {
+		return Plan{}, &cloudprovider.CreateError{Reason: ReasonMinValues,
+			Err: fmt.Errorf("the %d %s instance types still available cannot meet minValues: %w", len(keep), ct, err)}
+	}
+	for _, it := range kept {
+		of := offs[it.Name]
+		plan.Types = append(plan.Types, PlannedType{Type: it, Offerings: of, MinPrice: of[0].Price})
+	}
+	plan.Narrowed = narrowed
+	return plan, nil
+}
+
+func sortOfferings(offs []cloudprovider.Offering) {
+	sort.SliceStable(offs, func(i, j int) bool {
+		if offs[i].Price != offs[j].Price {
+			return offs[i].Price < offs[j].Price
+		}
+		if offs[i].CapacityType != offs[j].CapacityType {
+			return offs[i].CapacityType < offs[j].CapacityType
+		}
+		return offs[i].Zone < offs[j].Zone
+	})
+}
+
+// fallbackOptions orders the node class's types for a NodeClaim without
+// instance-type options: compatible and fitting types, cheapest allowed
+// available offering first (types with none last), ties by name.
+func fallbackOptions(types []*cloudprovider.InstanceType, reqs requirements.Requirements, requests corev1.ResourceList, allowed func(cloudprovider.Offering) bool) []*cloudprovider.InstanceType {
+	type ranked struct {
+		it    *cloudprovider.InstanceType
+		price float64
+	}
+	var rs []ranked
 	for _, it := range types {
 		if !typeCompatible(it, reqs) || !fits(it, requests) {
 			continue
 		}
-		compatible++
-		c := cand{it: it}
+		best := math.Inf(1)
 		for _, o := range it.Offerings {
-			if !allowedCT[o.CapacityType] || !allows(reqs, karpv1.LabelTopologyZone, o.Zone) ||
-				(o.ZoneID != "" && !allows(reqs, awsv1.LabelTopologyZoneID, o.ZoneID)) {
-				continue
-			}
-			if !o.Available {
-				unavailable = append(unavailable, cloudprovider.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
-				continue
-			}
-			switch o.CapacityType {
-			case cloudprovider.CapacityTypeSpot:
-				c.spot = append(c.spot, o)
-			case cloudprovider.CapacityTypeOnDemand:
-				c.od = append(c.od, o)
+			if o.Available && allowed(o) && o.Price < best {
+				best = o.Price
 			}
 		}
-		if len(c.spot)+len(c.od) > 0 {
-			cands = append(cands, c)
+		rs = append(rs, ranked{it, best})
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].price != rs[j].price {
+			return rs[i].price < rs[j].price
 		}
-	}
-	if compatible == 0 {
-		return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
-			Err: fmt.Errorf("no instance type of the node class satisfies the requirements %s and requests %v", reqs.String(), requests)}
-	}
-	if len(cands) == 0 {
-		return Plan{}, cloudprovider.NewInsufficientCapacityError(errors.New("every allowed offering is unavailable"), unavailable...)
-	}
-	cheapest := func(ct string) float64 {
-		best := -1.0
-		for i := range cands {
-			for _, o := range availOf(&cands[i], ct) {
-				if best < 0 || o.Price < best {
-					best = o.Price
-				}
-			}
-		}
-		return best
-	}
-	ct := cloudprovider.CapacityTypeOnDemand
-	spot, od := cheapest(cloudprovider.CapacityTypeSpot), cheapest(cloudprovider.CapacityTypeOnDemand)
-	if spot >= 0 && (od < 0 || spot < od) {
-		ct = cloudprovider.CapacityTypeSpot
-	}
-	plan := Plan{CapacityType: ct}
-	for i := range cands {
-		c := &cands[i]
-		offs := availOf(c, ct)
-		if len(offs) == 0 {
-			continue
-		}
-		sort.Slice(offs, func(i, j int) bool {
-			if offs[i].Price != offs[j].Price {
-				return offs[i].Price < offs[j].Price
-			}
-			return offs[i].Zone < offs[j].Zone
-		})
-		plan.Types = append(plan.Types, PlannedType{Type: c.it, Offerings: offs, MinPrice: offs[0].Price})
-	}
-	sort.SliceStable(plan.Types, func(i, j int) bool {
-		a, b := plan.Types[i], plan.Types[j]
-		if a.MinPrice != b.MinPrice {
-			return a.MinPrice < b.MinPrice
-		}
-		return a.Type.Name < b.Type.Name
+		return rs[i].it.Name < rs[j].it.Name
 	})
-	if len(plan.Types) > maxTypes {
-		plan.Types = plan.Types[:maxTypes]
+	out := make([]*cloudprovider.InstanceType, len(rs))
+	for i, r := range rs {
+		out[i] = r.it
 	}
-	return plan, nil
+	return out
 }

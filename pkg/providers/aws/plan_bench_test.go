@@ -16,7 +16,7 @@ func BenchmarkPlanLaunch(b *testing.B) {
 	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := PlanLaunch(types, reqs, requests, "us-east-1", 60); err != nil {
+		if _, err := PlanLaunch(types, reqs, nil, requests, "us-east-1", 60); err != nil {
 			b.Fatal(err)
 		}
 	}

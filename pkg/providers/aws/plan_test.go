@@ -71,7 +71,7 @@ func TestPlanLaunch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := PlanLaunch(types, tc.reqs, tc.requests, "r-1", tc.max)
+			plan, err := PlanLaunch(types, tc.reqs, nil, tc.requests, "r-1", tc.max)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestPlanLaunchSpotOnlyWhenCheaper(t *testing.T) {
 	types := []*cloudprovider.InstanceType{mkType("a", "amd64", 4, 0.10, 0.12), mkType("b", "amd64", 4, 0.30, 0.11)}
 	rs := reqs(t)
 	rs.Add(requirements.MustNew("karpenter.sh/capacity-type", requirements.In, []string{"spot", "on-demand"}, nil))
-	plan, err := PlanLaunch(types, rs, nil, "r-1", 60)
+	plan, err := PlanLaunch(types, rs, nil, nil, "r-1", 60)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,18 +114,111 @@ func TestPlanLaunchErrors(t *testing.T) {
 		}
 	}
 	spotOnly := reqs(t, "karpenter.sh/capacity-type", "spot")
-	_, err := PlanLaunch([]*cloudprovider.InstanceType{unavailable}, spotOnly, nil, "r-1", 60)
+	_, err := PlanLaunch([]*cloudprovider.InstanceType{unavailable}, spotOnly, nil, nil, "r-1", 60)
 	var ice *cloudprovider.InsufficientCapacityError
 	if !errors.As(err, &ice) || len(ice.Offerings) != 2 {
 		t.Errorf("all spot unavailable: %v, want InsufficientCapacityError for 2 offerings", err)
 	}
-	_, err = PlanLaunch([]*cloudprovider.InstanceType{unavailable}, reqs(t, "kubernetes.io/arch", "arm64"), nil, "r-1", 60)
+	_, err = PlanLaunch([]*cloudprovider.InstanceType{unavailable}, reqs(t, "kubernetes.io/arch", "arm64"), nil, nil, "r-1", 60)
 	var ce *cloudprovider.CreateError
 	if !errors.As(err, &ce) || ce.Reason != ReasonNoCompatibleInstanceTypes {
 		t.Errorf("no compatible type: %v", err)
 	}
-	_, err = PlanLaunch([]*cloudprovider.InstanceType{unavailable}, reqs(t, "topology.kubernetes.io/region", "elsewhere"), nil, "r-1", 60)
+	_, err = PlanLaunch([]*cloudprovider.InstanceType{unavailable}, reqs(t, "topology.kubernetes.io/region", "elsewhere"), nil, nil, "r-1", 60)
 	if !errors.As(err, &ce) {
 		t.Errorf("wrong region: %v", err)
+	}
+}
+
+func planNames(plan Plan) []string {
+	var names []string
+	for _, pt := range plan.Types {
+		names = append(names, pt.Type.Name)
+	}
+	return names
+}
+
+// With options, the engine's order is kept even where the price order
+// differs, and nothing is filtered by fit.
+func TestPlanLaunchKeepsEngineOrder(t *testing.T) {
+	types := []*cloudprovider.InstanceType{
+		mkType("small", "amd64", 2, 0.10, 0.03),
+		mkType("medium", "amd64", 4, 0.20, 0.05),
+		mkType("big", "amd64", 8, 0.40, 0.50),
+	}
+	rs := reqs(t)
+	rs.Add(requirements.MustNew("karpenter.sh/capacity-type", requirements.In, []string{"spot", "on-demand"}, nil))
+	plan, err := PlanLaunch(types, rs, []string{"medium", "small", "big"}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}, "r-1", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// medium's cheapest offering is spot 0.05: the capacity type.
+	if plan.CapacityType != "spot" || fmt.Sprint(planNames(plan)) != "[medium small big]" || len(plan.Narrowed) != 0 {
+		t.Errorf("plan = %s %v narrowed %v", plan.CapacityType, planNames(plan), plan.Narrowed)
+	}
+}
+
+// Offerings that became unavailable since the plan narrow the launch, and
+// the plan says which.
+func TestPlanLaunchNarrowsOnlyUnavailable(t *testing.T) {
+	gone := mkType("medium", "amd64", 4, 0.20, 0.05)
+	for i := range gone.Offerings {
+		if gone.Offerings[i].CapacityType == "spot" {
+			gone.Offerings[i].Available = false
+		}
+	}
+	types := []*cloudprovider.InstanceType{mkType("small", "amd64", 2, 0.10, 0.03), gone, mkType("big", "amd64", 8, 0.40, 0.45)}
+	rs := reqs(t, "karpenter.sh/capacity-type", "spot")
+	plan, err := PlanLaunch(types, rs, []string{"small", "medium", "vanished", "big"}, nil, "r-1", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(planNames(plan)) != "[small big]" {
+		t.Errorf("types %v, want [small big]", planNames(plan))
+	}
+	want := "[vanished (not offered by the node class) medium (spot offerings unavailable since the plan)]"
+	if fmt.Sprint(plan.Narrowed) != want {
+		t.Errorf("narrowed %v, want %s", plan.Narrowed, want)
+	}
+}
+
+func TestPlanLaunchMinValues(t *testing.T) {
+	const fam = "karpenter.k8s.aws/instance-family"
+	var types []*cloudprovider.InstanceType
+	var options []string
+	for i := range 80 {
+		f := "a"
+		if i >= 75 {
+			f = fmt.Sprintf("f%d", i)
+		}
+		it := mkType(fmt.Sprintf("t%02d", i), "amd64", 4, 0.1+float64(i)/1000, 0)
+		it.Labels[fam] = f
+		types = append(types, it)
+		options = append(options, it.Name)
+	}
+	three := 3
+	rs := reqs(t)
+	rs.Add(requirements.MustNew(fam, requirements.Exists, nil, &three))
+	plan, err := PlanLaunch(types, rs, options, nil, "r-1", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]bool{}
+	for _, pt := range plan.Types {
+		fams[pt.Type.Labels[fam]] = true
+	}
+	if len(plan.Types) != 60 || len(fams) < 3 {
+		t.Errorf("%d types in %d families, want 60 in at least 3", len(plan.Types), len(fams))
+	}
+	// Offerings of f75..f79 unavailable: minValues 3 cannot hold.
+	for _, it := range types[75:] {
+		for i := range it.Offerings {
+			it.Offerings[i].Available = false
+		}
+	}
+	_, err = PlanLaunch(types, rs, options, nil, "r-1", 60)
+	var ce *cloudprovider.CreateError
+	if !errors.As(err, &ce) || ce.Reason != ReasonMinValues {
+		t.Errorf("err = %v, want a CreateError with reason %s", err, ReasonMinValues)
 	}
 }

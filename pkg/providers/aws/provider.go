@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +36,7 @@ const ProviderName = "aws"
 
 // DefaultMaxInstanceTypes is the most instance types one launch offers EC2
 // (the cheapest ones that fit).
-const DefaultMaxInstanceTypes = 60
+const DefaultMaxInstanceTypes = cloudprovider.DefaultMaxLaunchTypes
 
 // Options configure a Provider.
 type Options struct {
@@ -44,6 +48,11 @@ type Options struct {
 	ClusterEndpoint, ClusterCA, ServiceCIDR, KubernetesVersion string
 	// Reader reads EC2NodeClasses (its scheme must know awsv1).
 	Reader client.Reader
+	// APIReader reads the kube-system/kube-dns Service (the cluster DNS
+	// address for nodes whose class does not set kubelet.clusterDNS)
+	// without a cache, so no cluster-wide Service informer is started
+	// (default Reader).
+	APIReader client.Reader
 	// Clock is the time source (default the real clock).
 	Clock clock.Clock
 	// Log receives provider logs. Credentials never reach it.
@@ -60,6 +69,9 @@ type Options struct {
 	ReservedENIs            int
 	// MaxInstanceTypes per launch (default DefaultMaxInstanceTypes).
 	MaxInstanceTypes int
+	// Recorder, when set, receives the provider's events on NodeClaims
+	// (a launch narrowed since the plan) and EC2NodeClasses.
+	Recorder events.EventRecorder
 	// UnavailableTTL is how long an insufficient-capacity answer keeps an
 	// offering out (default 3 minutes).
 	UnavailableTTL time.Duration
@@ -67,13 +79,18 @@ type Options struct {
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
 type Provider struct {
-	o         Options
-	region    string
-	clients   *sdk.Clients
-	types     *instancetype.Provider
-	templates *launchtemplate.Provider
-	instances *instance.Provider
-	resolver  *nodeclass.Resolver
+	o   Options
+	dns dnsCache
+	// spotLive is 1 while spot prices are live, 0 while they are not;
+	// spotFailures counts loads without live spot prices.
+	spotLive     prometheus.GaugeFunc
+	spotFailures prometheus.Counter
+	region       string
+	clients      *sdk.Clients
+	types        *instancetype.Provider
+	templates    *launchtemplate.Provider
+	instances    *instance.Provider
+	resolver     *nodeclass.Resolver
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -93,6 +110,9 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.APIReader == nil {
+		o.APIReader = o.Reader
+	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
@@ -101,6 +121,10 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	}
 	clients := sdk.NewClients(cfg, o.Retry)
 	p := &Provider{o: o, region: cfg.Region, clients: clients}
+	p.spotFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_price_failures_total",
+		Help: "Price loads in which live spot prices (DescribeSpotPriceHistory) could not be had.",
+	})
 	if err := p.discoverCluster(ctx); err != nil {
 		return nil, err
 	}
@@ -109,15 +133,69 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		Unavailable:  unavailable.New(o.Clock, o.UnavailableTTL),
 		PriceRefresh: o.PriceRefresh, TypeRefresh: o.TypeRefresh,
 		VMMemoryOverheadPercent: o.VMMemoryOverheadPercent, ReservedENIs: o.ReservedENIs,
-		Log: o.Log.WithName("instancetype"),
+		Log: o.Log.WithName("instancetype"), SpotPriceFailures: p.spotFailures,
+	})
+	p.spotLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_prices_live",
+		Help: "1 while spot offerings are priced from live spot prices, 0 while they are priced from stale or built-in prices (see the EC2NodeClass condition SpotPricesReady).",
+	}, func() float64 {
+		if st := p.types.SpotPriceStatus(); st.Known && !st.Live {
+			return 0
+		}
+		return 1
 	})
 	p.templates = launchtemplate.NewProvider(clients.EC2, o.ClusterName)
 	p.instances = instance.New(ctx, instance.Options{EC2: clients.EC2, BatchIdle: o.BatchIdle, BatchMax: o.BatchMax, Clock: o.Clock})
 	p.resolver = &nodeclass.Resolver{
 		EC2: clients.EC2, SSM: clients.SSM, IAM: clients.IAM, ClusterName: o.ClusterName, Region: cfg.Region,
 		KubernetesVersion: p.o.KubernetesVersion, Clock: o.Clock,
+		Recorder: o.Recorder,
+		SpotPrices: func() (string, bool) {
+			st := p.types.SpotPriceStatus()
+			return st.Fallback(), st.Known
+		},
 	}
 	return p, nil
+}
+
+// dnsCache remembers the cluster DNS address for dnsRefresh.
+type dnsCache struct {
+	mu   sync.Mutex
+	ip   string
+	at   time.Time
+	seen bool
+}
+
+// dnsRefresh is how long a looked-up cluster DNS address (or its absence)
+// is reused.
+const dnsRefresh = 5 * time.Minute
+
+// clusterDNS is the ClusterIP of the kube-system/kube-dns Service, "" when
+// there is none (or it cannot be read: the image's bootstrap then derives
+// the address itself).
+func (p *Provider) clusterDNS(ctx context.Context) string {
+	now := p.o.Clock.Now()
+	p.dns.mu.Lock()
+	defer p.dns.mu.Unlock()
+	if p.dns.seen && now.Sub(p.dns.at) < dnsRefresh {
+		return p.dns.ip
+	}
+	svc := &corev1.Service{}
+	ip := ""
+	if err := p.o.APIReader.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, svc); err != nil {
+		p.o.Log.V(1).Info("no cluster DNS address from kube-system/kube-dns; nodes derive it", "error", err.Error())
+	} else if c := svc.Spec.ClusterIP; c != "" && c != corev1.ClusterIPNone {
+		ip = c
+	}
+	p.dns.ip, p.dns.at, p.dns.seen = ip, now, true
+	return ip
+}
+
+// Collectors are the provider's own metrics, for the operator to register:
+// dovetail_cloudprovider_spot_prices_live and
+// dovetail_cloudprovider_spot_price_failures_total.
+func (p *Provider) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.spotLive, p.spotFailures}
 }
 
 func (p *Provider) discoverCluster(ctx context.Context) error {

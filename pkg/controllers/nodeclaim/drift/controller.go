@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +20,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
-	"github.com/dovetail-sh/dovetail/pkg/requirements"
+	"github.com/dovetail-sh/dovetail/pkg/requirements/apireq"
 )
 
 // Drift reasons found by this controller (the cloud provider adds its own,
@@ -148,11 +149,11 @@ func staticDrift(np *karpv1.NodePool, nc *karpv1.NodeClaim) (string, string) {
 		if !ok {
 			continue
 		}
-		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), r.Values, nil)
-		if err != nil {
+		rs, errs := apireq.Convert(np.Spec.Template.Spec.Requirements[i:i+1], field.NewPath("spec", "template", "spec", "requirements"))
+		if len(errs) > 0 {
 			continue // the pool's status reports invalid requirements
 		}
-		if !req.Has(v) {
+		if req := rs.Get(r.Key); req != nil && !req.Has(v) {
 			return ReasonRequirementsDrifted, fmt.Sprintf("label %s=%s no longer satisfies spec.template.spec.requirements[%d] of NodePool %s", r.Key, v, i, np.Name)
 		}
 	}

@@ -3,6 +3,7 @@ package instancetype_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,72 @@ func TestBackgroundRefresh(t *testing.T) {
 	refresh(instancetype.DefaultPriceRefresh - instancetype.DefaultTypeRefresh)
 	if calls("pricing:GetProducts") <= pricing {
 		t.Error("prices were not reloaded after PriceRefresh")
+	}
+}
+
+func spotPrice(types []*cloudprovider.InstanceType, name string) float64 {
+	for _, it := range types {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.CapacityType == cloudprovider.CapacityTypeSpot {
+				return o.Price
+			}
+		}
+	}
+	return -1
+}
+
+// Without DescribeSpotPriceHistory the provider says so: first load with
+// the built-in rule, later loads keeping the last live prices; and back to
+// live once the call works again.
+func TestSpotPriceStatus(t *testing.T) {
+	e, p, _ := newProvider(t, true)
+	ctx := context.Background()
+	nc := resolvedClass(catalog.Builtin().DefaultZones(e.Options().Region))
+	if err := e.DenyAction("ec2:DescribeSpotPriceHistory"); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.SpotPriceStatus(); st.Known {
+		t.Fatalf("status before any load: %+v", st)
+	}
+	synthetic, err := p.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.SpotPriceStatus()
+	if !st.Known || st.Live || st.Stale || !strings.Contains(st.Error, "UnauthorizedOperation") || !strings.Contains(st.Fallback(), "built-in rule") {
+		t.Fatalf("denied first load: %+v (%s)", st, st.Fallback())
+	}
+	e.ClearFaults()
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live, err := p.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.SpotPriceStatus(); !st.Live || st.Fallback() != "" {
+		t.Fatalf("after the call works again: %+v", st)
+	}
+	if err := e.DenyAction("ec2:DescribeSpotPriceHistory"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := p.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.SpotPriceStatus(); st.Live || !st.Stale || !strings.Contains(st.Fallback(), "last live spot prices") {
+		t.Fatalf("denied after a live load: %+v", st)
+	}
+	if got, want := spotPrice(stale, "m5.large"), spotPrice(live, "m5.large"); got != want || got <= 0 {
+		t.Errorf("stale m5.large spot price %v, want the last live %v", got, want)
+	}
+	if spotPrice(synthetic, "m5.large") <= 0 {
+		t.Error("the built-in rule priced no m5.large spot offering")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -53,6 +54,9 @@ type Options struct {
 	// catalog.Builtin()).
 	Builtin *catalog.Catalog
 	Log     logr.Logger
+	// SpotPriceFailures counts price loads whose spot prices were not live
+	// (a no-op counter when nil); see SpotPriceStatus for the state.
+	SpotPriceFailures prometheus.Counter
 }
 
 // Provider lists instance types with offerings and prices for node
@@ -74,7 +78,38 @@ type snapshot struct {
 	offered  map[string]map[string]bool // zone -> type -> offered
 	onDemand map[string]float64
 	spot     map[zoneType]float64
-	gen      uint64
+	// spotStatus says where spot came from.
+	spotStatus SpotPriceStatus
+	gen        uint64
+}
+
+// SpotPriceStatus says whether the spot prices in use are live.
+type SpotPriceStatus struct {
+	// Known is false until the first load.
+	Known bool
+	// Live: from DescribeSpotPriceHistory. When false, Error says why the
+	// last read failed, and Stale tells what stands in: the last live
+	// prices (read at LiveAt) when there were any, else the built-in rule
+	// (catalog.SpotPrice).
+	Live   bool
+	Error  string
+	Stale  bool
+	LiveAt time.Time
+	// Since is when the status (live or not) began.
+	Since time.Time
+}
+
+// Fallback describes, for a condition or an event, what stands in for
+// live spot prices ("" when they are live).
+func (s SpotPriceStatus) Fallback() string {
+	switch {
+	case !s.Known || s.Live:
+		return ""
+	case s.Stale:
+		return fmt.Sprintf("DescribeSpotPriceHistory failed (%s); using the last live spot prices, read at %s", s.Error, s.LiveAt.UTC().Format(time.RFC3339))
+	default:
+		return fmt.Sprintf("DescribeSpotPriceHistory failed (%s); spot offerings are priced by the built-in rule (a fixed per-type and per-zone fraction of the on-demand price), not by the market", s.Error)
+	}
 }
 
 type zoneType struct{ zone, typ string }
@@ -104,6 +139,9 @@ func New(o Options) *Provider {
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
+	if o.SpotPriceFailures == nil {
+		o.SpotPriceFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})
+	}
 	return &Provider{o: o, listCache: map[string]listEntry{}}
 }
 
@@ -112,7 +150,10 @@ func (p *Provider) Unavailable() *unavailable.Cache { return p.o.Unavailable }
 
 // Refresh reloads types, offerings and prices now.
 func (p *Provider) Refresh(ctx context.Context) error {
-	next, err := p.load(ctx, nil, true, true)
+	p.mu.Lock()
+	old := p.snap
+	p.mu.Unlock()
+	next, err := p.load(ctx, old, true, true)
 	if err != nil {
 		return err
 	}
@@ -181,7 +222,29 @@ func (p *Provider) load(ctx context.Context, old *snapshot, types, prices bool) 
 	}
 	if prices || old == nil {
 		next.onDemand = p.onDemandPrices(ctx, next.types)
-		next.spot = p.spotPrices(ctx, next.types, next.onDemand, next.offered)
+		now := p.o.Clock.Now()
+		spot, err := p.readSpotPrices(ctx)
+		var st SpotPriceStatus
+		switch {
+		case err == nil:
+			next.spot = spot
+			st = SpotPriceStatus{Known: true, Live: true, LiveAt: now}
+		case old != nil && (old.spotStatus.Live || old.spotStatus.Stale):
+			// Keep the last live prices: stale market data beats none.
+			st = SpotPriceStatus{Known: true, Error: err.Error(), Stale: true, LiveAt: old.spotStatus.LiveAt}
+		default:
+			next.spot = p.syntheticSpotPrices(next.types, next.onDemand, next.offered)
+			st = SpotPriceStatus{Known: true, Error: err.Error()}
+		}
+		st.Since = now
+		if old != nil && old.spotStatus.Live == st.Live && old.spotStatus.Stale == st.Stale {
+			st.Since = old.spotStatus.Since
+		}
+		if !st.Live {
+			p.o.Log.Error(err, "spot prices are not live", "fallback", st.Fallback())
+			p.o.SpotPriceFailures.Inc()
+		}
+		next.spotStatus = st
 	}
 	return next, nil
 }
@@ -353,21 +416,18 @@ func ParsePriceListEntry(doc string) (string, float64, error) {
 	return "", 0, nil
 }
 
-// spotPrices reads the latest Linux spot price of each (type, zone); when
-// the call fails, the catalog's spot rule stands in.
-func (p *Provider) spotPrices(ctx context.Context, types []*catalog.Type, onDemand map[string]float64, offered map[string]map[string]bool) map[zoneType]float64 {
+// readSpotPrices reads the latest Linux spot price of each (type, zone).
+func (p *Provider) readSpotPrices(ctx context.Context) (map[zoneType]float64, error) {
 	prices := map[zoneType]float64{}
 	stamps := map[zoneType]time.Time{}
 	pg := ec2.NewDescribeSpotPriceHistoryPaginator(p.o.EC2, &ec2.DescribeSpotPriceHistoryInput{
 		ProductDescriptions: []string{"Linux/UNIX"},
 		StartTime:           aws.Time(p.o.Clock.Now()),
 	})
-	var err error
 	for pg.HasMorePages() {
-		var page *ec2.DescribeSpotPriceHistoryOutput
-		page, err = pg.NextPage(ctx)
+		page, err := pg.NextPage(ctx)
 		if err != nil {
-			break
+			return nil, fmt.Errorf("describing spot price history: %w", err)
 		}
 		for _, sp := range page.SpotPriceHistory {
 			k := zoneType{zone: aws.ToString(sp.AvailabilityZone), typ: string(sp.InstanceType)}
@@ -382,18 +442,32 @@ func (p *Provider) spotPrices(ctx context.Context, types []*catalog.Type, onDema
 			prices[k], stamps[k] = price, ts
 		}
 	}
-	if err != nil {
-		p.o.Log.Info("spot prices from DescribeSpotPriceHistory failed; using the catalog's spot rule", "error", err.Error())
-		prices = map[zoneType]float64{}
-		for zone, set := range offered {
-			for _, t := range types {
-				if od, ok := onDemand[t.Name]; ok && set[t.Name] && t.SpotSupported {
-					prices[zoneType{zone, t.Name}] = catalog.SpotPrice(p.o.Region, zone, t.Name, od)
-				}
+	return prices, nil
+}
+
+// syntheticSpotPrices is the catalog's spot rule for every offered type
+// that sells spot: what stands in when no live price was ever read.
+func (p *Provider) syntheticSpotPrices(types []*catalog.Type, onDemand map[string]float64, offered map[string]map[string]bool) map[zoneType]float64 {
+	prices := map[zoneType]float64{}
+	for zone, set := range offered {
+		for _, t := range types {
+			if od, ok := onDemand[t.Name]; ok && set[t.Name] && t.SpotSupported {
+				prices[zoneType{zone, t.Name}] = catalog.SpotPrice(p.o.Region, zone, t.Name, od)
 			}
 		}
 	}
 	return prices
+}
+
+// SpotPriceStatus reports whether the spot prices in use are live (zero
+// value before the first load).
+func (p *Provider) SpotPriceStatus() SpotPriceStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snap == nil {
+		return SpotPriceStatus{}
+	}
+	return p.snap.spotStatus
 }
 
 // KubeletSettings converts the node class fields allocatable depends on.

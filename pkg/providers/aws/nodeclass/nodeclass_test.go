@@ -248,3 +248,29 @@ func TestAliasParametersExist(t *testing.T) {
 		t.Error("windows alias resolved; want an unsupported-family error")
 	}
 }
+
+// A class that selects capacity reservations gets a not-supported
+// condition (and stays Ready: it still launches, outside reservations).
+func TestCapacityReservationsNotSupported(t *testing.T) {
+	_, r := newResolver(t)
+	nc := discoveryClass()
+	out, err := r.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(out, awsv1.ConditionTypeCapacityReservationsReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("without reservation terms: %+v", c)
+	}
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
+	out, err = r.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cond(out, awsv1.ConditionTypeCapacityReservationsReady)
+	if c.Status != metav1.ConditionFalse || c.Reason != nodeclass.ReasonNotSupported || !strings.Contains(c.Message, "capacityReservationSelectorTerms") {
+		t.Errorf("with reservation terms: %+v", c)
+	}
+	if !out.IsTrue(awsv1.ConditionTypeReady) {
+		t.Errorf("the class is not Ready: %+v", out.Status.Conditions)
+	}
+}

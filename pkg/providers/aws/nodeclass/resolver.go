@@ -20,6 +20,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -33,7 +34,20 @@ const (
 	ReasonSecurityGroupsNotFound  = "SecurityGroupsNotFound"
 	ReasonAMINotFound             = "AMINotFound"
 	ReasonInstanceProfileNotFound = "InstanceProfileNotFound"
+	// ReasonNotSupported: the class asks for something dovetail does not
+	// do (launching into capacity reservations).
+	ReasonNotSupported = "NotSupported"
+	// ReasonSpotPricesLive and ReasonSpotPricesUnavailable are the
+	// reasons of SpotPricesReady.
+	ReasonSpotPricesLive        = "LiveSpotPrices"
+	ReasonSpotPricesUnavailable = "SpotPricesUnavailable"
 )
+
+// CapacityReservationsNotSupported is the message of the
+// CapacityReservationsReady=False condition of a class that selects
+// capacity reservations.
+const CapacityReservationsNotSupported = "dovetail does not launch into capacity reservations: spec.capacityReservationSelectorTerms is not acted on; " +
+	"nodes of this class launch as on-demand or spot outside any reservation"
 
 // Tag keys dovetail puts on what it creates.
 const (
@@ -53,6 +67,14 @@ type Resolver struct {
 	KubernetesVersion string
 	// Clock stamps conditions.
 	Clock clock.PassiveClock
+	// SpotPrices, when set, reports whether spot prices are live: known is
+	// false before the first price load, fallback is "" when live and
+	// otherwise says what stands in. Resolve turns it into the
+	// SpotPricesReady condition.
+	SpotPrices func() (fallback string, known bool)
+	// Recorder, when set, gets a SpotPricesUnavailable warning event on a
+	// class whose SpotPricesReady turns False.
+	Recorder events.EventRecorder
 }
 
 // Resolve returns a copy of nc with status.subnets, securityGroups, amis,
@@ -107,7 +129,40 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 		out.Status.InstanceProfile = profile
 		out.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, ReasonResolved, "", now)
 	}
+	// Capacity reservations are not supported: say so on the class (not
+	// one of the Ready dependents, so the class still launches).
+	out.Status.CapacityReservations = nil
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionFalse, ReasonNotSupported, CapacityReservationsNotSupported, now)
+	} else {
+		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonResolved, "", now)
+	}
+	r.spotPricesCondition(nc, out, now)
 	return out, nil
+}
+
+// spotPricesCondition sets SpotPricesReady from r.SpotPrices and warns
+// when it turns False.
+func (r *Resolver) spotPricesCondition(in, out *awsv1.EC2NodeClass, now time.Time) {
+	if r.SpotPrices == nil {
+		return
+	}
+	fallback, known := r.SpotPrices()
+	if !known {
+		return
+	}
+	if fallback == "" {
+		out.SetCondition(awsv1.ConditionTypeSpotPricesReady, metav1.ConditionTrue, ReasonSpotPricesLive, "", now)
+		return
+	}
+	wasFalse := false
+	if c := in.GetCondition(awsv1.ConditionTypeSpotPricesReady); c != nil && c.Status == metav1.ConditionFalse {
+		wasFalse = true
+	}
+	out.SetCondition(awsv1.ConditionTypeSpotPricesReady, metav1.ConditionFalse, ReasonSpotPricesUnavailable, fallback, now)
+	if !wasFalse && r.Recorder != nil {
+		r.Recorder.Eventf(out, nil, corev1.EventTypeWarning, ReasonSpotPricesUnavailable, "PriceSpotOfferings", "%s", fallback)
+	}
 }
 
 func (r *Resolver) now() time.Time {

@@ -31,6 +31,10 @@ type Input struct {
 	// ServiceCIDR is the cluster's service IPv4 CIDR (AL2023 needs it to
 	// derive the cluster DNS address).
 	ServiceCIDR string
+	// ClusterDNS is the cluster DNS address (the kube-system/kube-dns
+	// Service's ClusterIP) the kubelet gets when Kubelet.ClusterDNS is
+	// empty; "" leaves it to the image's bootstrap.
+	ClusterDNS string
 	// Labels are the node labels to register with. Keys the kubelet may not
 	// set on itself are dropped (see KubeletMaySet).
 	Labels map[string]string
@@ -77,6 +81,14 @@ func newError(family, format string, args ...any) *Error {
 // Render returns the user data (plain text; EC2 wants it base64-encoded)
 // for in.Family. Unknown families are an error.
 func Render(in Input) (string, error) {
+	if in.ClusterDNS != "" && (in.Kubelet == nil || len(in.Kubelet.ClusterDNS) == 0) {
+		k := &awsv1.KubeletConfiguration{}
+		if in.Kubelet != nil {
+			k = in.Kubelet.DeepCopy()
+		}
+		k.ClusterDNS = []string{in.ClusterDNS}
+		in.Kubelet = k
+	}
 	switch in.Family {
 	case awsv1.AMIFamilyAL2023:
 		return renderAL2023(in)

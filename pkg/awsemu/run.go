@@ -1,0 +1,267 @@
+package awsemu
+
+import (
+	"strconv"
+)
+
+// runInstances launches MinCount..MaxCount instances of one type into one
+// subnet, from the request's own parameters on top of an optional launch
+// template (RunInstances; DryRun is answered before, like every EC2 call).
+// It applies the same launch rules as CreateFleet: a type not offered in
+// the zone is Unsupported, an injected ICE is InsufficientInstanceCapacity,
+// and so on, as the error of the call.
+func (e *Emulator) runInstances(req *request) (any, *apiError) {
+	p := req.params
+	minCount, okMin, aerr := p.Int("MinCount")
+	if aerr != nil {
+		return nil, aerr
+	}
+	maxCount, okMax, aerr := p.Int("MaxCount")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if !okMin {
+		return nil, errMissingParameter("MinCount")
+	}
+	if !okMax {
+		return nil, errMissingParameter("MaxCount")
+	}
+	if minCount < 1 || maxCount < minCount {
+		return nil, errInvalidParameterValue("MinCount", strconv.FormatInt(minCount, 10), "MinCount must be at least 1 and at most MaxCount.")
+	}
+	if maxCount > 1000 {
+		return nil, errInvalidParameterValue("MaxCount", strconv.FormatInt(maxCount, 10), "Expecting a value between 1 and 1000.")
+	}
+	data, aerr := e.parseLTData(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	lt := &launchTemplateRec{Data: data}
+	if p.Has("LaunchTemplate") {
+		spec := p.Sub("LaunchTemplate")
+		base, aerr := e.findLaunchTemplate(spec.Get("LaunchTemplateId"), spec.Get("LaunchTemplateName"))
+		if aerr != nil {
+			return nil, aerr
+		}
+		lt = &launchTemplateRec{ID: base.ID, Name: base.Name, Data: mergeLTData(base.Data, data)}
+	}
+	typeName := lt.Data.InstanceType
+	if typeName == "" {
+		return nil, errMissingParameter("InstanceType")
+	}
+	it := e.typeIndex[typeName]
+	if it == nil {
+		return nil, errInvalidParameterValue("InstanceType", typeName, "The instance type does not exist.")
+	}
+	if lt.Data.ImageID == "" {
+		return nil, errMissingParameter("ImageId")
+	}
+	img := e.acct.image(lt.Data.ImageID)
+	if img == nil {
+		return nil, newAPIError("InvalidAMIID.NotFound", 400, "The image id '[%s]' does not exist", lt.Data.ImageID)
+	}
+	o := newParams(nil)
+	if id := p.Get("SubnetId"); id != "" {
+		o = newParams(map[string][]string{"SubnetId": {id}})
+	} else if z := p.Get("Placement.AvailabilityZone"); z != "" {
+		o = newParams(map[string][]string{"AvailabilityZone": {z}})
+	}
+	subnets, aerr := e.candidateSubnets(o, lt)
+	if aerr != nil {
+		return nil, aerr
+	}
+	capType := "on-demand"
+	if mt := p.Get("InstanceMarketOptions.MarketType"); mt == "spot" {
+		capType = "spot"
+	} else if mt != "" {
+		return nil, errInvalidParameterValue("InstanceMarketOptions.MarketType", mt, "Valid values are spot, capacity-block.")
+	}
+	tags := lt.Data.TagSpecs["instance"]
+	c := fleetCandidate{lt: lt, instanceType: it, subnet: subnets[0], imageID: img.ID}
+	e.judge(&c, img, capType)
+	if c.errCode != "" {
+		return nil, newAPIError(c.errCode, 400, "%s", c.errMsg)
+	}
+	reservation := e.newID("r")
+	now := e.clock.Now()
+	out := runInstancesXML{ReservationID: reservation, OwnerID: e.opts.AccountID}
+	for n := int64(0); n < maxCount; n++ {
+		in, aerr := e.launch(&c, capType, tags, "", reservation, now)
+		if aerr != nil {
+			if n < minCount {
+				return nil, aerr
+			}
+			break
+		}
+		out.InstancesSet.Items = append(out.InstancesSet.Items, e.instanceToXML(in))
+	}
+	return out, nil
+}
+
+// mergeLTData is a launch template's data with the request's non-empty
+// fields on top (RunInstances parameters override the template).
+func mergeLTData(base, over ltData) ltData {
+	out := base
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&out.ImageID, over.ImageID)
+	set(&out.InstanceType, over.InstanceType)
+	set(&out.UserData, over.UserData)
+	set(&out.ProfileName, over.ProfileName)
+	set(&out.ProfileARN, over.ProfileARN)
+	if len(over.SecurityGroupIDs) > 0 {
+		out.SecurityGroupIDs = over.SecurityGroupIDs
+	}
+	if over.MetadataOptions != nil {
+		out.MetadataOptions = over.MetadataOptions
+	}
+	if len(over.BlockDevices) > 0 {
+		out.BlockDevices = over.BlockDevices
+	}
+	if len(over.NetworkInterfaces) > 0 {
+		out.NetworkInterfaces = over.NetworkInterfaces
+	}
+	if len(over.TagSpecs) > 0 {
+		out.TagSpecs = map[string]map[string]string{}
+		for rt, t := range base.TagSpecs {
+			out.TagSpecs[rt] = cloneTags(t)
+		}
+		for rt, t := range over.TagSpecs {
+			if out.TagSpecs[rt] == nil {
+				out.TagSpecs[rt] = map[string]string{}
+			}
+			for k, v := range t {
+				out.TagSpecs[rt][k] = v
+			}
+		}
+	}
+	return out
+}
+
+type runInstancesXML struct {
+	ReservationID string           `xml:"reservationId"`
+	OwnerID       string           `xml:"ownerId"`
+	InstancesSet  set[instanceXML] `xml:"instancesSet"`
+}
+
+// describeInstanceStatus answers the status checks of instances: running
+// instances only unless IncludeAllInstances; system and instance status
+// "ok" (reachability "passed") once running, "initializing" while pending,
+// "not-applicable" otherwise.
+func (e *Emulator) describeInstanceStatus(req *request) (any, *apiError) {
+	p := req.params
+	filters, aerr := parseFilters(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	ids := p.Strings("InstanceId")
+	if len(ids) > 0 && p.Has("MaxResults") {
+		return nil, errInvalidParameterCombination("The parameter instancesSet cannot be used with the parameter maxResults")
+	}
+	pg, aerr := parsePage(p, "DescribeInstanceStatus")
+	if aerr != nil {
+		return nil, aerr
+	}
+	var missing []string
+	for _, id := range ids {
+		if !instIDRe.MatchString(id) {
+			return nil, newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
+		}
+		if e.acct.instances[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
+	}
+	for _, f := range filters {
+		if !contains(instanceStatusFilters, f.Name) {
+			return nil, newAPIError("InvalidParameterValue", 400, "The filter '%s' is invalid", f.Name)
+		}
+	}
+	all := p.Bool("IncludeAllInstances")
+	var items []instanceStatusXML
+	for _, id := range e.acct.order {
+		in := e.acct.instances[id]
+		if in == nil || (len(ids) > 0 && !contains(ids, id)) || (!all && in.State != StateRunning) {
+			continue
+		}
+		check := "not-applicable"
+		switch in.State {
+		case StateRunning:
+			check = "ok"
+		case StatePending:
+			check = "initializing"
+		}
+		detail := map[string]string{"ok": "passed", "initializing": "initializing"}[check]
+		summary := statusSummaryXML{Status: check}
+		if detail != "" {
+			summary.Details.Items = []statusDetailXML{{Name: "reachability", Status: detail}}
+		}
+		fields := func(name string) ([]string, bool) {
+			switch name {
+			case "availability-zone":
+				return []string{in.Zone}, true
+			case "availability-zone-id":
+				return []string{in.ZoneID}, true
+			case "instance-state-name":
+				return []string{in.State}, true
+			case "instance-state-code":
+				return []string{strconv.Itoa(stateCode(in.State))}, true
+			case "instance-status.status", "system-status.status":
+				return []string{check}, true
+			case "instance-status.reachability", "system-status.reachability":
+				return []string{detail}, true
+			}
+			return nil, false
+		}
+		ok, aerr := matchFilters(filters, nil, fields)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if !ok {
+			continue
+		}
+		items = append(items, instanceStatusXML{
+			InstanceID: in.ID, AvailabilityZone: in.Zone, AvailabilityZoneID: in.ZoneID,
+			InstanceState:  instanceStateXML{Code: stateCode(in.State), Name: in.State},
+			SystemStatus:   summary,
+			InstanceStatus: summary,
+		})
+	}
+	from, to, next := pg.slice("DescribeInstanceStatus", len(items))
+	return describeInstanceStatusXML{InstanceStatusSet: set[instanceStatusXML]{Items: items[from:to]}, NextToken: next}, nil
+}
+
+// instanceStatusFilters are the DescribeInstanceStatus filters answered.
+var instanceStatusFilters = []string{
+	"availability-zone", "availability-zone-id", "instance-state-name", "instance-state-code",
+	"instance-status.status", "system-status.status", "instance-status.reachability", "system-status.reachability",
+}
+
+type describeInstanceStatusXML struct {
+	InstanceStatusSet set[instanceStatusXML] `xml:"instanceStatusSet"`
+	NextToken         string                 `xml:"nextToken,omitempty"`
+}
+
+type instanceStatusXML struct {
+	InstanceID         string           `xml:"instanceId"`
+	AvailabilityZone   string           `xml:"availabilityZone"`
+	AvailabilityZoneID string           `xml:"availabilityZoneId,omitempty"`
+	InstanceState      instanceStateXML `xml:"instanceState"`
+	SystemStatus       statusSummaryXML `xml:"systemStatus"`
+	InstanceStatus     statusSummaryXML `xml:"instanceStatus"`
+}
+
+type statusSummaryXML struct {
+	Status  string               `xml:"status"`
+	Details set[statusDetailXML] `xml:"details"`
+}
+
+type statusDetailXML struct {
+	Name   string `xml:"name"`
+	Status string `xml:"status"`
+}
