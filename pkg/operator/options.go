@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -20,6 +21,9 @@ import (
 type Options struct {
 	// ClusterName (clusterName) names the cluster in cloud tags. Required.
 	ClusterName string
+	// ClusterEndpoint (clusterEndpoint) is the API server URL nodes join
+	// (https); empty means discovered with eks:DescribeCluster.
+	ClusterEndpoint string
 	// InterruptionQueue (interruptionQueue) is the SQS queue name; empty
 	// turns interruption handling off.
 	InterruptionQueue string
@@ -112,6 +116,12 @@ func (o Options) Validate() field.ErrorList {
 	} else if len(o.ClusterName) > 100 || !clusterNamePattern.MatchString(o.ClusterName) {
 		errs = append(errs, field.Invalid(field.NewPath("clusterName"), o.ClusterName,
 			"must be 1-100 letters, digits, '-' or '_', starting with a letter or digit (EKS cluster name rules)"))
+	}
+	if o.ClusterEndpoint != "" {
+		if u, err := url.Parse(o.ClusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, field.Invalid(field.NewPath("clusterEndpoint"), o.ClusterEndpoint,
+				"must be an https URL such as https://ABC.gr7.us-east-1.eks.amazonaws.com (or empty: discovered)"))
+		}
 	}
 	positive := func(name string, d time.Duration) {
 		if d <= 0 {

@@ -48,9 +48,10 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 			return operator.Cloud{}, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
 		p, err := aws.New(ctx, awsCfg, aws.Options{
-			ClusterName: opts.Operator.ClusterName,
-			Reader:      mgr.GetClient(),
-			Log:         mgr.GetLogger().WithName("aws"),
+			ClusterName:     opts.Operator.ClusterName,
+			ClusterEndpoint: opts.Operator.ClusterEndpoint,
+			Reader:          mgr.GetClient(),
+			Log:             mgr.GetLogger().WithName("aws"),
 		})
 		if err != nil {
 			return operator.Cloud{}, err
