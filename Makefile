@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 22m
 
-.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean
+.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean charts helm
 
 all: build
 
@@ -34,6 +34,7 @@ fmt-check:
 vet:
 	go vet ./...
 	cd tools && go vet ./...
+	cd tools/helm && go vet ./...
 
 ## test: everything CI checks (builds the control plane on first use)
 test: controlplane fmt-check verify-generated vet
@@ -43,6 +44,16 @@ test: controlplane fmt-check verify-generated vet
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane
 	bin/dovetail local demo --apply examples/ $(RUN_FLAGS)
+
+## charts: refresh the charts' copies of config/rbac and api/crds (charts/ tests check them)
+charts:
+	cp config/rbac/*.yaml charts/dovetail/files/rbac/
+	cp api/crds/*.yaml charts/dovetail/crds/
+	cp api/crds/*.yaml charts/dovetail-crd/templates/
+
+## helm: build (or reuse) the pinned Helm CLI in the per-version cache; prints its path
+helm:
+	@cd tools/helm && go run ./cmd/build-helm
 
 clean:
 	rm -rf bin .dovetail
