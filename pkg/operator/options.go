@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/dovetail-sh/dovetail/config/rbac"
 )
 
 // Options configure the operator. Field paths in Validate's errors use the
@@ -76,11 +78,13 @@ const (
 	DefaultMetricsPort       = 8080
 	DefaultHealthProbePort   = 8081
 	DefaultLogLevel          = "info"
-	DefaultLeaseName         = "dovetail-leader-election"
-	DefaultLeaseNamespace    = "kube-system"
-	DefaultLeaseDuration     = 15 * time.Second
-	DefaultRenewDeadline     = 10 * time.Second
-	DefaultRetryPeriod       = 2 * time.Second
+	// The lease defaults are config/rbac's: its Role names this lease in
+	// this namespace.
+	DefaultLeaseName      = rbac.DefaultLeaseName
+	DefaultLeaseNamespace = rbac.DefaultLeaseNamespace
+	DefaultLeaseDuration  = 15 * time.Second
+	DefaultRenewDeadline  = 10 * time.Second
+	DefaultRetryPeriod    = 2 * time.Second
 )
 
 // DefaultOptions returns the defaults (ClusterName is left empty: it has
