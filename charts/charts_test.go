@@ -360,6 +360,7 @@ func TestTemplateRefuses(t *testing.T) {
 		{"a queue ARN", []string{"--set", "settings.clusterName=x", "--set", "settings.interruptionQueue=arn:aws:sqs:us-east-1:111122223333:q"}, "settings.interruptionQueue"},
 		{"the webhook", []string{"--set", "settings.clusterName=x", "--set", "webhook.enabled=true"}, "webhook.enabled"},
 		{"extra cluster role rules", []string{"--set", "settings.clusterName=x", "--set", "additionalClusterRoleRules[0].apiGroups[0]=x"}, "additionalClusterRoleRules"},
+		{"an unknown top-level value", []string{"--set", "settings.clusterName=x", "--set", "terminationGracePeriodSeconds=60"}, "terminationGracePeriodSeconds: not a value"},
 		{"a ServiceMonitor without its API", []string{"--set", "settings.clusterName=x", "--set", "serviceMonitor.enabled=true"}, "serviceMonitor.enabled"},
 	}
 	for _, tt := range tests {

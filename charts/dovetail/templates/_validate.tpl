@@ -35,6 +35,13 @@ Deployment, so `helm template` and `helm install` both check.
 {{- if not (has (toString .Values.logLevel) (list "debug" "info" "warn" "error")) -}}
 {{- fail (printf "logLevel: %v is not one of debug, info, warn, error" .Values.logLevel) -}}
 {{- end -}}
+{{- /* A top-level value this chart does not have is refused when set to anything but empty. */ -}}
+{{- $known := list "nameOverride" "fullnameOverride" "additionalLabels" "additionalAnnotations" "replicas" "revisionHistoryLimit" "strategy" "imagePullPolicy" "imagePullSecrets" "serviceAccount" "leaderElection" "podDisruptionBudget" "podLabels" "podAnnotations" "podSecurityContext" "priorityClassName" "dnsPolicy" "dnsConfig" "hostNetwork" "schedulerName" "nodeSelector" "affinity" "topologySpreadConstraints" "tolerations" "controller" "logLevel" "service" "serviceMonitor" "settings" "webhook" "additionalClusterRoleRules" "extraVolumes" "initContainers" "logOutputPaths" "logErrorOutputPaths" "logEncoding" "global" -}}
+{{- range $k, $v := .Values -}}
+{{- if and (not (has $k $known)) (not (empty $v)) -}}
+{{- fail (printf "%s: not a value of dovetail's chart (see charts/dovetail/values.yaml and docs/install.md)" $k) -}}
+{{- end -}}
+{{- end -}}
 {{- /* The peer's top-level values dovetail does not implement. */ -}}
 {{- with .Values.webhook -}}
 {{- if .enabled -}}
