@@ -72,8 +72,8 @@ func run() error {
 	}
 	ld := strings.Join([]string{
 		"-s", "-w",
-		"-X github.com/opentofu/opentofu/internal/version.version=" + version,
-		"-X github.com/opentofu/opentofu/internal/version.gitTreeState=clean",
+		// A release build: without it tofu calls itself a -dev build.
+		"-X github.com/opentofu/opentofu/version.dev=no",
 	}, " ")
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "building tofu %s into %s (a cold build takes a few minutes)\n", version, dir)
