@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 22m
 
-.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean
+.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt
 
 all: build
 
@@ -22,6 +22,7 @@ controlplane:
 generate:
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=api/crds
+	cp api/crds/*.yaml charts/dovetail/crds/ && cp api/crds/*.yaml charts/dovetail-crd/templates/
 	go run ./pkg/catalog/internal/gen -data ../shared/data/ec2 -out pkg/catalog/data
 
 ## verify-generated: fail when checked-in generated files are stale
@@ -34,6 +35,8 @@ fmt-check:
 vet:
 	go vet ./...
 	cd tools && go vet ./...
+	cd tools/helm && go vet ./...
+	cd tools/tofu && go vet ./...
 
 ## test: everything CI checks (builds the control plane on first use)
 test: controlplane fmt-check verify-generated vet
@@ -43,6 +46,29 @@ test: controlplane fmt-check verify-generated vet
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane
 	bin/dovetail local demo --apply examples/ $(RUN_FLAGS)
+
+## image: the controller image (OCI index, linux/amd64 + linux/arm64, empty base) as an OCI layout in bin/image and bin/image.tar
+IMAGE_VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/dovetail/Chart.yaml)
+image:
+	go run ./hack/image -version $(IMAGE_VERSION) -out bin/image
+
+## charts: refresh the charts' copies of config/rbac and api/crds (charts/ tests check them)
+charts:
+	cp config/rbac/*.yaml charts/dovetail/files/rbac/
+	cp api/crds/*.yaml charts/dovetail/crds/
+	cp api/crds/*.yaml charts/dovetail-crd/templates/
+
+## terraform-iam: refresh deploy/terraform's copy of docs/iam (its test checks it)
+terraform-iam:
+	cp docs/iam/*.json deploy/terraform/iam/
+
+## tofu-fmt: `tofu fmt -check` on deploy/terraform, with OpenTofu built (or reused) from the Go module proxy by tools/tofu
+tofu-fmt:
+	$$(cd tools/tofu && go run ./cmd/build-tofu) fmt -check -recursive -diff deploy/terraform
+
+## helm: build (or reuse) the pinned Helm CLI in the per-version cache; prints its path
+helm:
+	@cd tools/helm && go run ./cmd/build-helm
 
 clean:
 	rm -rf bin .dovetail

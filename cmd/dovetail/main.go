@@ -7,6 +7,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	// The controller image has no CA bundle (it is built from an empty
+	// base): when the system has no roots, the Mozilla roots embedded here
+	// verify AWS's TLS certificates.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/dovetail-sh/dovetail/internal/cli"
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 )

@@ -3,7 +3,9 @@ package metrics
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"runtime"
+	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,25 +23,29 @@ const (
 
 // Label names, shared so that dashboards can join across metrics.
 const (
-	LabelNodePool          = "nodepool"
-	LabelZone              = "zone"
-	LabelCapacityType      = "capacity_type"
-	LabelInstanceType      = "instance_type"
-	LabelReason            = "reason"
-	LabelMinValuesRelaxed  = "min_values_relaxed"
-	LabelResourceType      = "resource_type"
-	LabelController        = "controller"
-	LabelMethod            = "method"
-	LabelProvider          = "provider"
-	LabelError             = "error"
-	LabelOutcome           = "outcome"
-	LabelPhase             = "phase"
-	LabelKind              = "kind"
-	LabelCode              = "code"
-	LabelVersion           = "version"
-	LabelGoVersion         = "goversion"
+	LabelNodePool         = "nodepool"
+	LabelZone             = "zone"
+	LabelCapacityType     = "capacity_type"
+	LabelInstanceType     = "instance_type"
+	LabelReason           = "reason"
+	LabelMinValuesRelaxed = "min_values_relaxed"
+	LabelResourceType     = "resource_type"
+	LabelController       = "controller"
+	LabelMethod           = "method"
+	LabelProvider         = "provider"
+	LabelError            = "error"
+	LabelOutcome          = "outcome"
+	LabelPhase            = "phase"
+	LabelKind             = "kind"
+	LabelCode             = "code"
+	LabelVersion          = "version"
+	LabelGoVersion        = "goversion"
+	// LabelDecision and LabelConsolidationType label disruption decisions.
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
+	// LabelNodeName and LabelTeam label node and NodePool-owner series.
+	LabelNodeName = "node_name"
+	LabelTeam     = "team"
 )
 
 // Registry holds every metric dovetail exports, registered in a Prometheus
@@ -143,7 +149,28 @@ type Registry struct {
 	// or "node").
 	GarbageCollected *prometheus.CounterVec
 
+	// DisruptionDecisionsByNodePool is DisruptionDecisions per NodePool
+	// (karpenter_voluntary_disruption_decisions_by_nodepool_total{decision,reason,consolidation_type,nodepool}).
+	DisruptionDecisionsByNodePool *prometheus.CounterVec
+
+	// Capacity of nodes and what pods ask of it, and the NodePools'
+	// owners, for the dashboards (deploy/dashboards); registered here, set
+	// by the node and NodePool counters.
+	//
+	// NodesAllocatable is a node's allocatable resources
+	// (karpenter_nodes_allocatable{node_name,nodepool,resource_type,capacity_type,instance_type,zone}).
+	NodesAllocatable *prometheus.GaugeVec
+	// NodesTotalPodRequests is the sum of the requests of the pods bound
+	// to a node (karpenter_nodes_total_pod_requests{...the same labels}).
+	NodesTotalPodRequests *prometheus.GaugeVec
+	// NodePoolInfo is 1 per NodePool, labelled with the `team` label of
+	// its node template ("" when none), so cost and node metrics can be
+	// summed per team (dovetail_nodepool_info{nodepool,team}).
+	NodePoolInfo *prometheus.GaugeVec
+
 	reg *prometheus.Registry
+	// names are the fully qualified names of every metric registered.
+	names map[string]bool
 }
 
 // NewRegistry builds every metric and registers it, together with the Go
@@ -263,11 +290,30 @@ func NewRegistry() *Registry {
 			Help: "Leaked objects removed by garbage collection, by kind (instance, nodeclaim, node).",
 		}, []string{LabelKind}),
 
-		reg: prometheus.NewRegistry(),
+		DisruptionDecisionsByNodePool: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "decisions_by_nodepool_total",
+			Help: "Voluntary disruption decisions per NodePool, by decision, reason and consolidation type.",
+		}, []string{LabelDecision, LabelReason, LabelConsolidationType, LabelNodePool}),
+
+		NodesAllocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodes", Name: "allocatable",
+			Help: "Allocatable resources of a node, by node, NodePool, resource type, capacity type, instance type and zone.",
+		}, nodeLabels),
+		NodesTotalPodRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodes", Name: "total_pod_requests",
+			Help: "Summed resource requests of the pods bound to a node, by node, NodePool, resource type, capacity type, instance type and zone.",
+		}, nodeLabels),
+		NodePoolInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "nodepool", Name: "info",
+			Help: "1 per NodePool, labelled with its node template's team label (empty when none): join on nodepool to sum cost or nodes per team.",
+		}, []string{LabelNodePool, LabelTeam}),
+		reg:   prometheus.NewRegistry(),
+		names: map[string]bool{},
 	}
 	r.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.reg.MustRegister(r.collectors()...)
+	r.record(r.collectors()...)
 	return r
 }
 
@@ -281,6 +327,7 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected,
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
+		r.DisruptionDecisionsByNodePool, r.NodesAllocatable, r.NodesTotalPodRequests, r.NodePoolInfo,
 	}
 }
 
@@ -291,8 +338,37 @@ func (r *Registry) Register(cs ...prometheus.Collector) error {
 		if err := r.reg.Register(c); err != nil {
 			return fmt.Errorf("registering collector %d (%T): %w", i, c, err)
 		}
+		r.record(c)
 	}
 	return nil
+}
+
+// fqName pulls the metric name out of a Desc's String form, the only
+// place client_golang exposes it.
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+func (r *Registry) record(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		ch := make(chan *prometheus.Desc, 16)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			if m := fqName.FindStringSubmatch(d.String()); m != nil {
+				r.names[m[1]] = true
+			}
+		}
+	}
+}
+
+// Names lists the names of the metrics dovetail registered in r (its own
+// and those added with Register; not the Go runtime's, process or
+// controller-runtime metrics), sorted. Dashboards are checked against it.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.names))
+	for n := range r.names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Gatherer returns the registry for scraping.
@@ -313,5 +389,9 @@ func (r *Registry) DeleteNodePool(nodePool string) {
 	r.NodePoolLimit.DeletePartialMatch(match)
 	r.NodePoolNodes.DeletePartialMatch(match)
 	r.NodePoolCostPerHour.DeletePartialMatch(match)
+	r.NodePoolInfo.DeletePartialMatch(match)
 	r.NodePoolAllowedDisruptions.DeletePartialMatch(match)
 }
+
+// nodeLabels label the per-node capacity gauges.
+var nodeLabels = []string{LabelNodeName, LabelNodePool, LabelResourceType, LabelCapacityType, LabelInstanceType, LabelZone}

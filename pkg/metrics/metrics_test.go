@@ -170,3 +170,25 @@ func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
 		t.Errorf("registering a new collector: %v", err)
 	}
 }
+
+// TestNamesListEveryRegisteredMetric: Names holds the registry's own
+// metrics and those added with Register, and nothing else.
+func TestNamesListEveryRegisteredMetric(t *testing.T) {
+	r := metrics.NewRegistry()
+	extra := prometheus.NewCounter(prometheus.CounterOpts{Name: "test_extra_total", Help: "x"})
+	if err := r.Register(extra); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range r.Names() {
+		names[n] = true
+	}
+	for _, want := range []string{"karpenter_nodeclaims_created_total", "karpenter_voluntary_disruption_decisions_total", "dovetail_nodepool_info", "test_extra_total"} {
+		if !names[want] {
+			t.Errorf("Names lacks %s", want)
+		}
+	}
+	if names["go_goroutines"] {
+		t.Error("Names lists the Go runtime's metrics")
+	}
+}

@@ -21,7 +21,11 @@
 //
 //   - the Kubernetes client with Options.KubeClientQPS/Burst;
 //   - leader election on a Lease (Options.LeaderElection; released on a
-//     clean shutdown, so a successor takes over within RetryPeriod);
+//     clean shutdown, so a successor takes over within RetryPeriod); New
+//     first asks the API server (SelfSubjectAccessReview) whether this
+//     identity may create Leases and change the named one, and fails
+//     naming --leader-election-name/-namespace when the Role does not
+//     follow them (config/rbac's rbac.Render, the chart's leaderElection);
 //   - the cache indexes of package nodeclaimutil, and a cache that drops
 //     managed fields;
 //   - a metrics server (/metrics: dovetail's registry plus

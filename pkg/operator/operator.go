@@ -120,6 +120,11 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	cfg.QPS, cfg.Burst = opts.KubeClientQPS, opts.KubeClientBurst
 	cfg.UserAgent = "dovetail"
 	le := opts.LeaderElection
+	if le.Enabled {
+		if err := checkLeasePermissions(ctx, cfg, le); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme: scheme,
 		Logger: logger,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,6 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/dovetail-sh/dovetail/config/rbac"
 )
 
 // Options configure the operator. Field paths in Validate's errors use the
@@ -22,6 +25,9 @@ import (
 type Options struct {
 	// ClusterName (clusterName) names the cluster in cloud tags. Required.
 	ClusterName string
+	// ClusterEndpoint (clusterEndpoint) is the API server URL nodes join
+	// (https); empty means discovered with eks:DescribeCluster.
+	ClusterEndpoint string
 	// InterruptionQueue (interruptionQueue) is the SQS queue name; empty
 	// turns interruption handling off.
 	InterruptionQueue string
@@ -74,11 +80,13 @@ const (
 	DefaultMetricsPort       = 8080
 	DefaultHealthProbePort   = 8081
 	DefaultLogLevel          = "info"
-	DefaultLeaseName         = "dovetail-leader-election"
-	DefaultLeaseNamespace    = "kube-system"
-	DefaultLeaseDuration     = 15 * time.Second
-	DefaultRenewDeadline     = 10 * time.Second
-	DefaultRetryPeriod       = 2 * time.Second
+	// The lease defaults are config/rbac's: its Role names this lease in
+	// this namespace.
+	DefaultLeaseName      = rbac.DefaultLeaseName
+	DefaultLeaseNamespace = rbac.DefaultLeaseNamespace
+	DefaultLeaseDuration  = 15 * time.Second
+	DefaultRenewDeadline  = 10 * time.Second
+	DefaultRetryPeriod    = 2 * time.Second
 )
 
 // DefaultOptions returns the defaults (ClusterName is left empty: it has
@@ -114,6 +122,12 @@ func (o Options) Validate() field.ErrorList {
 	} else if len(o.ClusterName) > 100 || !clusterNamePattern.MatchString(o.ClusterName) {
 		errs = append(errs, field.Invalid(field.NewPath("clusterName"), o.ClusterName,
 			"must be 1-100 letters, digits, '-' or '_', starting with a letter or digit (EKS cluster name rules)"))
+	}
+	if o.ClusterEndpoint != "" {
+		if u, err := url.Parse(o.ClusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, field.Invalid(field.NewPath("clusterEndpoint"), o.ClusterEndpoint,
+				"must be an https URL such as https://ABC.gr7.us-east-1.eks.amazonaws.com (or empty: discovered)"))
+		}
 	}
 	positive := func(name string, d time.Duration) {
 		if d <= 0 {

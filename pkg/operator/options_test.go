@@ -24,6 +24,8 @@ func TestValidate(t *testing.T) {
 		{"defaults plus a cluster name", func(*operator.Options) {}, nil},
 		{"no cluster name", func(o *operator.Options) { o.ClusterName = "" }, []string{"clusterName"}},
 		{"bad cluster name", func(o *operator.Options) { o.ClusterName = "-bad name" }, []string{"clusterName"}},
+		{"cluster endpoint", func(o *operator.Options) { o.ClusterEndpoint = "http://api.example" }, []string{"clusterEndpoint"}},
+		{"https cluster endpoint", func(o *operator.Options) { o.ClusterEndpoint = "https://ABC.gr7.us-east-1.eks.amazonaws.com" }, nil},
 		{"zero batch idle", func(o *operator.Options) { o.BatchIdleDuration = 0 }, []string{"batchIdleDuration"}},
 		{"idle beyond max", func(o *operator.Options) { o.BatchIdleDuration = time.Minute }, []string{"batchIdleDuration"}},
 		{"qps and burst", func(o *operator.Options) { o.KubeClientQPS = -1; o.KubeClientBurst = 0 }, []string{"kubeClientQPS", "kubeClientBurst"}},

@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/config/rbac"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/operator"
 )
@@ -127,4 +131,45 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestLeaseOutsideTheRoleIsRefused: a lease the Role does not name fails
+// start-up with a message naming the flags, and the Role rendered for that
+// lease lets the same identity through.
+func TestLeaseOutsideTheRoleIsRefused(t *testing.T) {
+	ctx := context.Background()
+	apply := func(manifests []byte) {
+		t.Helper()
+		cmd := cp.Kubectl(ctx, "apply", "-f", "-")
+		cmd.Stdin = strings.NewReader(string(manifests))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+	}
+	apply(rbac.Manifests())
+	saConfig, err := cp.RESTConfigFor(serviceAccount, "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := operator.Deps{Cloud: func(context.Context, manager.Manager) (operator.Cloud, error) {
+		return operator.Cloud{Provider: fake.New()}, nil
+	}, LogOutput: io.Discard}
+	opts := testOptions("elsewhere-lease")
+	_, err = operator.New(ctx, saConfig, opts, deps)
+	if err == nil || !strings.Contains(err.Error(), "--leader-election-name=elsewhere-lease") || !strings.Contains(err.Error(), "update leases/elsewhere-lease") {
+		t.Fatalf("operator.New with a lease outside the Role: %v, want an error naming the flag and the denied verb", err)
+	}
+	// The Role rendered for that lease (in its own namespace) allows it.
+	if out, err := cp.Kubectl(ctx, "create", "namespace", "leases").CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	rendered, err := rbac.Render(rbac.Params{LeaseName: "elsewhere-lease", LeaseNamespace: "leases"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(rendered)
+	opts.LeaderElection.Namespace = "leases"
+	if _, err := operator.New(ctx, saConfig, opts, deps); err != nil {
+		t.Fatalf("operator.New with the Role rendered for its lease: %v", err)
+	}
 }

@@ -50,6 +50,7 @@ type binding struct {
 
 var bindings = []binding{
 	{field: "clusterName", flag: "cluster-name", env: "CLUSTER_NAME"},
+	{field: "clusterEndpoint", flag: "cluster-endpoint", env: "CLUSTER_ENDPOINT"},
 	{field: "interruptionQueue", flag: "interruption-queue", env: "INTERRUPTION_QUEUE"},
 	{field: "batchIdleDuration", flag: "batch-idle-duration", env: "BATCH_IDLE_DURATION"},
 	{field: "batchMaxDuration", flag: "batch-max-duration", env: "BATCH_MAX_DURATION"},
@@ -123,6 +124,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	o := &opts.Operator
 	f := cmd.Flags()
 	f.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "name of the cluster, used in cloud tags (required)")
+	f.StringVar(&o.ClusterEndpoint, "cluster-endpoint", o.ClusterEndpoint, "https URL of the API server nodes join (empty: discovered with eks:DescribeCluster)")
 	f.StringVar(&o.InterruptionQueue, "interruption-queue", o.InterruptionQueue, "SQS queue name for interruption events; empty turns interruption handling off")
 	f.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", o.BatchIdleDuration, "close a provisioning batch after this long without a new pending pod")
 	f.DurationVar(&o.BatchMaxDuration, "batch-max-duration", o.BatchMaxDuration, "close a provisioning batch after this long in all")

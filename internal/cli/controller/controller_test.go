@@ -53,9 +53,9 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			"CLUSTER_NAME": "prod", "INTERRUPTION_QUEUE": "prod-q", "BATCH_IDLE_DURATION": "2s", "BATCH_MAX_DURATION": "20s",
 			"KUBE_CLIENT_QPS": "50", "KUBE_CLIENT_BURST": "75", "METRICS_PORT": "9000", "HEALTH_PROBE_PORT": "9001",
 			"LOG_LEVEL": "debug", "FEATURE_GATES": "SpotToSpotConsolidation=true", "DISABLE_LEADER_ELECTION": "true",
-			"SYSTEM_NAMESPACE": "karpenter",
+			"SYSTEM_NAMESPACE": "karpenter", "CLUSTER_ENDPOINT": "https://api.prod.example",
 		}, func(t *testing.T, o operator.Options) {
-			if o.ClusterName != "prod" || o.InterruptionQueue != "prod-q" || o.BatchIdleDuration != 2*time.Second ||
+			if o.ClusterName != "prod" || o.ClusterEndpoint != "https://api.prod.example" || o.InterruptionQueue != "prod-q" || o.BatchIdleDuration != 2*time.Second ||
 				o.BatchMaxDuration != 20*time.Second || o.KubeClientQPS != 50 || o.KubeClientBurst != 75 ||
 				o.MetricsPort != 9000 || o.HealthProbePort != 9001 || o.LogLevel != "debug" ||
 				!o.FeatureGates["SpotToSpotConsolidation"] || o.LeaderElection.Enabled || o.LeaderElection.Namespace != "karpenter" {
@@ -110,6 +110,7 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 			[]string{"FEATURE_GATES", "NodeRepair=true", "does not repair", "NodeRepair=false"}},
 		{"unimplemented gate flag", []string{"controller", "--cluster-name", "x", "--feature-gates", "StaticCapacity=true"}, nil,
 			[]string{"--feature-gates", "StaticCapacity=true", "not implemented"}},
+		{"bad endpoint variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"CLUSTER_ENDPOINT": "api.example:443"}, []string{"CLUSTER_ENDPOINT", "https URL"}},
 		{"bad port variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"METRICS_PORT": "http"}, []string{"METRICS_PORT"}},
 		{"missing cluster name", []string{"controller"}, nil, []string{"--cluster-name (or $CLUSTER_NAME)", "required"}},
 		{"invalid values name their source", []string{"controller", "--cluster-name", "x", "--log-level", "loud"},
@@ -153,7 +154,7 @@ func TestHelpListsTheEnvironmentVariables(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range []string{"$CLUSTER_NAME", "$INTERRUPTION_QUEUE", "$BATCH_IDLE_DURATION", "$BATCH_MAX_DURATION",
+	for _, env := range []string{"$CLUSTER_NAME", "$CLUSTER_ENDPOINT", "$INTERRUPTION_QUEUE", "$BATCH_IDLE_DURATION", "$BATCH_MAX_DURATION",
 		"$KUBE_CLIENT_QPS", "$KUBE_CLIENT_BURST", "$METRICS_PORT", "$HEALTH_PROBE_PORT", "$LOG_LEVEL", "$FEATURE_GATES"} {
 		if !strings.Contains(out.String(), env) {
 			t.Errorf("help does not mention %s", env)

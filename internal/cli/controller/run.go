@@ -48,11 +48,12 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 			return operator.Cloud{}, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
 		p, err := aws.New(ctx, awsCfg, aws.Options{
-			ClusterName: opts.Operator.ClusterName,
-			Reader:      mgr.GetClient(),
-			APIReader:   mgr.GetAPIReader(),
-			Log:         mgr.GetLogger().WithName("aws"),
-			Recorder:    mgr.GetEventRecorder("dovetail"),
+			ClusterName:     opts.Operator.ClusterName,
+			ClusterEndpoint: opts.Operator.ClusterEndpoint,
+			Reader:          mgr.GetClient(),
+			APIReader:       mgr.GetAPIReader(),
+			Log:             mgr.GetLogger().WithName("aws"),
+			Recorder:        mgr.GetEventRecorder("dovetail"),
 		})
 		if err != nil {
 			return operator.Cloud{}, err

@@ -216,6 +216,13 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 		decision = decisionReplace
 	}
 	c.metrics.DisruptionDecisions.WithLabelValues(decision, strings.ToLower(cs.Reason), cs.ConsolidationType).Inc()
+	pools := map[string]bool{}
+	for _, nc := range candidates {
+		if pool := nodeclaimutil.NodePool(nc); pool != "" && !pools[pool] {
+			pools[pool] = true
+			c.metrics.DisruptionDecisionsByNodePool.WithLabelValues(decision, strings.ToLower(cs.Reason), cs.ConsolidationType, pool).Inc()
+		}
+	}
 	for _, nc := range candidates {
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonDisruptionLaunching, "Disrupt",
 			"%s (command %s, %d replacements)", cs.Message, cs.ID, len(cs.Replacements))

@@ -180,6 +180,9 @@ func TestBudgetScheduleWindowOpenThenClosed(t *testing.T) {
 	if v := metricstest.Value(t, f.env.Metrics.NodeClaimsDisrupted.WithLabelValues("empty", f.pool.Name, karpv1.CapacityTypeOnDemand)); v != 2 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=empty} = %v, want 2", v)
 	}
+	if v := metricstest.Value(t, f.env.Metrics.DisruptionDecisionsByNodePool.WithLabelValues("delete", "empty", "empty", f.pool.Name)); v != 1 {
+		t.Errorf("decisions by nodepool = %v, want 1", v)
+	}
 	if v := metricstest.Value(t, f.env.Metrics.DisruptionDecisions.WithLabelValues("delete", "empty", "empty")); v != 1 {
 		t.Errorf("karpenter_voluntary_disruption_decisions_total{delete,empty,empty} = %v, want 1", v)
 	}

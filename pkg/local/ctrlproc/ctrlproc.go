@@ -60,8 +60,14 @@ type Component struct {
 	// Args are extra arguments after `controller`.
 	Args []string
 	// RBAC are the manifests applied before the first start (the
-	// ClusterRole, Role, bindings and ServiceAccount); required.
+	// ClusterRole, Role, bindings and ServiceAccount); required unless
+	// Kubeconfig is set.
 	RBAC []byte
+	// Kubeconfig, when set, supplies the controller's identity instead:
+	// it returns the path of a kubeconfig (for example one holding a
+	// ServiceAccount token whose RBAC someone else installed, such as the
+	// Helm chart), and RBAC is not applied.
+	Kubeconfig func(ctx context.Context, env stack.Env) (string, error)
 	// Lease tunes leader election, which runs only with more than one
 	// replica (a single replica runs with --leader-elect=false, so a
 	// restart after a crash does not wait for the dead leader's lease).
@@ -151,7 +157,7 @@ func (r *Replica) PeakRSS() (int64, error) {
 // replicas with the AWS emulator's settings (DIR/aws.env), returning once
 // each answers its readiness probe.
 func (c *Component) Start(ctx context.Context, env stack.Env) error {
-	if len(c.RBAC) == 0 {
+	if len(c.RBAC) == 0 && c.Kubeconfig == nil {
 		return errors.New("controller: no RBAC manifests to apply")
 	}
 	if c.Replicas <= 0 {
@@ -175,14 +181,22 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 			fmt.Fprintf(env.Progress, format+"\n", args...)
 		}
 	}
-	apply := env.ControlPlane.Kubectl(ctx, "apply", "-f", "-")
-	apply.Stdin = bytes.NewReader(c.RBAC)
-	if out, err := apply.CombinedOutput(); err != nil {
-		return fmt.Errorf("applying the controller's RBAC: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	kubeconfig, err := env.ControlPlane.KubeconfigFor(User, groups...)
-	if err != nil {
-		return fmt.Errorf("writing the controller's kubeconfig: %w", err)
+	var kubeconfig string
+	if c.Kubeconfig != nil {
+		var err error
+		if kubeconfig, err = c.Kubeconfig(ctx, env); err != nil {
+			return fmt.Errorf("the controller's kubeconfig: %w", err)
+		}
+	} else {
+		apply := env.ControlPlane.Kubectl(ctx, "apply", "-f", "-")
+		apply.Stdin = bytes.NewReader(c.RBAC)
+		if out, err := apply.CombinedOutput(); err != nil {
+			return fmt.Errorf("applying the controller's RBAC: %w: %s", err, strings.TrimSpace(string(out)))
+		}
+		var err error
+		if kubeconfig, err = env.ControlPlane.KubeconfigFor(User, groups...); err != nil {
+			return fmt.Errorf("writing the controller's kubeconfig: %w", err)
+		}
 	}
 	aws, err := localaws.ReadEnv(env.Dir)
 	if err != nil {

@@ -6,7 +6,10 @@
 //	Start: kubectl apply the RBAC manifests (config/rbac)
 //	     ─▶ kubeconfig for system:serviceaccount:kube-system:dovetail
 //	        (a client certificate from the control plane's CA: RBAC sees the
-//	        ServiceAccount, not an admin)
+//	        ServiceAccount, not an admin); or, with Component.Kubeconfig,
+//	        an identity the caller supplies (the chart test hands it a
+//	        TokenRequest token of the chart's ServiceAccount) and no RBAC
+//	        applied
 //	     ─▶ environment from DIR/aws.env (AWS_ENDPOINT_URL, region, dummy
 //	        keys), CLUSTER_NAME, INTERRUPTION_QUEUE, METRICS_PORT,
 //	        HEALTH_PROBE_PORT; --liveness-time-scale from the emulator's

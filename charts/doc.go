@@ -1,0 +1,15 @@
+// Package charts holds dovetail's Helm charts (dovetail and dovetail-crd)
+// and their tests; it has no Go code of its own.
+//
+// charts/dovetail/files/rbac is a copy of config/rbac and the CRDs in both
+// charts are copies of api/crds: `make charts` refreshes them and the tests
+// here fail when they drift, so there is one source. The tests run the Helm
+// CLI built from the Go module proxy by tools/helm (DOVETAIL_HELM names a
+// binary to use instead): lint, template with the defaults, with the peer's
+// documented values and without clusterName, and an install, upgrade and
+// uninstall on the local stack with the controller running under the
+// chart's ServiceAccount token.
+//
+// Must not: hold templates' logic that the controller should own, or a
+// second copy of the RBAC rules.
+package charts
