@@ -52,9 +52,8 @@ IMAGE_VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/dovetail/C
 image:
 	go run ./hack/image -version $(IMAGE_VERSION) -out bin/image
 
-## charts: refresh the charts' copies of config/rbac and api/crds (charts/ tests check them)
+## charts: refresh the charts' copies of api/crds (charts/ tests check them; the RBAC is a link to config/rbac)
 charts:
-	cp config/rbac/*.yaml charts/dovetail/files/rbac/
 	cp api/crds/*.yaml charts/dovetail/crds/
 	cp api/crds/*.yaml charts/dovetail-crd/templates/
 
