@@ -39,8 +39,9 @@ vet:
 	cd tools/tofu && go vet ./...
 
 ## test: everything CI checks (builds the control plane on first use)
-test: controlplane fmt-check verify-generated vet
+test: controlplane helm fmt-check verify-generated vet
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
+	DOVETAIL_HELM=$$(cd tools/helm && go run ./cmd/build-helm 2>/dev/null) \
 	  go test -timeout $(GO_TEST_TIMEOUT) ./...
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
@@ -52,9 +53,8 @@ IMAGE_VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' charts/dovetail/C
 image:
 	go run ./hack/image -version $(IMAGE_VERSION) -out bin/image
 
-## charts: refresh the charts' copies of config/rbac and api/crds (charts/ tests check them)
+## charts: refresh the charts' copies of api/crds (charts/ tests check them; the RBAC is a link to config/rbac)
 charts:
-	cp config/rbac/*.yaml charts/dovetail/files/rbac/
 	cp api/crds/*.yaml charts/dovetail/crds/
 	cp api/crds/*.yaml charts/dovetail-crd/templates/
 
@@ -66,9 +66,9 @@ terraform-iam:
 tofu-fmt:
 	$$(cd tools/tofu && go run ./cmd/build-tofu) fmt -check -recursive -diff deploy/terraform
 
-## helm: build (or reuse) the pinned Helm CLI in the per-version cache; prints its path
+## helm: build (or reuse) the pinned Helm CLI in the per-version cache
 helm:
-	@cd tools/helm && go run ./cmd/build-helm
+	@cd tools/helm && go run ./cmd/build-helm >/dev/null
 
 clean:
 	rm -rf bin .dovetail

@@ -19,11 +19,25 @@ import (
 	"github.com/dovetail-sh/dovetail/config/rbac"
 )
 
-// TestCopiesMatchTheirSource: the chart's RBAC files are config/rbac's and
-// both charts' CRDs are api/crds', byte for byte.
+// TestRBACIsConfigRBAC: the chart's RBAC files are config/rbac itself (a
+// symbolic link, which helm follows and `helm package` resolves), not a
+// copy.
+func TestRBACIsConfigRBAC(t *testing.T) {
+	target, err := os.Readlink("dovetail/files/rbac")
+	if err != nil {
+		t.Fatalf("charts/dovetail/files/rbac is not a link to config/rbac: %v", err)
+	}
+	got, err1 := filepath.Abs(filepath.Join("dovetail/files", target))
+	want, err2 := filepath.Abs("../config/rbac")
+	if err1 != nil || err2 != nil || got != want {
+		t.Errorf("charts/dovetail/files/rbac links to %s, want config/rbac", target)
+	}
+}
+
+// TestCopiesMatchTheirSource: both charts' CRDs are api/crds', byte for
+// byte.
 func TestCopiesMatchTheirSource(t *testing.T) {
 	pairs := []struct{ src, dst string }{
-		{"../config/rbac", "dovetail/files/rbac"},
 		{"../api/crds", "dovetail/crds"},
 		{"../api/crds", "dovetail-crd/templates"},
 	}
@@ -105,10 +119,20 @@ func helm(t *testing.T) string {
 // runHelm runs helm with args, returning its combined output.
 func runHelm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	stdout, stderr, err := runHelmSplit(t, args...)
+	return stderr + stdout, err
+}
+
+// runHelmSplit runs helm with args, returning stdout and stderr apart
+// (helm logs to stderr, e.g. that it followed files/rbac's link).
+func runHelmSplit(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
 	cmd := exec.Command(helm(t), args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
 }
 
 // rendered are the objects of a `helm template`, by kind.
@@ -127,9 +151,9 @@ type rendered struct {
 
 func template(t *testing.T, args ...string) *rendered {
 	t.Helper()
-	out, err := runHelm(t, append([]string{"template", "dovetail", "./dovetail", "--namespace", "kube-system"}, args...)...)
+	out, stderr, err := runHelmSplit(t, append([]string{"template", "dovetail", "./dovetail", "--namespace", "kube-system"}, args...)...)
 	if err != nil {
-		t.Fatalf("helm template %v: %v\n%s", args, err, out)
+		t.Fatalf("helm template %v: %v\n%s%s", args, err, stderr, out)
 	}
 	return parse(t, out)
 }

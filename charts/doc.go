@@ -1,9 +1,11 @@
 // Package charts holds dovetail's Helm charts (dovetail and dovetail-crd)
 // and their tests; it has no Go code of its own.
 //
-// charts/dovetail/files/rbac is a copy of config/rbac and the CRDs in both
-// charts are copies of api/crds: `make charts` refreshes them and the tests
-// here fail when they drift, so there is one source. The tests run the Helm
+// charts/dovetail/files/rbac is a symbolic link to config/rbac (helm
+// follows it; `helm package` resolves it), so the chart's RBAC has one
+// source. The CRDs in both charts are copies of api/crds: `make charts`
+// (and `make generate`) refresh them and the tests here fail when they
+// drift. The tests run the Helm
 // CLI built from the Go module proxy by tools/helm (DOVETAIL_HELM names a
 // binary to use instead): lint, template with the defaults, with the peer's
 // documented values and without clusterName, and an install, upgrade and

@@ -22,9 +22,9 @@ func TestInstallGuideQuotesRealOutput(t *testing.T) {
 	}
 	for _, q := range quotes {
 		args := strings.Fields(q[1])
-		out, err := runHelm(t, append([]string{"template", "dovetail", "./dovetail"}, args...)...)
+		out, stderr, err := runHelmSplit(t, append([]string{"template", "dovetail", "./dovetail"}, args...)...)
 		if err != nil {
-			t.Fatalf("helm template %s: %v\n%s", q[1], err, out)
+			t.Fatalf("helm template %s: %v\n%s%s", q[1], err, stderr, out)
 		}
 		if !strings.Contains(out, q[2]) {
 			t.Errorf("docs/install.md quotes output that `helm template dovetail charts/dovetail %s` does not print:\n%s", q[1], q[2])

@@ -81,9 +81,9 @@ func (h *helmInstall) Start(ctx context.Context, env stack.Env) error {
 		return fmt.Errorf("helm install dovetail: %v\n%s", err, out)
 	}
 	// Every object of the release exists in the API server.
-	manifest, err := h.helm("get", "manifest", release, "-n", namespace)
+	manifest, stderr, err := runHelmSplit(h.t, "get", "manifest", release, "-n", namespace, "--kubeconfig", h.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("helm get manifest: %v\n%s", err, manifest)
+		return fmt.Errorf("helm get manifest: %v\n%s", err, stderr)
 	}
 	get := env.ControlPlane.Kubectl(ctx, "get", "-f", "-", "-o", "name")
 	get.Stdin = strings.NewReader(manifest)
