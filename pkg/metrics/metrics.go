@@ -384,13 +384,22 @@ func (r *Registry) Handler(extra ...prometheus.Gatherer) http.Handler {
 // DeleteNodePool drops every series labelled with the NodePool, so a deleted
 // pool stops being reported.
 func (r *Registry) DeleteNodePool(nodePool string) {
+	r.DeleteNodePoolCounts(nodePool)
+	r.NodePoolAllowedDisruptions.DeletePartialMatch(prometheus.Labels{LabelNodePool: nodePool})
+}
+
+// DeleteNodePoolCounts drops the series the NodePool counter sets (usage,
+// limits, nodes, $/h, info, per-node capacity and requests), before it sets
+// them again; the disruption controller's series stay.
+func (r *Registry) DeleteNodePoolCounts(nodePool string) {
 	match := prometheus.Labels{LabelNodePool: nodePool}
 	r.NodePoolUsage.DeletePartialMatch(match)
 	r.NodePoolLimit.DeletePartialMatch(match)
 	r.NodePoolNodes.DeletePartialMatch(match)
 	r.NodePoolCostPerHour.DeletePartialMatch(match)
 	r.NodePoolInfo.DeletePartialMatch(match)
-	r.NodePoolAllowedDisruptions.DeletePartialMatch(match)
+	r.NodesAllocatable.DeletePartialMatch(match)
+	r.NodesTotalPodRequests.DeletePartialMatch(match)
 }
 
 // nodeLabels label the per-node capacity gauges.

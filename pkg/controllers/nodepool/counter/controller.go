@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,21 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		For(&karpv1.NodePool{}).
 		Watches(&karpv1.NodeClaim{}, toPool).
 		Watches(&corev1.Node{}, toPool).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			// A bound pod's requests count on its node: recount the node's pool.
+			name := o.(*corev1.Pod).Spec.NodeName
+			if name == "" {
+				return nil
+			}
+			var n corev1.Node
+			if err := c.kube.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
+				return nil
+			}
+			if pool := n.Labels[karpv1.NodePoolLabelKey]; pool != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+			}
+			return nil
+		})).
 		Complete(c)
 }
 
@@ -89,7 +105,17 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		nodes[nodeList.Items[i].Spec.ProviderID] = &nodeList.Items[i]
 	}
 	count := CountNodeClaims(ncs.Items, nodes)
+	requests := map[string]corev1.ResourceList{}
+	for i := range nodeList.Items {
+		n := &nodeList.Items[i]
+		var pods corev1.PodList
+		if err := c.kube.List(ctx, &pods, client.MatchingFields{nodeclaimutil.IndexPodNodeName: n.Name}); err != nil {
+			return reconcile.Result{}, err
+		}
+		requests[n.Name] = PodRequests(pods.Items)
+	}
 	c.export(np, count)
+	c.exportNodes(np, nodeList.Items, requests)
 
 	base := np.DeepCopy()
 	np.Status.Resources = count.Resources
@@ -139,7 +165,8 @@ func CountNodeClaims(ncs []karpv1.NodeClaim, nodes map[string]*corev1.Node) Coun
 // export sets the pool's gauges, dropping series that no longer apply.
 func (c *Controller) export(np *karpv1.NodePool, count Count) {
 	m := c.metrics
-	m.DeleteNodePool(np.Name)
+	m.DeleteNodePoolCounts(np.Name)
+	m.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"]).Set(1)
 	for _, name := range sortedNames(count.Resources) {
 		q := count.Resources[name]
 		m.NodePoolUsage.WithLabelValues(string(name), np.Name).Set(q.AsApproximateFloat64())
@@ -155,6 +182,49 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 		}
 	}
 	m.NodePoolCostPerHour.WithLabelValues(np.Name).Set(count.CostPerHour)
+}
+
+// exportNodes sets each node's allocatable and the requests of the pods
+// bound to it.
+func (c *Controller) exportNodes(np *karpv1.NodePool, nodes []corev1.Node, requests map[string]corev1.ResourceList) {
+	m := c.metrics
+	for i := range nodes {
+		n := &nodes[i]
+		l := n.Labels
+		labels := func(res corev1.ResourceName) []string {
+			return []string{n.Name, np.Name, string(res), l[karpv1.CapacityTypeLabelKey], l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone]}
+		}
+		for _, name := range sortedNames(n.Status.Allocatable) {
+			q := n.Status.Allocatable[name]
+			m.NodesAllocatable.WithLabelValues(labels(name)...).Set(q.AsApproximateFloat64())
+		}
+		req := requests[n.Name]
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+			q := req[name]
+			m.NodesTotalPodRequests.WithLabelValues(labels(name)...).Set(q.AsApproximateFloat64())
+		}
+	}
+}
+
+// PodRequests sums what active pods request (init containers, sidecars and
+// overhead as the scheduler counts them), with one "pods" per pod.
+func PodRequests(pods []corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	n := int64(0)
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		n++
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	out[corev1.ResourcePods] = *resource.NewQuantity(n, resource.DecimalSI)
+	return out
 }
 
 func sortedNames(l corev1.ResourceList) []corev1.ResourceName {

@@ -2,6 +2,7 @@ package counter_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -104,7 +105,32 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 		"m5.large on-demand":  {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "m5.large")), 1},
 		"c5.xlarge on-demand": {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "c5.xlarge")), 1},
 		"cost per hour (USD)": {metricstest.Value(t, env.Metrics.NodePoolCostPerHour.WithLabelValues(np.Name)), 0.096 + 0.17},
+		"info (team label)":   {metricstest.Value(t, env.Metrics.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"])), 1},
 	}
+	// A node of the pool with a pod bound to it: its allocatable and the
+	// pod's requests are exported per node.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: np.Name + "-node", Labels: map[string]string{
+		karpv1.NodePoolLabelKey: np.Name, karpv1.CapacityTypeLabelKey: "on-demand", corev1.LabelInstanceTypeStable: "m5.large"}}}
+	env.Create(node)
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}
+	node.Status.Capacity = node.Status.Allocatable
+	if err := env.Client.Status().Update(env.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: np.Name + "-pod", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m")}}}}}}
+	env.Create(pod)
+	env.Eventually("per-node allocatable and requests", func() (bool, error) {
+		l := []string{node.Name, np.Name, "cpu", "on-demand", "m5.large", ""}
+		a, r := metricstest.Value(t, env.Metrics.NodesAllocatable.WithLabelValues(l...)), metricstest.Value(t, env.Metrics.NodesTotalPodRequests.WithLabelValues(l...))
+		if math.Abs(a-1.93) < 1e-9 && math.Abs(r-0.7) < 1e-9 {
+			return true, nil
+		}
+		return false, fmt.Errorf("allocatable %v, requests %v", a, r)
+	})
+	env.Delete(pod)
+	env.Delete(node)
 	for name, c := range checks {
 		if math.Abs(c[0]-c[1]) > 1e-9 {
 			t.Errorf("%s = %v, want %v", name, c[0], c[1])
@@ -153,4 +179,22 @@ func kubectlRow(t *testing.T, name string) map[string]string {
 		row[h] = strings.TrimSpace(values[start:end])
 	}
 	return row
+}
+
+// TestPodRequests sums active pods' requests (init containers as the
+// scheduler counts them) and counts them.
+func TestPodRequests(t *testing.T) {
+	q := resource.MustParse
+	pod := func(phase corev1.PodPhase, cpu, initCPU string) corev1.Pod {
+		p := corev1.Pod{Status: corev1.PodStatus{Phase: phase}}
+		p.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q(cpu)}}}}
+		if initCPU != "" {
+			p.Spec.InitContainers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q(initCPU)}}}}
+		}
+		return p
+	}
+	got := counter.PodRequests([]corev1.Pod{pod(corev1.PodRunning, "500m", ""), pod(corev1.PodRunning, "250m", "2"), pod(corev1.PodSucceeded, "4", "")})
+	if c, n := got[corev1.ResourceCPU], got[corev1.ResourcePods]; c.Cmp(q("2500m")) != 0 || n.Value() != 2 {
+		t.Fatalf("requests %v, want cpu 2500m (500m + max(250m, 2)) and 2 pods", got)
+	}
 }
