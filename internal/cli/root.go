@@ -13,6 +13,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
 	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
 	"github.com/dovetail-sh/dovetail/internal/cli/snapshot"
+	"github.com/dovetail-sh/dovetail/internal/cli/top"
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
 
@@ -46,6 +47,7 @@ var subcommands = []func() *cobra.Command{
 	func() *cobra.Command { return snapshot.NewCmd(nil) },
 	func() *cobra.Command { return explain.NewCmd(nil) },
 	func() *cobra.Command { return cost.NewCmd(nil) },
+	func() *cobra.Command { return top.NewCmd(nil) },
 }
 
 func newVersionCmd() *cobra.Command {
