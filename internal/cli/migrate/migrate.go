@@ -480,4 +480,3 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
-
