@@ -154,7 +154,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		c = cl
 	}
-	in, err := clusterinput.Load(ctx, clusterinput.Source{Region: opts.Region, Stderr: opts.Stderr, Client: c}, engine.PodRef{})
+	in, err := clusterinput.Load(ctx, clusterinput.Source{Region: opts.Region, Namespace: opts.Namespace, Now: opts.Now, Stderr: opts.Stderr, Client: c}, engine.PodRef{})
 	if err != nil {
 		return err
 	}
