@@ -326,3 +326,36 @@ func TestExplainOnTheRealControlPlane(t *testing.T) {
 		}
 	})
 }
+
+// TestExplainSimulateInput: -f reads simulate input instead of a cluster
+// (the Deployment expanded into pods as simulate does).
+func TestExplainSimulateInput(t *testing.T) {
+	var stdout bytes.Buffer
+	cmd := explain.NewCmd(nil)
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"pod", "default/giant", "-f", "../../../pkg/simulate/testdata/basic", "-o", "json"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var p pkgexplain.Pod
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.State != "Pending" || p.Verdict.Code != "ResourcesExceedAllTypes" {
+		t.Errorf("giant: %+v", p.Verdict)
+	}
+	if pl := pool(t, &p, "team-b"); pl.Code != pkgexplain.CodeTaintNotTolerated {
+		t.Errorf("team-b = %+v; want its taint", pl)
+	}
+	if pl := pool(t, &p, "multi-default"); pl.Code != "ResourcesExceedAllTypes" || !strings.Contains(pl.Reason, "too small for cpu (needs 4000.1 with daemonsets, largest allowed") {
+		t.Errorf("multi-default = %+v", pl)
+	}
+	cmd = explain.NewCmd(nil)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"pod", "default/web-0", "-f", "no-such-dir"})
+	if err := cmd.ExecuteContext(context.Background()); cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "no-such-dir") {
+		t.Errorf("a missing -f: %v", err)
+	}
+}
