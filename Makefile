@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 22m
 
-.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt
+.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt
 
 all: build
 
@@ -17,6 +17,10 @@ build:
 ## controlplane: build (or reuse) the pinned Kubernetes binaries in the per-version cache
 controlplane:
 	@cd tools && go run ./cmd/build-controlplane >/dev/null
+
+## chromium: install Debian's chromium for the cost --html test (no-op when installed)
+chromium:
+	@hack/install-chromium.sh
 
 ## generate: regenerate deepcopy, CRDs and the built-in instance catalog
 generate:
@@ -39,7 +43,7 @@ vet:
 	cd tools/tofu && go vet ./...
 
 ## test: everything CI checks (builds the control plane on first use)
-test: controlplane helm fmt-check verify-generated vet
+test: controlplane helm chromium fmt-check verify-generated vet
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	DOVETAIL_HELM=$$(cd tools/helm && go run ./cmd/build-helm 2>/dev/null) \
 	  go test -timeout $(GO_TEST_TIMEOUT) ./...

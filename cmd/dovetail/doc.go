@@ -8,6 +8,8 @@
 //	dovetail snapshot          write a live cluster (read-only) as simulate input
 //	dovetail explain           why a pod is pending, why a NodeClaim has its instance type
 //	dovetail cost              $/h now and $ spent per NodePool or team, spot share, lower bound
+//	dovetail top               a live view of the nodes: pool, type, capacity type, $/h, utilisation
+//	dovetail migrate           NodePools from Cluster Autoscaler's node groups, and the checklist
 //	dovetail version           print the version
 //
 // Exit codes: 0 success, 1 error, 2 bad input. main only maps the error a

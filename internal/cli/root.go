@@ -11,8 +11,10 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/cost"
 	"github.com/dovetail-sh/dovetail/internal/cli/explain"
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
+	"github.com/dovetail-sh/dovetail/internal/cli/migrate"
 	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
 	"github.com/dovetail-sh/dovetail/internal/cli/snapshot"
+	"github.com/dovetail-sh/dovetail/internal/cli/top"
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
 
@@ -46,6 +48,8 @@ var subcommands = []func() *cobra.Command{
 	func() *cobra.Command { return snapshot.NewCmd(nil) },
 	func() *cobra.Command { return explain.NewCmd(nil) },
 	func() *cobra.Command { return cost.NewCmd(nil) },
+	func() *cobra.Command { return top.NewCmd(nil) },
+	func() *cobra.Command { return migrate.NewCmd(nil) },
 }
 
 func newVersionCmd() *cobra.Command {

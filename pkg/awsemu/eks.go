@@ -21,6 +21,8 @@ func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) {
 		req.action = "ListClusters"
 	case req.httpReq.Method == http.MethodGet && !strings.Contains(name, "/"):
 		req.action = "DescribeCluster"
+	case e.serveNodeGroups(w, req, path): // nodegroups.go
+		return
 	default:
 		req.action = "Unknown"
 		writeRESTError(w, req, newAPIError("UnknownOperationException", 404, "%s %s is not implemented by the emulator", req.httpReq.Method, path))

@@ -347,6 +347,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.params = newParams(form)
 	req.action = form.Get("Action")
 	switch {
+	case req.scopeSvc == "autoscaling": // nodegroups.go
+		req.service = "autoscaling"
+		e.serveAutoScaling(w, req)
 	case req.scopeSvc == "iam" || form.Get("Version") == iamVersion:
 		req.service = "iam"
 		e.serveQuery(w, req)

@@ -27,6 +27,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/offerings"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
@@ -61,6 +62,7 @@ var (
 	_ Controller = (*garbagecollection.Controller)(nil)
 	_ Controller = (*ncstatus.Controller)(nil)
 	_ Controller = (*cost.Controller)(nil)
+	_ Controller = (*offerings.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -74,6 +76,7 @@ var (
 	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
 	_ reconcile.Reconciler = (*ncstatus.Controller)(nil)
 	_ reconcile.Reconciler = (*cost.Controller)(nil)
+	_ reconcile.Reconciler = (*offerings.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -113,8 +116,8 @@ type Config struct {
 	// InterruptionQueue is the SQS queue name; "" disables interruption
 	// handling.
 	InterruptionQueue string
-	// CostNamespace holds the cost record's ConfigMap (the controller's
-	// namespace).
+	// CostNamespace holds the ConfigMaps of the cost record and of the
+	// published unavailable offerings (the controller's namespace).
 	CostNamespace string
 	// FeatureGates as parsed by the operator (name -> enabled).
 	FeatureGates map[string]bool
@@ -183,6 +186,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	if d.APIReader != nil && cfg.CostNamespace != "" {
 		// What the fleet costs, hour by hour, kept in the cluster.
 		out = append(out, cost.NewController(d.Client, d.APIReader, d.Clock, cost.Options{Namespace: cfg.CostNamespace}))
+		// The offerings held unavailable, for read-only tools (explain).
+		if d.Unavailable != nil {
+			out = append(out, offerings.NewController(d.Client, d.APIReader, d.Unavailable, offerings.Options{Namespace: cfg.CostNamespace}))
+		}
 	}
 	if d.NodeClassResolver != nil {
 		out = append(out, ncstatus.NewController(d.Client, d.NodeClassResolver, d.Recorder, cfg.NodeClassRefreshInterval))

@@ -8,9 +8,11 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
@@ -20,6 +22,7 @@ import (
 	pkgexplain "github.com/dovetail-sh/dovetail/pkg/explain"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
 // Source says where to read from: the -f files when set, else the cluster
@@ -28,8 +31,13 @@ type Source struct {
 	Kubeconfig, Context string
 	Files               []string
 	Region              string // "" detects it from the nodes
-	Stderr              io.Writer
-	Client              client.Reader // replaces the kubeconfig's client (tests)
+	// Namespace is the controller's, where it publishes the offerings it
+	// holds unavailable ("" means kube-system); Now tells which entries
+	// are still in force (nil means time.Now).
+	Namespace string
+	Now       func() time.Time
+	Stderr    io.Writer
+	Client    client.Reader // replaces the kubeconfig's client (tests)
 }
 
 // Input is a cluster read for a command, with its engine input.
@@ -99,6 +107,11 @@ func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
 		}
 		out.Cluster = d.Cluster()
 		out.Where = host
+		un, err := published(ctx, c, opts)
+		if err != nil {
+			return nil, err
+		}
+		out.Cluster.Unavailable = un
 		if pod.Name != "" {
 			noms, err := nominations(ctx, c, pod.Namespace)
 			if err != nil {
@@ -140,6 +153,37 @@ func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
 	}
 	out.Engine = in
 	out.Catalog = cat
+	return out, nil
+}
+
+// published reads the offerings the controller holds unavailable from its
+// ConfigMap (none when it is absent).
+func published(ctx context.Context, c client.Reader, opts Source) ([]engine.OfferingKey, error) {
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "kube-system"
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	var cm corev1.ConfigMap
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: unavailable.PublishedConfigMap}, &cm)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s/%s: %w", ns, unavailable.PublishedConfigMap, err)
+	}
+	keys, err := unavailable.Decode([]byte(cm.Data[unavailable.PublishedKey]), now())
+	if err != nil {
+		fmt.Fprintf(opts.Stderr, "warning: %s/%s: %v\n", ns, unavailable.PublishedConfigMap, err)
+		return nil, nil
+	}
+	out := make([]engine.OfferingKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, engine.OfferingKey{InstanceType: k.InstanceType, Zone: k.Zone, CapacityType: k.CapacityType})
+	}
 	return out, nil
 }
 

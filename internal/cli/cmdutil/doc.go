@@ -6,5 +6,9 @@
 // into an Options struct, and a run function does the work, so tests can call
 // run directly. Data goes to stdout, notices and progress to stderr.
 //
+// RESTConfig and Client are what the read-only commands (snapshot,
+// explain, cost, top, migrate) connect with: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config; a missing path is bad input naming it.
+//
 // Nothing here may exit the process; only cmd/dovetail calls os.Exit.
 package cmdutil

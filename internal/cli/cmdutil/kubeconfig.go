@@ -11,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -46,9 +47,11 @@ func RESTConfig(path, kubeContext string) (*rest.Config, error) {
 			return nil, BadInputf("$KUBECONFIG=%s: no such file (pass --kubeconfig PATH or fix $KUBECONFIG)", env)
 		}
 	default:
-		if _, err := os.Stat(clientcmd.RecommendedHomeFile); err != nil {
-			return nil, BadInputf("no kubeconfig: %s does not exist and $KUBECONFIG is not set; pass --kubeconfig PATH", clientcmd.RecommendedHomeFile)
+		home := filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
+		if _, err := os.Stat(home); err != nil {
+			return nil, BadInputf("no kubeconfig: %s does not exist and $KUBECONFIG is not set; pass --kubeconfig PATH", home)
 		}
+		rules.ExplicitPath = home
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubeContext}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -39,6 +40,7 @@ type Options struct {
 	Region     string
 	Output     string
 	NoBound    bool
+	HTML       string // file for the HTML report; "" none
 
 	Stdout, Stderr io.Writer
 	Now            func() time.Time
@@ -89,6 +91,7 @@ Exit codes: 0 printed, 1 cluster error, 2 bad input.`,
 	f.DurationVar(&opts.Since, "since", 24*time.Hour, "window of the $ spent, up to 744h")
 	f.StringVar(&opts.Region, "region", "", "region of the built-in catalog (default: the nodes' region label, else us-east-1)")
 	f.StringVarP(&opts.Output, "output", "o", "text", "output format: text|json|yaml")
+	f.StringVar(&opts.HTML, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&opts.NoBound, "no-bound", false, "skip the lower bound (one engine solve over every pod)")
 	return cmd
 }
@@ -108,6 +111,9 @@ type Report struct {
 	BoundUnplaced          int     `json:"boundUnplacedPods"`
 	// Record says what the window's numbers come from.
 	Record RecordInfo `json:"record"`
+	// Series are the record's hours in the window, per group (for the
+	// charts of --html).
+	Series []HourPoint `json:"series"`
 }
 
 // Group is one NodePool or label value.
@@ -148,7 +154,7 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		c = cl
 	}
-	in, err := clusterinput.Load(ctx, clusterinput.Source{Region: opts.Region, Stderr: opts.Stderr, Client: c}, engine.PodRef{})
+	in, err := clusterinput.Load(ctx, clusterinput.Source{Region: opts.Region, Namespace: opts.Namespace, Now: opts.Now, Stderr: opts.Stderr, Client: c}, engine.PodRef{})
 	if err != nil {
 		return err
 	}
@@ -163,6 +169,16 @@ func Run(ctx context.Context, opts *Options) error {
 			return fmt.Errorf("computing the lower bound: %w", err)
 		}
 		rep.LowerBoundPricePerHour, rep.BoundPods, rep.BoundUnplaced = round(b), pods, unplaced
+	}
+	if opts.HTML != "" {
+		var page bytes.Buffer
+		if err := WriteHTML(&page, rep, opts.Now()); err != nil {
+			return err
+		}
+		if err := os.WriteFile(opts.HTML, page.Bytes(), 0o644); err != nil {
+			return cmdutil.BadInputf("--html %s: %v", opts.HTML, err)
+		}
+		fmt.Fprintf(opts.Stderr, "cost: wrote the HTML report to %s\n", opts.HTML)
 	}
 	var buf bytes.Buffer
 	switch opts.Output {
@@ -250,6 +266,17 @@ func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by s
 			x.SpotSpent += t.Spot
 			x.NodeHours += t.NodeHours
 		}
+		for _, h := range rec.Series(now.Add(-since)) {
+			p := HourPoint{Start: time.Unix(h.Start, 0).UTC(), ByGroup: map[string]float64{}}
+			for _, c := range h.Cells {
+				k := rec.Keys[c.Key]
+				p.ByGroup[groupOf(k.Pool, k.Labels)] = round(p.ByGroup[groupOf(k.Pool, k.Labels)] + c.Dollars)
+				p.Spot += c.Spot
+				p.OnDemand += c.Dollars - c.Spot
+			}
+			p.Spot, p.OnDemand = round(p.Spot), round(p.OnDemand)
+			rep.Series = append(rep.Series, p)
+		}
 		if through := rec.Through; now.Sub(through) > 10*time.Minute {
 			rep.Record.Note = fmt.Sprintf("the record was last written %s ago: is the controller running?", now.Sub(through).Round(time.Minute))
 		}
@@ -282,6 +309,9 @@ func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by s
 	}
 	if rep.Groups == nil {
 		rep.Groups = []Group{}
+	}
+	if rep.Series == nil {
+		rep.Series = []HourPoint{}
 	}
 	return rep
 }

@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"html"
+	"image/png"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +156,8 @@ func TestCostOverAWindowWithARestart(t *testing.T) {
 		t.Errorf("total %+v, record %+v", rep.Total, rep.Record)
 	}
 
+	t.Run("html", func(t *testing.T) { testHTML(t, newCmd, &stdout, ns) })
+
 	// A window of the last 30 minutes holds only the last hour bucket(s);
 	// it is never more than the whole.
 	stdout.Reset()
@@ -168,4 +176,123 @@ func TestCostOverAWindowWithARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("record: %d bytes", len(cm.Data["record.json"]))
+}
+
+// testHTML writes the report with --html and -o json, renders the page in
+// headless Chromium (Debian's package, installed by hack/install-chromium.sh
+// from make test; missing, the test fails): the screenshot is not blank and
+// shows both charts' colours, and every number of the table in the DOM
+// (--dump-dom) matches -o json.
+func testHTML(t *testing.T, newCmd func() *cobra.Command, stdout *bytes.Buffer, ns string) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is not installed (hack/install-chromium.sh installs it; make test runs it): %v", err)
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "cost.html")
+	stdout.Reset()
+	cmd := newCmd()
+	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--namespace", ns, "--by", "team", "--since", "24h", "-o", "json", "--html", page})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var rep cost.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Series) < 2 {
+		t.Fatalf("series %+v; want the record's hours", rep.Series)
+	}
+	headless := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+			"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1000,1200"}, args...)
+		c := exec.CommandContext(ctx, chromium, append(all, "file://"+page)...)
+		c.Env = append(os.Environ(), "HOME="+dir)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		if err := c.Run(); err != nil {
+			t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
+		}
+		return out.Bytes()
+	}
+	shot := filepath.Join(dir, "cost.png")
+	headless("--screenshot=" + shot)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := img.Bounds()
+	nonWhite, first, spot := 0, 0, 0
+	for yy := bounds.Min.Y; yy < bounds.Max.Y; yy++ {
+		for xx := bounds.Min.X; xx < bounds.Max.X; xx++ {
+			r, g, b, _ := img.At(xx, yy).RGBA()
+			r, g, b = r>>8, g>>8, b>>8
+			if r < 245 || g < 245 || b < 245 {
+				nonWhite++
+			}
+			close := func(cr, cg, cb uint32) bool {
+				d := func(a, b uint32) uint32 { return max(a, b) - min(a, b) }
+				return d(r, cr) < 8 && d(g, cg) < 8 && d(b, cb) < 8
+			}
+			if close(0x1f, 0x77, 0xb4) {
+				first++ // the first group's line
+			}
+			if close(0xb2, 0x79, 0xa2) {
+				spot++ // the spot bars
+			}
+		}
+	}
+	total := bounds.Dx() * bounds.Dy()
+	t.Logf("screenshot %dx%d: %.1f%% non-white, %d px of the first series, %d px of spot", bounds.Dx(), bounds.Dy(), 100*float64(nonWhite)/float64(total), first, spot)
+	if nonWhite < total/50 || first < 50 || spot < 20 {
+		t.Errorf("the screenshot looks blank: %d of %d pixels not white, %d of the first series' colour, %d of spot's", nonWhite, total, first, spot)
+	}
+
+	dom := string(headless("--dump-dom"))
+	cell := regexp.MustCompile(`<td class="(\w+)" data-group="([^"]*)">([^<]*)</td>`)
+	got := map[string]map[string]float64{}
+	for _, m := range cell.FindAllStringSubmatch(dom, -1) {
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			t.Fatalf("cell %q: %v", m[0], err)
+		}
+		g := html.UnescapeString(m[2])
+		if got[g] == nil {
+			got[g] = map[string]float64{}
+		}
+		got[g][m[1]] = v
+	}
+	for _, g := range append(rep.Groups, rep.Total) {
+		want := map[string]float64{"nodes": float64(g.Nodes), "spotNodes": float64(g.SpotNodes), "pricePerHour": g.PricePerHour,
+			"spotPricePerHour": g.SpotPricePerHour, "spent": g.Spent, "spotSpent": g.SpotSpent, "nodeHours": g.NodeHours}
+		for field, w := range want {
+			if v, ok := got[g.Name][field]; !ok || math.Abs(v-w) > 1e-4 {
+				t.Errorf("DOM %s %s = %v (present %v); -o json says %v", g.Name, field, v, ok, w)
+			}
+		}
+	}
+	if !strings.Contains(dom, `id="chart-groups"`) || !strings.Contains(dom, `id="chart-spot"`) {
+		t.Error("the DOM lacks the charts")
+	}
+	if keep := os.Getenv("COST_HTML_KEEP"); keep != "" {
+		_ = os.WriteFile(filepath.Join(keep, "cost.html"), mustRead(t, page), 0o644)
+		_ = os.WriteFile(filepath.Join(keep, "cost.png"), mustRead(t, shot), 0o644)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -32,6 +32,7 @@ type Options struct {
 	Context    string
 	Files      []string // -f: simulate input instead of the live cluster
 	Region     string   // "" detects it from the nodes
+	Namespace  string   // the controller's: its published unavailable offerings
 	Output     string
 
 	Kind string // "pod" or "nodeclaim"
@@ -78,6 +79,7 @@ input (a reference not found, named; flags; files).`,
 	pf.StringArrayVarP(&opts.Files, "filename", "f", nil, "simulate input (file, directory or -) instead of the live cluster (repeatable)")
 	pf.StringVar(&opts.Region, "region", "", "region of the built-in catalog (default: the nodes' region label, else us-east-1)")
 	pf.StringVarP(&opts.Output, "output", "o", FormatText, "output format: text|json|yaml")
+	pf.StringVar(&opts.Namespace, "namespace", "kube-system", "the controller's namespace, where it publishes the offerings it holds unavailable")
 	sub := func(kind, use, short string) *cobra.Command {
 		return &cobra.Command{
 			Use: use, Short: short, SilenceUsage: true, SilenceErrors: true,
@@ -125,7 +127,7 @@ func Run(ctx context.Context, opts *Options) error {
 		ref = engine.PodRef{Namespace: ns, Name: name}
 	}
 	in, err := clusterinput.Load(ctx, clusterinput.Source{Kubeconfig: opts.Kubeconfig, Context: opts.Context, Files: opts.Files,
-		Region: opts.Region, Stderr: opts.Stderr, Client: opts.Client}, ref)
+		Region: opts.Region, Namespace: opts.Namespace, Stderr: opts.Stderr, Client: opts.Client}, ref)
 	if err != nil {
 		return err
 	}

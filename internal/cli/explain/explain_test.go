@@ -19,10 +19,12 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/internal/cli/explain"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
 	pkgexplain "github.com/dovetail-sh/dovetail/pkg/explain"
+	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
 var cp *controlplane.ControlPlane
@@ -108,6 +110,22 @@ func seed(t *testing.T) client.Client {
 	if err := c.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
+
+	// "scarce" has one type in two zones; the pod that selects it wants
+	// us-east-1a, where the controller holds the offering unavailable
+	// (published as pkg/controllers/offerings does).
+	scarce := controllerstest.NodePool("scarce")
+	scarce.Spec.Template.Spec.Requirements = append(scarce.Spec.Template.Spec.Requirements,
+		controllerstest.Requirement(corev1.LabelInstanceTypeStable, "m5.large"), controllerstest.Requirement(corev1.LabelTopologyZone, "us-east-1a", "us-east-1b"))
+	create(scarce)
+	held, err := unavailable.Encode([]unavailable.Entry{{Offering: cloudprovider.OfferingKey{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand"}, Until: time.Now().Add(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: unavailable.PublishedConfigMap, Namespace: "kube-system"}, Data: map[string]string{unavailable.PublishedKey: string(held)}})
+	starved := pendingPod("starved", "scarce", "1")
+	starved.Spec.NodeSelector[corev1.LabelTopologyZone] = "us-east-1a"
+	create(starved)
 
 	create(pendingPod("big", "small", "7500m"))
 	create(pendingPod("untolerated", "tainted", "1"))
@@ -225,6 +243,18 @@ func TestExplainOnTheRealControlPlane(t *testing.T) {
 			t.Errorf("existing nodes %+v; want the one node too short of cpu", p.Nodes)
 		}
 	})
+	t.Run("pending for an offering held unavailable", func(t *testing.T) {
+		p := explainPod(t, ns+"/starved")
+		pl := pool(t, p, "scarce")
+		if pl.Code != "NoAvailableOffering" || !strings.Contains(pl.Reason, "1 offerings held unavailable (insufficient capacity)") {
+			t.Errorf("pool scarce = %+v; want its one offering held unavailable", pl)
+		}
+		// The engine drops the held zone from the pool before it looks at
+		// the pod: its reason names the zones left.
+		if p.Verdict.Schedulable || !strings.Contains(p.Verdict.Message, "the pool offers zones [us-east-1b]") {
+			t.Errorf("verdict %+v; want unschedulable, the held zone gone from the pool", p.Verdict)
+		}
+	})
 	t.Run("bound as planned", func(t *testing.T) {
 		p := explainPod(t, ns+"/planned")
 		if p.State != "Bound" || p.NodeClaim != "limited-abc12" || p.PlannedOnto != "limited-abc12" || p.PlacedBy != "dovetail's plan" {
@@ -295,4 +325,37 @@ func TestExplainOnTheRealControlPlane(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestExplainSimulateInput: -f reads simulate input instead of a cluster
+// (the Deployment expanded into pods as simulate does).
+func TestExplainSimulateInput(t *testing.T) {
+	var stdout bytes.Buffer
+	cmd := explain.NewCmd(nil)
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"pod", "default/giant", "-f", "../../../pkg/simulate/testdata/basic", "-o", "json"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var p pkgexplain.Pod
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.State != "Pending" || p.Verdict.Code != "ResourcesExceedAllTypes" {
+		t.Errorf("giant: %+v", p.Verdict)
+	}
+	if pl := pool(t, &p, "team-b"); pl.Code != pkgexplain.CodeTaintNotTolerated {
+		t.Errorf("team-b = %+v; want its taint", pl)
+	}
+	if pl := pool(t, &p, "multi-default"); pl.Code != "ResourcesExceedAllTypes" || !strings.Contains(pl.Reason, "too small for cpu (needs 4000.1 with daemonsets, largest allowed") {
+		t.Errorf("multi-default = %+v", pl)
+	}
+	cmd = explain.NewCmd(nil)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"pod", "default/web-0", "-f", "no-such-dir"})
+	if err := cmd.ExecuteContext(context.Background()); cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "no-such-dir") {
+		t.Errorf("a missing -f: %v", err)
+	}
 }

@@ -1,0 +1,75 @@
+package explain_test
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/explain"
+	"github.com/dovetail-sh/dovetail/pkg/requirements"
+)
+
+func itype(name, arch, cpu string, price float64, zones ...string) *cloudprovider.InstanceType {
+	it := &cloudprovider.InstanceType{Name: name,
+		Labels:   map[string]string{corev1.LabelInstanceTypeStable: name, corev1.LabelArchStable: arch, corev1.LabelOSStable: "linux"},
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")}}
+	for _, z := range zones {
+		it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+	}
+	return it
+}
+
+// TestPoolCensus: without an API server, the census of one pool counts
+// types by the first rule they fail, names the pool's code by the types
+// that got furthest, and a daemonset's requests count against each type.
+func TestPoolCensus(t *testing.T) {
+	types := []*cloudprovider.InstanceType{
+		itype("a1.large", "arm64", "2", 0.05, "z1"),
+		itype("a1.xlarge", "arm64", "4", 0.10, "z1"),
+		itype("m1.large", "amd64", "2", 0.06, "z1"),
+		itype("m1.xlarge", "amd64", "4", 0.12, "z2"),
+		itype("m1.2xlarge", "amd64", "8", 0.24, "z2"),
+	}
+	pool := engine.NodePool{Name: "p", InstanceTypes: types,
+		Requirements: requirements.NewRequirements(requirements.MustNew(corev1.LabelArchStable, requirements.In, []string{"amd64"}, nil))}
+	ds := &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "d",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelTopologyZone: "z1"},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}}}
+	in := &engine.Input{Pods: []*corev1.Pod{pod}, NodePools: []engine.NodePool{pool}, DaemonSets: []*appsv1.DaemonSet{ds}}
+	out, err := explain.ExplainPod(in, []*corev1.Pod{pod}, nil, nil, engine.PodRef{Namespace: "ns", Name: "p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := out.NodePools[0]
+	// 2 arm64 types out by the pool's arch; m1.large too small for 3 CPU
+	// plus the daemonset's 500m;
+	// m1.xlarge and m1.2xlarge fit but are offered only in z2.
+	want := map[string]int{"kubernetes.io/arch: not in [amd64]": 2, "too small for cpu (needs 3.5 with daemonsets)": 1, "no offering in zones [z1]": 2}
+	got := map[string]int{}
+	for _, c := range p.Rejected {
+		got[c.Reason] = c.Count
+	}
+	for r, n := range want {
+		if got[r] != n {
+			t.Errorf("census %v; want %d x %q", got, n, r)
+		}
+	}
+	if p.Code != string(engine.NoAvailableOffering) || p.Fitting != 0 || !strings.HasPrefix(p.Reason, "5 types: ") {
+		t.Errorf("pool = %+v; want NoAvailableOffering decided by the types that got furthest", p)
+	}
+	if out.Verdict.Schedulable || out.Verdict.Code == "" {
+		t.Errorf("verdict %+v; want the engine's reason", out.Verdict)
+	}
+	if _, err := explain.ExplainPod(in, []*corev1.Pod{pod}, nil, nil, engine.PodRef{Namespace: "ns", Name: "nope"}); err == nil || !strings.Contains(err.Error(), "pod ns/nope not found") {
+		t.Errorf("a missing pod: %v", err)
+	}
+}
