@@ -1,6 +1,7 @@
 package clusterinput
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -271,4 +272,72 @@ func readInputs(f string) ([]input, error) {
 		return nil, cmdutil.BadInputf("-f %s: the directory has no *.yaml, *.yml or *.json files", f)
 	}
 	return out, nil
+}
+
+// Manifests reads the -f files, or the live cluster (as `dovetail snapshot`
+// writes it), as simulate input, and says where it came from.
+func Manifests(ctx context.Context, opts Source) (*simulate.Manifests, string, error) {
+	m := &simulate.Manifests{}
+	if len(opts.Files) > 0 {
+		var errs simulate.InputErrors
+		for _, f := range opts.Files {
+			files, err := readInputs(f)
+			if err != nil {
+				return nil, "", err
+			}
+			for _, in := range files {
+				if err := m.Read(in.name, in.data); err != nil {
+					var ies simulate.InputErrors
+					if errors.As(err, &ies) {
+						errs = append(errs, ies...)
+						continue
+					}
+					return nil, "", err
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return nil, "", cmdutil.BadInput(errs)
+		}
+		return m, "the files " + strings.Join(opts.Files, ", "), nil
+	}
+	c := opts.Client
+	host := "the cluster"
+	if c == nil {
+		cfg, err := cmdutil.RESTConfig(opts.Kubeconfig, opts.Context)
+		if err != nil {
+			return nil, "", err
+		}
+		cl, err := cmdutil.Client(cfg)
+		if err != nil {
+			return nil, "", err
+		}
+		c, host = cl, "the cluster at "+cfg.Host
+	}
+	d, err := clusterdump.Read(ctx, c, clusterdump.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	var buf bytes.Buffer
+	if err := d.WriteYAML(&buf, nil); err != nil {
+		return nil, "", err
+	}
+	if err := m.Read(host, buf.Bytes()); err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", host, err)
+	}
+	return m, host, nil
+}
+
+// RegionOf is the --region value, else the nodes' region label, else
+// us-east-1.
+func RegionOf(region string, nodes []*corev1.Node) string {
+	if region != "" {
+		return region
+	}
+	for _, n := range nodes {
+		if r := n.Labels[corev1.LabelTopologyRegion]; r != "" {
+			return r
+		}
+	}
+	return "us-east-1"
 }

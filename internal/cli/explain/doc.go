@@ -7,6 +7,6 @@
 // Options / NewCmd / Run as in cmdutil; the answer goes to stdout,
 // notices to stderr. Exit codes: 0 explained, 1 a cluster error, 2 bad
 // input (a reference that is not in the cluster or the files, named; a
-// flag; a file). `explain node` is refused until the disruption planner
-// exists.
+// flag; a file). `explain node` runs the disruption planner
+// (pkg/disruption) on the cluster read as `dovetail snapshot` reads it.
 package explain

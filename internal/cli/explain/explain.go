@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +19,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	pkgexplain "github.com/dovetail-sh/dovetail/pkg/explain"
+	"github.com/dovetail-sh/dovetail/pkg/simulate"
 )
 
 // Output formats.
@@ -35,8 +38,11 @@ type Options struct {
 	Namespace  string   // the controller's: its published unavailable offerings
 	Output     string
 
-	Kind string // "pod" or "nodeclaim"
+	Kind string // "pod", "nodeclaim" or "node"
 	Ref  string
+	// At is --now (node only): RFC 3339; "" means Now.
+	At  string
+	Now func() time.Time
 
 	Stdout, Stderr io.Writer
 	// Client replaces the client built from the kubeconfig (tests).
@@ -48,8 +54,8 @@ type Options struct {
 func NewCmd(runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "explain pod NS/NAME | nodeclaim NAME",
-		Short: "Explain why a pod is pending or where it went, and why a NodeClaim has its instance type",
+		Use:   "explain pod NS/NAME | nodeclaim NAME | node NAME",
+		Short: "Explain why a pod is pending or where it went, why a NodeClaim has its instance type, and why a node is kept",
 		Long: `Read the cluster of the kubeconfig (read-only) or simulate input (-f) and
 explain:
 
@@ -62,6 +68,11 @@ explain:
   nodeclaim NAME   the instance types it could launch as, the offering it
                    launched on with its $/h, and every cheaper offering of
                    its pool with the reason it was not taken.
+  node NAME        the disruption planner's answer for the node now: the
+                   command that removes it, or the code and reason it is
+                   kept (do-not-disrupt pod, PDB, budget, consolidateAfter
+                   left, no cheaper placement, spot-to-spot rule,
+                   nominated, ...), and what removing it alone would save.
 
 Instance types come from the built-in catalog of --region (default: the
 nodes' topology.kubernetes.io/region, else us-east-1), in the zones of the
@@ -69,7 +80,8 @@ EC2NodeClasses' subnets. Exit codes: 0 explained, 1 cluster error, 2 bad
 input (a reference not found, named; flags; files).`,
 		Example: `  dovetail explain pod shop/cart-7f9
   dovetail explain nodeclaim default-x8k2p -o json
-  dovetail explain pod default/web-0 -f cluster.yaml`,
+  dovetail explain pod default/web-0 -f cluster.yaml
+  dovetail explain node ip-10-0-1-7.ec2.internal --now 2026-12-01T10:00:00Z -f cluster.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -102,14 +114,11 @@ input (a reference not found, named; flags; files).`,
 			},
 		}
 	}
+	node := sub("node", "node NAME", "Why a node is kept (the disruption planner's reason), or which command removes it, and what removing it would save")
+	node.Flags().StringVar(&opts.At, "now", "", "the time to plan for, RFC 3339 (default: the wall clock)")
 	cmd.AddCommand(sub("pod", "pod NS/NAME", "Why a pod is pending, or where it went and who placed it"),
 		sub("nodeclaim", "nodeclaim NAME", "Why a NodeClaim has its instance type, and what cheaper offerings were not taken"),
-		&cobra.Command{
-			Use: "node NAME", Short: "Why a node is kept (not supported yet)", SilenceUsage: true, SilenceErrors: true,
-			RunE: func(*cobra.Command, []string) error {
-				return errors.New("explain node is not supported yet: it needs the disruption planner's reasons, which dovetail does not have yet")
-			},
-		})
+		node)
 	return cmd
 }
 
@@ -117,6 +126,9 @@ input (a reference not found, named; flags; files).`,
 func Run(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if opts.Kind == "node" {
+		return runNode(ctx, opts)
 	}
 	var ref engine.PodRef
 	if opts.Kind == "pod" {
@@ -148,6 +160,50 @@ func Run(ctx context.Context, opts *Options) error {
 	default:
 		return cmdutil.BadInputf("explain %s: unknown kind", opts.Kind)
 	}
+	return render(opts, result)
+}
+
+// runNode explains a node with the disruption planner.
+func runNode(ctx context.Context, opts *Options) error {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	at := now()
+	if opts.At != "" {
+		t, err := time.Parse(time.RFC3339, opts.At)
+		if err != nil {
+			return cmdutil.BadInputf("--now: %q is not an RFC 3339 time (2026-12-01T10:00:00Z)", opts.At)
+		}
+		at = t
+	}
+	m, where, err := clusterinput.Manifests(ctx, clusterinput.Source{Kubeconfig: opts.Kubeconfig, Context: opts.Context, Files: opts.Files,
+		Stderr: opts.Stderr, Client: opts.Client})
+	if err != nil {
+		return err
+	}
+	in, warnings, err := simulate.DisruptionInput(m, simulate.Options{Region: clusterinput.RegionOf(opts.Region, m.Nodes)}, at)
+	if err != nil {
+		if errors.Is(err, simulate.ErrBadInput) {
+			return cmdutil.BadInput(err)
+		}
+		var ies simulate.InputErrors
+		if errors.As(err, &ies) {
+			return cmdutil.BadInput(err)
+		}
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(opts.Stderr, "warning:", w)
+	}
+	r, err := pkgexplain.ExplainNode(in, opts.Ref)
+	if err != nil {
+		return notFound(err, where)
+	}
+	return render(opts, r)
+}
+
+func render(opts *Options, result interface{ WriteText(io.Writer) error }) error {
 	var buf bytes.Buffer
 	switch opts.Output {
 	case FormatJSON:
@@ -167,7 +223,7 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	_, err = opts.Stdout.Write(buf.Bytes())
+	_, err := opts.Stdout.Write(buf.Bytes())
 	return err
 }
 

@@ -195,6 +195,20 @@ func pool(t *testing.T, p *pkgexplain.Pod, name string) pkgexplain.Pool {
 func TestExplainOnTheRealControlPlane(t *testing.T) {
 	seed(t)
 
+	t.Run("node, read live", func(t *testing.T) {
+		r, err := explainNode(t, "limited-node", "--kubeconfig", cp.KubeconfigPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("limited-node: %+v", r)
+		if r.NodePool != "limited" || r.Decision == "" || (r.Decision == "kept") != (r.Code != "") {
+			t.Errorf("limited-node: %+v", r)
+		}
+		if _, err := explainNode(t, "no-such-node", "--kubeconfig", cp.KubeconfigPath()); cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "no-such-node") {
+			t.Errorf("unknown node: %v", err)
+		}
+	})
+
 	t.Run("pending for cpu", func(t *testing.T) {
 		p := explainPod(t, ns+"/big")
 		pl := pool(t, p, "small")
@@ -357,5 +371,61 @@ func TestExplainSimulateInput(t *testing.T) {
 	cmd.SetArgs([]string{"pod", "default/web-0", "-f", "no-such-dir"})
 	if err := cmd.ExecuteContext(context.Background()); cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "no-such-dir") {
 		t.Errorf("a missing -f: %v", err)
+	}
+}
+
+func explainNode(t *testing.T, args ...string) (*pkgexplain.NodeResult, error) {
+	t.Helper()
+	var stdout bytes.Buffer
+	cmd := explain.NewCmd(nil)
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs(append([]string{"node"}, append(args, "-o", "json")...))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		return nil, err
+	}
+	var r pkgexplain.NodeResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("explain node -o json: %v\n%s", err, stdout.String())
+	}
+	return &r, nil
+}
+
+// TestExplainNodeSimulateInput: explain node on the disruption example
+// cluster gives the planner's decision and reason code per node, and what
+// removing it would save.
+func TestExplainNodeSimulateInput(t *testing.T) {
+	file := "../../../pkg/simulate/testdata/disruption/cluster.yaml"
+	at := "2026-12-01T10:00:00Z"
+	want := map[string][2]string{ // node: decision, code
+		"shop-a":  {"kept", "PDBBlocked"},
+		"batch-a": {"kept", "PodDoNotDisrupt"},
+		"gpu-a":   {"kept", "Unmanaged"},
+		"empty-a": {"Empty", ""},
+		"old-a":   {"Drifted", ""},
+	}
+	for node, w := range want {
+		r, err := explainNode(t, node, "-f", file, "--now", at)
+		if err != nil {
+			t.Fatalf("%s: %v", node, err)
+		}
+		if r.Decision != w[0] || r.Code != w[1] {
+			t.Errorf("%s: decision %q code %q (%s), want %q %q", node, r.Decision, r.Code, r.Reason, w[0], w[1])
+		}
+	}
+	// Held by its PDB, but its pods would fit elsewhere: removing it would
+	// save what it costs.
+	r, err := explainNode(t, "shop-a", "-f", file, "--now", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Removable || r.SavingsPerHour <= 0 || r.SavingsPerHour > r.PricePerHour+1e-9 || !strings.Contains(r.Reason, "shop/checkout") {
+		t.Errorf("shop-a: %+v", r)
+	}
+	if _, err := explainNode(t, "nope", "-f", file, "--now", at); cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("unknown node: %v", err)
+	}
+	if _, err := explainNode(t, "shop-a", "-f", file, "--now", "yesterday"); cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "--now") {
+		t.Errorf("bad --now: %v", err)
 	}
 }
