@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -227,20 +228,15 @@ func TestSnapshotWritesSimulateInputWithoutSecrets(t *testing.T) {
 		}
 	}
 
-	kinds := simulate.Kinds()
-	input := data
-	if !slices.Contains(kinds, "PodDisruptionBudget") {
-		// simulate's reader does not know PDBs yet: check they are
-		// written, and read the rest.
-		if !strings.Contains(text, "kind: PodDisruptionBudget") || !strings.Contains(text, "maxUnavailable: 1") {
-			t.Errorf("the PDB is missing from the snapshot")
-		}
-		input = withoutKinds(data, "PodDisruptionBudget")
-		t.Log("pkg/simulate does not read PodDisruptionBudget yet: read without it")
+	if !strings.Contains(text, "kind: PodDisruptionBudget") || !strings.Contains(text, "maxUnavailable: 1") {
+		t.Errorf("the PDB is missing from the snapshot")
 	}
 	m := &simulate.Manifests{}
-	if err := m.Read(out, input); err != nil {
+	if err := m.Read(out, data); err != nil {
 		t.Fatalf("simulate cannot read the snapshot: %v", err)
+	}
+	if len(m.PodDisruptionBudgets) != 1 {
+		t.Errorf("simulate read %d PodDisruptionBudgets from the snapshot, want 1", len(m.PodDisruptionBudgets))
 	}
 	if len(m.Deployments) != 0 || len(m.ReplicaSets) != 0 {
 		t.Errorf("the snapshot holds %d Deployments and %d ReplicaSets; want none", len(m.Deployments), len(m.ReplicaSets))
@@ -295,6 +291,30 @@ func TestSnapshotWritesSimulateInputWithoutSecrets(t *testing.T) {
 	}
 	if !onNew["snap/batch-1"] || !onNew["snap/nofit-1"] {
 		t.Errorf("simulate does not put snap/batch-1 and snap/nofit-1 on new nodes: %+v, unschedulable %+v", res.NodeClaims, res.Unschedulable)
+	}
+
+	// And what dovetail would remove: every node of the snapshot is in a
+	// command or kept with a reason.
+	dr, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1"}, time.Now())
+	if err != nil {
+		t.Fatalf("simulate --disruption on the snapshot: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, c := range dr.Commands {
+		for _, n := range c.Nodes {
+			seen[n] = true
+		}
+	}
+	for _, k := range dr.Kept {
+		if k.Code == "" || k.Reason == "" {
+			t.Errorf("node %s kept without a reason", k.Node)
+		}
+		seen[k.Node] = true
+	}
+	for _, n := range m.Nodes {
+		if !seen[n.Name] {
+			t.Errorf("node %s neither in a command nor kept", n.Name)
+		}
 	}
 }
 
