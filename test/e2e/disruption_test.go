@@ -207,3 +207,59 @@ func TestDriftByPublishedImage(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiration: with expireAfter: 2m (real time) the nodes are deleted
+// when they expire, without a budget, and their pods end Running on new
+// capacity that provisioning launches.
+func TestExpiration(t *testing.T) {
+	s := newScenario(t)
+	s.pool("expiry", func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("2m")
+		// A budget of 0 does not hold expiration back.
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	})
+	s.deployment("web", 2, "500m", "512Mi", onPool("expiry", spreadByHost("web")))
+	s.waitRunning(2, 3*time.Minute)
+	first := poolClaims(t, "expiry")
+	if len(first) != 2 {
+		t.Fatalf("%d NodeClaims, want 2", len(first))
+	}
+	for _, nc := range first {
+		if got := nc.Spec.ExpireAfter.String(); got != "2m" {
+			t.Errorf("%s has expireAfter %q, want the pool's 2m", nc.Name, got)
+		}
+	}
+	early := false
+	eventually(t, 4*time.Minute, "the first nodes expired and the pods Running on new ones", func() (bool, error) {
+		for _, nc := range nodeClaims(t) {
+			if nc.DeletionTimestamp == nil || early {
+				continue
+			}
+			for _, f := range first {
+				// creationTimestamp has second precision.
+				if nc.Name == f.Name && nc.DeletionTimestamp.Sub(nc.CreationTimestamp.Time) < 2*time.Minute-time.Second {
+					early = true
+					t.Errorf("%s deleted %s after creation, before its expireAfter", nc.Name, nc.DeletionTimestamp.Sub(nc.CreationTimestamp.Time))
+				}
+			}
+		}
+		cur := poolClaims(t, "expiry")
+		for _, nc := range cur {
+			for _, f := range first {
+				if nc.Name == f.Name {
+					return false, fmt.Errorf("%s (age %s) not expired yet", nc.Name, time.Since(nc.CreationTimestamp.Time).Round(time.Second))
+				}
+			}
+		}
+		running, _, err := s.running()
+		if err != nil || running != 2 {
+			return false, fmt.Errorf("%d pods running (%v)", running, err)
+		}
+		return true, nil
+	})
+	for _, nc := range first {
+		if evs := controllerEvents(t, "NodeClaim", "", nc.Name, "Expired"); len(evs) == 0 {
+			t.Errorf("no Expired event on %s", nc.Name)
+		}
+	}
+}
