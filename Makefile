@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 22m
 
-.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean
+.PHONY: all build run test controlplane generate verify-generated vet unit fmt-check clean test-e2e-long
 
 all: build
 
@@ -39,6 +39,12 @@ vet:
 test: controlplane fmt-check verify-generated vet
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	  go test -timeout $(GO_TEST_TIMEOUT) ./...
+
+## test-e2e-long: the long disruption scenarios (scale-down 500 -> 100 pods), not part of make test
+test-e2e-long: controlplane
+	go vet -tags e2elong ./test/e2e/
+	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
+	  go test -tags e2elong -run 'ScaleDown' -timeout 30m -v ./test/e2e/
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane
