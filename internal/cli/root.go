@@ -8,8 +8,11 @@ import (
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/internal/cli/controller"
+	"github.com/dovetail-sh/dovetail/internal/cli/cost"
+	"github.com/dovetail-sh/dovetail/internal/cli/explain"
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
 	"github.com/dovetail-sh/dovetail/internal/cli/simulate"
+	"github.com/dovetail-sh/dovetail/internal/cli/snapshot"
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
 
@@ -40,6 +43,9 @@ var subcommands = []func() *cobra.Command{
 	local.NewCmd,
 	controller.NewCmd,
 	func() *cobra.Command { return simulate.NewCmd(nil) },
+	func() *cobra.Command { return snapshot.NewCmd(nil) },
+	func() *cobra.Command { return explain.NewCmd(nil) },
+	func() *cobra.Command { return cost.NewCmd(nil) },
 }
 
 func newVersionCmd() *cobra.Command {

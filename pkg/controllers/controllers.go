@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/cost"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/node/termination"
@@ -59,6 +60,7 @@ var (
 	_ Controller = (*termination.Controller)(nil)
 	_ Controller = (*garbagecollection.Controller)(nil)
 	_ Controller = (*ncstatus.Controller)(nil)
+	_ Controller = (*cost.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -71,6 +73,7 @@ var (
 	_ reconcile.Reconciler = (*termination.Controller)(nil)
 	_ reconcile.Reconciler = (*garbagecollection.Controller)(nil)
 	_ reconcile.Reconciler = (*ncstatus.Controller)(nil)
+	_ reconcile.Reconciler = (*cost.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -78,6 +81,9 @@ type Deps struct {
 	// Client reads through the manager's cache and writes to the API
 	// server (manager.GetClient()).
 	Client client.Client
+	// APIReader reads without the cache (manager.GetAPIReader()); nil
+	// leaves the cost record controller out.
+	APIReader client.Reader
 	// Cloud is the cloud provider, undecorated: NewControllers gives each
 	// controller its own metrics-recording view of it.
 	Cloud cloudprovider.CloudProvider
@@ -107,6 +113,9 @@ type Config struct {
 	// InterruptionQueue is the SQS queue name; "" disables interruption
 	// handling.
 	InterruptionQueue string
+	// CostNamespace holds the cost record's ConfigMap (the controller's
+	// namespace).
+	CostNamespace string
 	// FeatureGates as parsed by the operator (name -> enabled).
 	FeatureGates map[string]bool
 	// Disruption are the disruption controller's tunables (the validation
@@ -165,6 +174,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 			func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
 				return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
 			}, disruptionOptions(cfg)),
+	}
+	if d.APIReader != nil && cfg.CostNamespace != "" {
+		// What the fleet costs, hour by hour, kept in the cluster.
+		out = append(out, cost.NewController(d.Client, d.APIReader, d.Clock, cost.Options{Namespace: cfg.CostNamespace}))
 	}
 	if d.NodeClassResolver != nil {
 		out = append(out, ncstatus.NewController(d.Client, d.NodeClassResolver, d.Recorder, cfg.NodeClassRefreshInterval))

@@ -53,6 +53,7 @@ type planner struct {
 	byName  map[string]*cnode
 	budgets map[string]*budgetState
 	pdbLeft []int32
+	pdbByNS map[string][]int
 	pools   map[string]*engine.NodePool
 	// cur is the cluster with every accepted command applied; model its
 	// compiled form and base the plan of its pending pods.
@@ -63,6 +64,7 @@ type planner struct {
 	gone  map[string]bool
 	plan  *Plan
 	eopts engine.Options
+	lastW engine.WhatIf
 }
 
 // Compute plans one disruption pass over in. The error is only for
@@ -81,7 +83,7 @@ func Compute(in *Input) (*Plan, error) {
 	if err := p.build(); err != nil {
 		return nil, err
 	}
-	p.cur = in.Cluster
+	p.cur = p.withRelocated(in.Cluster)
 	if err := p.compile(); err != nil {
 		return nil, err
 	}
@@ -183,6 +185,9 @@ func (p *planner) price(n *cnode, en *engine.ExistingNode) {
 	n.zone = firstNonEmpty(n.st.Zone, l[corev1.LabelTopologyZone])
 	n.price = n.st.PricePerHour
 	if n.price <= 0 {
+		n.price = en.PricePerHour
+	}
+	if n.price <= 0 {
 		n.price = p.offeringPrice(n.pool, n.it, n.zone, n.ct)
 	}
 	n.known = n.it != "" && n.ct != "" && n.zone != "" && n.price > 0 && !math.IsInf(n.price, 0) && !math.IsNaN(n.price)
@@ -280,10 +285,16 @@ func (p *planner) lifetimeLeft(n *cnode) float64 {
 
 // pdbsOf counts the node's pods per PDB.
 func (p *planner) pdbsOf(n *cnode) {
+	if p.pdbByNS == nil {
+		p.pdbByNS = map[string][]int{}
+		for i, pdb := range p.in.PDBs {
+			p.pdbByNS[pdb.Namespace] = append(p.pdbByNS[pdb.Namespace], i)
+		}
+	}
 	for _, pod := range n.pods {
 		var matched []int
-		for i, pdb := range p.in.PDBs {
-			if pdb.Namespace == pod.Namespace && pdb.Selector != nil && pdb.Selector.Matches(labelSet(pod.Labels)) {
+		for _, i := range p.pdbByNS[pod.Namespace] {
+			if pdb := p.in.PDBs[i]; pdb.Selector != nil && pdb.Selector.Matches(labelSet(pod.Labels)) {
 				matched = append(matched, i)
 			}
 		}
@@ -298,6 +309,40 @@ func (p *planner) pdbsOf(n *cnode) {
 			n.pdbs[i]++
 		}
 	}
+}
+
+// withRelocated returns the cluster with the reschedulable pods of nodes
+// being deleted added to the pending pods (they need a place too, as the
+// peer's simulation assumes), unless the snapshot lists them already.
+func (p *planner) withRelocated(cl *engine.Input) *engine.Input {
+	var extra []*corev1.Pod
+	pending := map[engine.PodRef]bool{}
+	for _, pod := range cl.Pods {
+		if pod != nil {
+			pending[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] = true
+		}
+	}
+	for _, en := range cl.Nodes {
+		if en.Node == nil {
+			continue
+		}
+		if !en.MarkedForDeletion && !p.in.Nodes[en.Node.Name].MarkedForDeletion {
+			continue
+		}
+		for _, pod := range en.Pods {
+			if Reschedulable(pod) && !pending[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] {
+				q := *pod
+				q.Spec.NodeName = ""
+				extra = append(extra, &q)
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return cl
+	}
+	out := *cl
+	out.Pods = append(slices.Clip(cl.Pods), extra...)
+	return &out
 }
 
 // compile (re)builds the model of the current cluster and plans its
@@ -340,10 +385,12 @@ func (p *planner) solve(remove []string, pods []*corev1.Pod) (*engine.Plan, erro
 	slices.Sort(all)
 	all = append(all, remove...)
 	p.plan.Stats.WhatIfs++
-	plan, err := p.model.Solve(engine.WhatIf{Remove: all, Pods: pods, ReleaseLimits: true, Closed: p.closed(remove), Options: p.eopts})
+	w := engine.WhatIf{Remove: all, Pods: pods, ReleaseLimits: true, Closed: p.closed(remove), Options: p.eopts}
+	plan, err := p.model.Solve(w)
 	if err != nil {
 		return nil, fmt.Errorf("disruption: what-if: %w", err)
 	}
+	p.lastW = w
 	return plan, nil
 }
 
@@ -573,6 +620,9 @@ func (p *planner) drift() error {
 		if err != nil {
 			return err
 		}
+		if err := p.settle(res); err != nil {
+			return err
+		}
 		if res.failCode != "" {
 			p.keep(n, CodeDriftBlocked, "drifted (%s), but %s", n.st.Drifted, res.failMsg)
 			continue
@@ -653,6 +703,9 @@ func (p *planner) underutilized() error {
 		if res.failCode == "" {
 			res.consolidate(p, []*cnode{n})
 		}
+		if err := p.settle(res); err != nil {
+			return err
+		}
 		if res.failCode != "" {
 			p.keep(n, res.failCode, "%s", res.failMsg)
 			continue
@@ -719,6 +772,9 @@ func (p *planner) multi(cands []*cnode) error {
 			if res.failCode == "" {
 				res.consolidate(p, batch[:k])
 			}
+			if err := p.settle(res); err != nil {
+				return nil, err
+			}
 			return res, nil
 		}
 		best, bestK := (*result)(nil), 0
@@ -762,6 +818,9 @@ func (p *planner) multi(cands []*cnode) error {
 // result is one what-if's outcome.
 type result struct {
 	plan         *engine.Plan
+	w            engine.WhatIf
+	next         *engine.Model
+	nextBase     *engine.Plan
 	displaced    map[engine.PodRef]bool
 	replacements []engine.NewNodeClaim
 	placements   []engine.Placement
@@ -791,11 +850,20 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 			res.displaced[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] = true
 		}
 	}
+	// The engine's construction follows pod order; give it the pods in a
+	// canonical order (by namespace and name, so a Deployment's pods stay
+	// together), not in the order the nodes happen to list them.
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	plan, err := p.solve(remove, pods)
 	if err != nil {
 		return nil, err
 	}
-	res.plan = plan
+	res.plan, res.w = plan, p.lastW
 	for _, u := range plan.Unschedulable {
 		if res.displaced[u.Pod] {
 			res.failCode = CodeCannotReschedule
@@ -828,6 +896,24 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 	}
 	res.extra = plan.PricePerHour - p.base.PricePerHour
 	return res, nil
+}
+
+// settle commits a passing what-if to the model the next what-ifs see,
+// and fails it when provisioning would then launch more for the pending
+// pods (no churn).
+func (p *planner) settle(res *result) error {
+	if res.failCode != "" {
+		return nil
+	}
+	next, nextBase, err := p.settled(res)
+	if err != nil {
+		return err
+	}
+	res.next, res.nextBase = next, nextBase
+	if msg, bad := p.churns(nextBase); bad {
+		res.failCode, res.failMsg = CodeNeededByPending, msg
+	}
+	return nil
 }
 
 // consolidate checks a consolidation what-if against the rules: cheaper,
@@ -1042,6 +1128,31 @@ func (res *result) command(reason Reason, typ string) *Command {
 		Placements: res.placements, ReplacementPricePerHour: res.replPrice, SavingsPerHour: res.price - res.extra}
 }
 
+// settled commits a what-if to a new model and plans the pending pods on
+// it: the cluster provisioning would see once the command is done.
+func (p *planner) settled(res *result) (*engine.Model, *engine.Plan, error) {
+	m, err := p.model.Commit(res.w, res.plan)
+	if err != nil {
+		return nil, nil, fmt.Errorf("disruption: applying command %d: %w", len(p.plan.Commands)+1, err)
+	}
+	p.plan.Stats.WhatIfs++
+	base, err := m.Solve(engine.WhatIf{Closed: p.closed(nil), Options: p.eopts})
+	if err != nil {
+		return nil, nil, fmt.Errorf("disruption: what-if: %w", err)
+	}
+	return m, base, nil
+}
+
+// churns reports whether provisioning, on the cluster after the command,
+// would launch more than it does now for the pending pods: the command
+// would take capacity they need (and provisioning would put it back).
+func (p *planner) churns(base *engine.Plan) (string, bool) {
+	if base.PricePerHour > p.base.PricePerHour+1e-9 || len(base.Unschedulable) > len(p.base.Unschedulable) {
+		return fmt.Sprintf("after it, provisioning would launch $%.4f/h for pending pods instead of $%.4f/h", base.PricePerHour, p.base.PricePerHour), true
+	}
+	return "", false
+}
+
 // accept records a command, takes its budget and PDB allowances, and
 // applies it to the cluster the next what-ifs see.
 func (p *planner) accept(cmd *Command, res *result, nodes []*cnode) error {
@@ -1063,9 +1174,10 @@ func (p *planner) accept(cmd *Command, res *result, nodes []*cnode) error {
 			p.keep(d, CodeDestination, "command %d of this pass moves pods onto it", len(p.plan.Commands))
 		}
 	}
-	p.cur = apply(p.cur, nodes, res, p.gone)
+	p.model, p.cur, p.base = res.next, res.next.Input(), res.nextBase
 	p.gone = map[string]bool{}
-	return p.compile()
+	p.plan.Stats.Commits++
+	return nil
 }
 
 // finish fills kept reasons for the rest, expiring nodes, prices and the

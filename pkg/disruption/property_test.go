@@ -216,26 +216,50 @@ func TestPlannerProperty(t *testing.T) {
 }
 
 // TestPlannerCost: without blockers (no do-not-disrupt, no PDBs, budgets
-// of 100%, spot-to-spot on), the fleet after every command is within 1.10x
-// the LP lower bound for the pods that remain, or no more than 2% above
-// what a fresh provisioning solve of those pods costs (where the engine's
-// own plans are above 1.10x the bound, consolidation cannot beat them).
-// The distribution of gaps is logged.
+// of 100%, spot-to-spot on), the fleet after the commands of up to five
+// passes (the controller plans every 10 s) is within 1.10x the LP lower
+// bound for the pods that remain, or, where the engine's own plans for
+// those pods are above that, no more than 3% above a fresh provisioning
+// solve of them. Both distributions are logged.
 func TestPlannerCost(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
 		seeds = 40
 	}
+	costFamily(t, 1000, seeds)
+}
+
+// TestPlannerCostHeldOut is the same over a held-out family of seeds that
+// no tuning run looks at (its figures are reported separately).
+func TestPlannerCostHeldOut(t *testing.T) {
+	seeds := 50
+	if testing.Short() {
+		seeds = 10
+	}
+	costFamily(t, 70000, seeds)
+}
+
+func costFamily(t *testing.T, first uint64, seeds int) {
 	var gaps, fresh []float64
-	for seed := range uint64(seeds) {
-		cl := randomClusterP(t, 1000+seed, false)
-		in := input(cl, open())
-		in.Options.SpotToSpotConsolidation = true
-		plan, err := disruption.Compute(in)
-		if err != nil {
-			t.Fatal(err)
+	for seed := first; seed < first+uint64(seeds); seed++ {
+		cl := randomClusterP(t, seed, false)
+		var plan *disruption.Plan
+		for pass := range 5 {
+			in := input(cl, open())
+			in.Options.SpotToSpotConsolidation = true
+			var err error
+			plan, err = disruption.Compute(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pass == 0 {
+				check(t, in, plan, nil)
+			}
+			if len(plan.Commands) == 0 {
+				break
+			}
+			cl = applyPlan(cl, plan)
 		}
-		check(t, in, plan, nil)
 		if plan.LowerBoundPricePerHour <= 0 {
 			t.Fatalf("seed %d: no lower bound", seed)
 		}
@@ -262,14 +286,20 @@ func TestPlannerCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh = append(fresh, plan.FleetPricePerHourAfter/fp.PricePerHour)
-		if plan.FleetPricePerHourAfter > 1.02*fp.PricePerHour {
+		if plan.FleetPricePerHourAfter > 1.03*fp.PricePerHour {
 			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the bound $%.4f/h and %.3fx a fresh solve ($%.4f/h)",
-				1000+seed, plan.FleetPricePerHourAfter, gap, plan.LowerBoundPricePerHour, plan.FleetPricePerHourAfter/fp.PricePerHour, fp.PricePerHour)
+				seed, plan.FleetPricePerHourAfter, gap, plan.LowerBoundPricePerHour, plan.FleetPricePerHourAfter/fp.PricePerHour, fp.PricePerHour)
 		}
 	}
 	sort.Float64s(gaps)
 	sort.Float64s(fresh)
-	t.Logf("gap after/bound over %d clusters: %s; above 1.10: %d, after/fresh solve for those: %s", len(gaps), quantiles(gaps), len(fresh), quantiles(fresh))
+	within := 0
+	for _, g := range gaps {
+		if g <= 1.10 {
+			within++
+		}
+	}
+	t.Logf("gap after/bound over %d clusters: %s; %d within 1.10; after/fresh solve for the others: %s", len(gaps), quantiles(gaps), within, quantiles(fresh))
 }
 
 func quantiles(v []float64) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -399,5 +400,86 @@ func TestManyToMany(t *testing.T) {
 	}
 	if plan.FleetPricePerHourAfter >= plan.FleetPricePerHour {
 		t.Fatalf("fleet $%.3f -> $%.3f", plan.FleetPricePerHour, plan.FleetPricePerHourAfter)
+	}
+}
+
+// Balanced: a replacement that saves little of the pool's cost while
+// disrupting most of its pods is not worth it; WhenEmptyOrUnderutilized
+// takes it.
+func TestBalanced(t *testing.T) {
+	build := func(policy string) (*disruption.Input, string) {
+		f := newFleet(types(family("m5", "c5")), "on-demand")
+		busy := f.node("m5.xlarge", "on-demand", "350m", "350m", "350m", "350m", "350m", "350m", "350m", "350m", "350m", "350m")
+		for i := range f.in.Nodes[0].Pods {
+			f.in.Nodes[0].Pods[i].Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resourceMust("500Mi")
+		}
+		for i := range 5 {
+			f.node("m5.2xlarge", "on-demand", "7")
+			f.in.Nodes[1+i].Pods[0].Annotations = map[string]string{disruption.DoNotDisruptAnnotation: "true"}
+		}
+		pp := open()
+		pp.ConsolidationPolicy = policy
+		return f.input(pp), busy
+	}
+	in, busy := build(disruption.PolicyBalanced)
+	plan := compute(t, in)
+	if got := keptCode(t, plan, busy); got != disruption.CodeBalanced {
+		t.Fatalf("Balanced: %s kept with %s, want %s; commands %+v", busy, got, disruption.CodeBalanced, plan.Commands)
+	}
+	in, busy = build(disruption.PolicyWhenEmptyOrUnderutilized)
+	plan = compute(t, in)
+	if len(plan.Commands) != 1 || plan.Commands[0].Nodes[0] != busy {
+		t.Fatalf("WhenEmptyOrUnderutilized: commands %+v kept %+v", plan.Commands, plan.Kept)
+	}
+}
+
+// Pods on a node being deleted need a place too: a node that would be
+// removed otherwise is kept when they would be placed on it.
+func TestPodsOnDeletingNodes(t *testing.T) {
+	f := newFleet(types(family("m5")), "on-demand")
+	deleting := f.node("m5.2xlarge", "on-demand", "3", "3")
+	spare := f.node("m5.2xlarge", "on-demand")
+	in := f.input(open())
+	st := in.Nodes[deleting]
+	st.MarkedForDeletion = true
+	in.Nodes[deleting] = st
+	f.in.Nodes[0].MarkedForDeletion = true
+	plan := compute(t, in)
+	if got := keptCode(t, plan, spare); got != disruption.CodeNeededByPending {
+		t.Fatalf("spare node kept with %s, want %s; commands %+v", got, disruption.CodeNeededByPending, plan.Commands)
+	}
+}
+
+func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
+
+// ExplainNode: a node held by a do-not-disrupt pod is kept with its code,
+// and the what-if says what removing it would save; a node whose pod fits
+// nowhere else says which pod.
+func TestExplainNode(t *testing.T) {
+	f := newFleet(types(family("m5")), "on-demand")
+	held := f.node("m5.2xlarge", "on-demand", "500m")
+	f.in.Nodes[0].Pods[0].Annotations = map[string]string{disruption.DoNotDisruptAnnotation: "true"}
+	huge := f.node("m5.24xlarge", "on-demand", "90")
+	f.in.NodePools[0].InstanceTypes = types(func(it *cloudprovider.InstanceType) bool {
+		return strings.HasPrefix(it.Name, "m5.") && it.Name != "m5.24xlarge" && it.Name != "m5.metal"
+	})
+	f.types["m5.24xlarge"] = nil
+	in := f.input(open())
+	ex, _, err := disruption.ExplainNode(in, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Kept == nil || ex.Kept.Code != disruption.CodePodDoNotDisrupt || !ex.Removable || ex.SavingsPerHour <= 0 {
+		t.Fatalf("explanation %+v (kept %+v)", ex, ex.Kept)
+	}
+	ex, _, err = disruption.ExplainNode(in, huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Removable || !strings.Contains(ex.Blocker, "app/"+huge+"-pod-0") {
+		t.Fatalf("explanation %+v", ex)
+	}
+	if _, _, err := disruption.ExplainNode(in, "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown node: %v", err)
 	}
 }

@@ -110,7 +110,8 @@ type NodeState struct {
 	TerminationGracePeriod *time.Duration
 	// InstanceType, CapacityType, Zone and PricePerHour describe what the
 	// node costs. Empty fields are taken from the node's labels; a zero
-	// price from the pool's instance types and offerings.
+	// price from the engine's ExistingNode.PricePerHour, else the pool's
+	// instance types and offerings.
 	InstanceType, CapacityType, Zone string
 	PricePerHour                     float64
 }
@@ -224,6 +225,7 @@ type Stats struct {
 	Candidates int
 	WhatIfs    int
 	Compiles   int
+	Commits    int
 }
 
 // pod helpers shared by the planner and its tests.

@@ -43,6 +43,19 @@
 //	         finish:    right-size options, requirements, names, reasons,
 //	                    lower bound (pkg/engine/bound)
 //
+// # What-ifs
+//
+// Compile turns an Input into a Model: the compiled, read-only parts
+// (zones, resources, daemonset overhead, pools with their instance types and
+// offerings, the existing nodes and in-flight claims with what their pods
+// use, and the label sets those pods count in for topology groups). A
+// Model answers WhatIf questions ("these nodes are gone, place their pods
+// on what remains plus new nodes") with a fresh placement state over the
+// shared parts, at a fraction of a Solve; Commit folds an answer in (pods
+// bound where planned, new claims in flight) without compiling again. A
+// what-if plans exactly what Solve plans on the input rewritten by hand
+// (TestModelWhatIfMatchesSolve). pkg/disruption asks its questions this way.
+//
 // # Vocabulary
 //
 //   - Class: pods that are interchangeable for placement (same requests,

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -65,9 +66,22 @@ func (s *solver) options(n *snode) []*ctype {
 	return res
 }
 
+// validPrice reports whether p is a usable price (finite, positive).
+func validPrice(p float64) bool { return p > 0 && !math.IsInf(p, 0) && !math.IsNaN(p) }
+
 // finish builds the plan.
 func (s *solver) finish() *Plan {
 	plan := &Plan{}
+	for i := range s.in.Nodes {
+		if en := &s.in.Nodes[i]; en.Node != nil && !en.MarkedForDeletion && validPrice(en.PricePerHour) {
+			plan.FleetPricePerHour += en.PricePerHour
+		}
+	}
+	for i := range s.in.InFlight {
+		if c := &s.in.InFlight[i]; validPrice(c.PricePerHour) {
+			plan.FleetPricePerHour += c.PricePerHour
+		}
+	}
 	for _, n := range s.nodes[:s.nExisting] {
 		for _, pod := range n.pods {
 			p := s.in.Pods[pod]
@@ -139,6 +153,7 @@ func (s *solver) finish() *Plan {
 			}
 		}
 	}
+	plan.FleetPricePerHour += plan.PricePerHour
 	plan.Unschedulable = s.unschedulable()
 	s.stats.Unschedulable = len(plan.Unschedulable)
 	if !s.opts.SkipLowerBound {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,8 @@ type Model struct {
 	// with where they run, for counting group members without visiting
 	// every pod.
 	lsets []labelSet
+	lsIdx map[string]int
+	kb    keyBuilder
 	// members caches, per group key, the member counts per ex node.
 	members map[string][]nodeCount
 	// anti are the existing pods with required anti-affinity terms.
@@ -107,8 +110,7 @@ func Compile(in *Input) (*Model, error) {
 		m.exPods[id], m.exNode[id] = in.InFlight[i].Pods, -1
 		id++
 	}
-	lsIdx := map[string]int{}
-	var kb keyBuilder
+	m.lsIdx = map[string]int{}
 	for id, pods := range m.exPods {
 		m.exIndex[m.ex[id].name] = id
 		path := field.NewPath("nodes").Index(m.exNode[id]).Child("pods")
@@ -127,32 +129,38 @@ func Compile(in *Input) (*Model, error) {
 			if !active {
 				continue
 			}
-			kb.reset()
-			kb.str(p.Namespace)
-			keys := make([]string, 0, len(p.Labels))
-			for k := range p.Labels {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				kb.str(k)
-				kb.str(p.Labels[k])
-			}
-			li, ok := lsIdx[string(kb.b)]
-			if !ok {
-				li = len(m.lsets)
-				lsIdx[string(kb.b)] = li
-				m.lsets = append(m.lsets, labelSet{ns: p.Namespace, labels: labels.Set(p.Labels)})
-			}
-			ls := &m.lsets[li]
-			if k := len(ls.nodes); k > 0 && ls.nodes[k-1].node == int32(id) {
-				ls.nodes[k-1].n++
-			} else {
-				ls.nodes = append(ls.nodes, nodeCount{int32(id), 1})
-			}
+			m.addLabels(p, int32(id))
 		}
 	}
 	return m, nil
+}
+
+// addLabels counts an active pod on ex node id in its label set.
+func (m *Model) addLabels(p *corev1.Pod, id int32) {
+	kb := &m.kb
+	kb.reset()
+	kb.str(p.Namespace)
+	keys := make([]string, 0, len(p.Labels))
+	for k := range p.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		kb.str(k)
+		kb.str(p.Labels[k])
+	}
+	li, ok := m.lsIdx[string(kb.b)]
+	if !ok {
+		li = len(m.lsets)
+		m.lsIdx[string(kb.b)] = li
+		m.lsets = append(m.lsets, labelSet{ns: p.Namespace, labels: labels.Set(p.Labels)})
+	}
+	ls := &m.lsets[li]
+	if k := len(ls.nodes); k > 0 && ls.nodes[k-1].node == id {
+		ls.nodes[k-1].n++
+	} else {
+		ls.nodes = append(ls.nodes, nodeCount{id, 1})
+	}
 }
 
 // Input returns the input the model was compiled from.
@@ -166,7 +174,26 @@ func (m *Model) Solve(w WhatIf) (*Plan, error) {
 	if len(s.errs) > 0 {
 		return nil, &InputError{Errs: s.errs}
 	}
-	return s.run(defaultKnobs).finish(), nil
+	plan := s.run(defaultKnobs).finish()
+	// The fleet without the removed nodes, summed in the order finish
+	// sums it.
+	gone := make(map[string]bool, len(w.Remove))
+	for _, name := range w.Remove {
+		gone[name] = true
+	}
+	plan.FleetPricePerHour = 0
+	for i := range m.in.Nodes {
+		if en := &m.in.Nodes[i]; en.Node != nil && !gone[en.Node.Name] && !en.MarkedForDeletion && validPrice(en.PricePerHour) {
+			plan.FleetPricePerHour += en.PricePerHour
+		}
+	}
+	for i := range m.in.InFlight {
+		if c := &m.in.InFlight[i]; !gone[c.Name] && validPrice(c.PricePerHour) {
+			plan.FleetPricePerHour += c.PricePerHour
+		}
+	}
+	plan.FleetPricePerHour += plan.PricePerHour
+	return plan, nil
 }
 
 // derive builds a solver for w over the model's compiled parts.
@@ -371,4 +398,185 @@ func (m *Model) groupMembers(s *solver, g *tgroup) []nodeCount {
 	out = out[:k]
 	m.members[g.gkey] = out
 	return out
+}
+
+// Commit returns the model of the cluster after a what-if is carried out:
+// w.Remove gone, w.Pods bound where plan placed them (existing nodes and
+// in-flight NodeClaims), and plan's new NodeClaims that hold some of
+// w.Pods in flight with those pods (pods plan placed for the input's own
+// pending pods stay pending). It shares the compiled pools and every
+// untouched node with m, so it costs a fraction of Compile. Every pod of
+// w.Pods must be placed by plan.
+func (m *Model) Commit(w WhatIf, plan *Plan) (*Model, error) {
+	var errs field.ErrorList
+	removed := map[string]bool{}
+	for _, name := range w.Remove {
+		if _, ok := m.exIndex[name]; !ok {
+			errs = append(errs, field.NotFound(field.NewPath("whatIf", "remove"), name))
+		}
+		removed[name] = true
+	}
+	moved := make(map[PodRef]*corev1.Pod, len(w.Pods))
+	for _, p := range w.Pods {
+		if p != nil {
+			moved[PodRef{p.Namespace, p.Name}] = p
+		}
+	}
+	bound := 0
+	bind := func(ref PodRef, node string) *corev1.Pod {
+		q := *moved[ref]
+		q.Spec.NodeName = node
+		bound++
+		return &q
+	}
+	dest := map[string][]*corev1.Pod{}
+	for _, pl := range plan.Existing {
+		if _, ok := moved[pl.Pod]; ok {
+			dest[pl.Node] = append(dest[pl.Node], bind(pl.Pod, pl.Node))
+		}
+	}
+	var claims []InFlightNodeClaim
+	for _, nc := range plan.NodeClaims {
+		var pods []*corev1.Pod
+		for _, ref := range nc.Pods {
+			if _, ok := moved[ref]; ok {
+				pods = append(pods, bind(ref, nc.Name))
+			}
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		c := InFlightNodeClaim{Name: nc.Name, NodePool: nc.NodePool, Requirements: nc.Requirements, Taints: nc.Taints,
+			StartupTaints: nc.StartupTaints, InstanceTypeOptions: nc.InstanceTypeOptions, Pods: pods, PricePerHour: nc.Offering.Price}
+		if p := m.base.poolByName[nc.NodePool]; p != nil {
+			for _, t := range p.np.InstanceTypes {
+				if t != nil && t.Name == nc.Offering.InstanceType {
+					c.Allocatable = t.Allocatable()
+				}
+			}
+		}
+		claims = append(claims, c)
+	}
+	if bound != len(moved) {
+		errs = append(errs, field.Invalid(field.NewPath("plan"), bound, fmt.Sprintf("places %d of the what-if's %d pods", bound, len(moved))))
+	}
+	if len(errs) > 0 {
+		return nil, &InputError{Errs: errs}
+	}
+	in := *m.in
+	in.Nodes = make([]ExistingNode, 0, len(m.in.Nodes))
+	for _, en := range m.in.Nodes {
+		if en.Node != nil && removed[en.Node.Name] {
+			continue
+		}
+		if en.Node != nil {
+			if add := dest[en.Node.Name]; len(add) > 0 {
+				en.Pods = append(slices.Clip(en.Pods), add...)
+			}
+		}
+		in.Nodes = append(in.Nodes, en)
+	}
+	in.InFlight = make([]InFlightNodeClaim, 0, len(m.in.InFlight)+len(claims))
+	for _, c := range m.in.InFlight {
+		if removed[c.Name] {
+			continue
+		}
+		if add := dest[c.Name]; len(add) > 0 {
+			c.Pods = append(slices.Clip(c.Pods), add...)
+		}
+		in.InFlight = append(in.InFlight, c)
+	}
+	in.InFlight = append(in.InFlight, claims...)
+
+	nm := &Model{in: &in, base: m.base, exIndex: map[string]int{}, members: map[string][]nodeCount{},
+		lsIdx: make(map[string]int, len(m.lsIdx))}
+	newID := make([]int32, len(m.ex))
+	for old, t := range m.ex {
+		if removed[t.name] {
+			newID[old] = -1
+			continue
+		}
+		newID[old] = int32(len(nm.ex))
+		add := dest[t.name]
+		if len(add) > 0 {
+			c := new(snode)
+			*c = *t
+			c.ports = slices.Clip(t.ports)
+			for _, p := range add {
+				req, _ := m.base.res.podRequests(p)
+				c.used = c.used.add(req)
+				c.ports = append(c.ports, podHostPorts(p)...)
+				c.existingPods++
+			}
+			t = c
+		}
+		nm.ex = append(nm.ex, t)
+		pods := m.exPods[old]
+		if len(add) > 0 {
+			pods = append(slices.Clip(pods), add...)
+		}
+		nm.exPods = append(nm.exPods, pods)
+	}
+	// The order is Compile's: nodes, then in-flight claims, new ones last.
+	nodeAt := make(map[string]int, len(in.Nodes))
+	for i, en := range in.Nodes {
+		if en.Node != nil {
+			nodeAt[en.Node.Name] = i
+		}
+	}
+	nm.exNode = make([]int, 0, len(nm.ex)+len(claims))
+	for _, t := range nm.ex {
+		if t.kind == nkExisting {
+			nm.exNode = append(nm.exNode, nodeAt[t.name])
+		} else {
+			nm.exNode = append(nm.exNode, -1)
+		}
+	}
+	for i := range claims {
+		n := m.base.inFlightNode(&claims[i])
+		nm.ex = append(nm.ex, n)
+		nm.exPods = append(nm.exPods, claims[i].Pods)
+		nm.exNode = append(nm.exNode, -1)
+	}
+	for id, t := range nm.ex {
+		nm.exIndex[t.name] = id
+	}
+	// Label sets and anti-affinity owners, renumbered, plus the moved pods.
+	for k, v := range m.lsIdx {
+		nm.lsIdx[k] = v
+	}
+	nm.lsets = make([]labelSet, len(m.lsets))
+	for i, ls := range m.lsets {
+		nodes := make([]nodeCount, 0, len(ls.nodes))
+		for _, nc := range ls.nodes {
+			if id := newID[nc.node]; id >= 0 {
+				nodes = append(nodes, nodeCount{id, nc.n})
+			}
+		}
+		nm.lsets[i] = labelSet{ns: ls.ns, labels: ls.labels, nodes: nodes}
+	}
+	for _, a := range m.anti {
+		if id := newID[a.node]; id >= 0 {
+			a.node = id
+			nm.anti = append(nm.anti, a)
+		}
+	}
+	for id := range nm.ex {
+		var add []*corev1.Pod
+		if id >= len(nm.ex)-len(claims) {
+			add = nm.exPods[id]
+		} else {
+			add = dest[nm.ex[id].name]
+		}
+		for _, p := range add {
+			nm.addLabels(p, int32(id))
+			if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil &&
+				len(p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				nm.anti = append(nm.anti, exPod{node: int32(id), pod: p, path: field.NewPath("whatIf", "pods"), active: true})
+			}
+		}
+	}
+	// Node order, and on a node its pods in order, as Compile lists them.
+	slices.SortStableFunc(nm.anti, func(a, b exPod) int { return int(a.node - b.node) })
+	return nm, nil
 }

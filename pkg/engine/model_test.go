@@ -77,6 +77,9 @@ func TestModelWhatIfMatchesSolve(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if got.FleetPricePerHour <= got.PricePerHour && len(ref.Nodes) > 0 {
+					t.Fatalf("fleet $%.4f/h does not count the %d remaining nodes", got.FleetPricePerHour, len(ref.Nodes))
+				}
 				want, err := engine.Solve(&ref)
 				if err != nil {
 					t.Fatal(err)
@@ -129,4 +132,84 @@ func TestModelRejectsUnknownNode(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+// TestModelCommitMatchesCompile: a model committed with a what-if plans
+// what a model compiled from the committed input plans, for a further
+// what-if, over seeded clusters.
+func TestModelCommitMatchesCompile(t *testing.T) {
+	commits := 0
+	defer func() {
+		if commits < 10 {
+			t.Errorf("only %d commits checked", commits)
+		}
+	}()
+	for i, sc := range workload.MixedScenarios() {
+		if sc.Pods > 200 {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			in := sc.Input()
+			plan, err := engine.Solve(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := workload.Materialize(in, plan, metav1.Unix(1e9, 0))
+			m, err := engine.Compile(cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			for step := range 4 {
+				nodes := m.Input().Nodes
+				if len(nodes) < 2 {
+					return
+				}
+				pick := func() engine.WhatIf {
+					w := engine.WhatIf{Options: engine.Options{SkipLowerBound: true}}
+					for _, j := range rng.Perm(len(nodes))[:1+rng.IntN(max(1, len(nodes)/4))] {
+						w.Remove = append(w.Remove, nodes[j].Node.Name)
+						w.Pods = append(w.Pods, displaced(nodes[j])...)
+					}
+					return w
+				}
+				w := pick()
+				p, err := m.Solve(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Unschedulable) > 0 {
+					continue
+				}
+				next, err := m.Commit(w, p)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				fresh, err := engine.Compile(next.Input())
+				if err != nil {
+					t.Fatal(err)
+				}
+				w2 := pick()
+				// pick() drew from the old node list: keep what still exists.
+				w2 = engine.WhatIf{Options: w2.Options}
+				for _, en := range next.Input().Nodes[:len(next.Input().Nodes)/3] {
+					w2.Remove = append(w2.Remove, en.Node.Name)
+					w2.Pods = append(w2.Pods, displaced(en)...)
+				}
+				got, err := next.Solve(w2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := fresh.Solve(w2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: committed model plans differently from a compiled one:\n got %s\nwant %s", step, summary(got), summary(want))
+				}
+				m = next
+				commits++
+			}
+		})
+	}
 }

@@ -434,49 +434,57 @@ func (s *solver) buildExisting() {
 		if c.Name == "" {
 			continue
 		}
-		p := s.poolByName[c.NodePool]
-		labels := c.Requirements.Labels()
-		labels[labelHostname] = c.Name
-		labels[requirements.NodeNameKey] = c.Name
-		if c.NodePool != "" {
-			labels[labelNodePool] = c.NodePool
-		}
-		if p != nil {
-			for k, v := range p.fixed {
-				labels[k] = v
-			}
-			s.typeCommonLabels(p, c.InstanceTypeOptions, labels)
-		}
-		n := &snode{kind: nkInFlight, name: c.Name, pool: p, labels: labels, zone: -1, ct: -1, taints: c.Taints,
-			alloc: s.allocOf(c.Allocatable)}
-		if z, ok := s.zoneIdx[labels[labelZone]]; ok {
-			n.zone = z
-		}
-		n.ct = ctIndex(labels[labelCapacityType])
-		for _, d := range s.daemons {
-			if _, ok := tolerates(d.tolerations, c.Taints); !ok {
-				continue
-			}
-			for _, t := range d.terms {
-				if t.Matches(labels) == nil || c.Requirements.CompatibleWith(t, requirements.CompatibleOptions{OpenKeys: requirements.WellKnownKey}) == nil {
-					n.alloc = n.alloc.sub(d.req)
-					break
-				}
-			}
-		}
-		for _, pod := range c.Pods {
-			if pod == nil {
-				continue
-			}
-			req, _ := s.res.podRequests(pod)
-			n.used = n.used.add(req)
-			n.ports = append(n.ports, podHostPorts(pod)...)
-			n.existingPods++
-		}
+		n := s.inFlightNode(c)
 		add(n, true)
 		s.existingAnti(c.Pods, field.NewPath("inFlight").Index(i).Child("pods"))
 	}
 	s.nExisting = len(s.nodes)
+}
+
+// inFlightNode builds the simulation node of an in-flight NodeClaim: the
+// labels its requirements pin, its allocatable net of the daemonsets that
+// will run there, and what its nominated pods use.
+func (s *solver) inFlightNode(c *InFlightNodeClaim) *snode {
+	p := s.poolByName[c.NodePool]
+	labels := c.Requirements.Labels()
+	labels[labelHostname] = c.Name
+	labels[requirements.NodeNameKey] = c.Name
+	if c.NodePool != "" {
+		labels[labelNodePool] = c.NodePool
+	}
+	if p != nil {
+		for k, v := range p.fixed {
+			labels[k] = v
+		}
+		s.typeCommonLabels(p, c.InstanceTypeOptions, labels)
+	}
+	n := &snode{kind: nkInFlight, name: c.Name, pool: p, labels: labels, zone: -1, ct: -1, taints: c.Taints,
+		alloc: s.allocOf(c.Allocatable)}
+	if z, ok := s.zoneIdx[labels[labelZone]]; ok {
+		n.zone = z
+	}
+	n.ct = ctIndex(labels[labelCapacityType])
+	for _, d := range s.daemons {
+		if _, ok := tolerates(d.tolerations, c.Taints); !ok {
+			continue
+		}
+		for _, t := range d.terms {
+			if t.Matches(labels) == nil || c.Requirements.CompatibleWith(t, requirements.CompatibleOptions{OpenKeys: requirements.WellKnownKey}) == nil {
+				n.alloc = n.alloc.sub(d.req)
+				break
+			}
+		}
+	}
+	for _, pod := range c.Pods {
+		if pod == nil {
+			continue
+		}
+		req, _ := s.res.podRequests(pod)
+		n.used = n.used.add(req)
+		n.ports = append(n.ports, podHostPorts(pod)...)
+		n.existingPods++
+	}
+	return n
 }
 
 // defaultMaxPods is the pod capacity assumed for a node or in-flight claim

@@ -55,6 +55,9 @@ type ExistingNode struct {
 	// MarkedForDeletion nodes are about to go away: nothing is placed on
 	// them and their pods do not count for topology.
 	MarkedForDeletion bool
+	// PricePerHour is what the node costs (its offering's price, 0 when
+	// unknown); Plan.FleetPricePerHour adds it up.
+	PricePerHour float64
 }
 
 // InFlightNodeClaim is a NodeClaim that is launching: its node does not exist
@@ -77,6 +80,8 @@ type InFlightNodeClaim struct {
 	Allocatable corev1.ResourceList
 	// Pods are the pods already nominated to it.
 	Pods []*corev1.Pod
+	// PricePerHour is what it will cost (0 when unknown).
+	PricePerHour float64
 }
 
 // NodePool is a template for new nodes.
@@ -159,6 +164,10 @@ type Plan struct {
 	Unschedulable []PodError
 	// PricePerHour is the total price of the new NodeClaims' offerings.
 	PricePerHour float64
+	// FleetPricePerHour is the whole fleet's $/h once the plan is carried
+	// out: the existing nodes not marked for deletion and the in-flight
+	// NodeClaims at their PricePerHour, plus PricePerHour.
+	FleetPricePerHour float64
 	// LowerBound is a proven lower bound on the price of any set of new
 	// nodes that holds the pods this plan puts on new NodeClaims (0 when
 	// Options.SkipLowerBound is set).

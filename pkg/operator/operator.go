@@ -162,6 +162,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	}
 	op.Controllers, err = controllers.NewControllers(controllers.Deps{
 		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
 		Cloud:             op.Cloud.Provider,
 		NodeClassResolver: op.Cloud.NodeClassResolver,
 		Clock:             clk,
@@ -197,6 +198,7 @@ func ControllerConfig(opts Options) controllers.Config {
 			DisableHandoff:    !opts.FeatureGates[SchedulerHandoffGate],
 		},
 		InterruptionQueue: opts.InterruptionQueue,
+		CostNamespace:     opts.LeaderElection.Namespace,
 		FeatureGates:      opts.FeatureGates,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.

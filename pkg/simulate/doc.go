@@ -6,6 +6,13 @@
 //	files ──Manifests.Read──▶ Manifests ──Cluster──▶ snapshot.Cluster
 //	      ──snapshot.Build──▶ engine.Input ──engine.Solve──▶ Plan ──FromPlan──▶ Result ──Render──▶ table|json|yaml
 //
+// With --disruption (RunDisruption) the files are a running cluster and the
+// disruption planner runs instead:
+//
+//	Manifests ──DisruptionInput──▶ disruption.Input (snapshot + pool policies,
+//	      node states, adoption, catalog prices, PDB allowances)
+//	      ──disruption.Compute──▶ Plan ──FromDisruptionPlan──▶ DisruptionResult ──RenderDisruption──▶ table|json|yaml
+//
 // # Vocabulary
 //
 //   - Document: one YAML document of a file (separated by "---" lines),
@@ -15,6 +22,8 @@
 //   - Workload expansion: Deployments, ReplicaSets, StatefulSets and Jobs
 //     become pods named <owner>-<n>; DaemonSets are overhead on new nodes
 //     and get pods on the existing Nodes they would run on.
+//   - Adoption: a node without karpenter.sh/nodepool is given to the
+//     highest-weight NodePool that could have made it (DisruptionInput).
 //   - Catalog file: an --instance-types file that replaces the built-in EC2
 //     catalog (CatalogFile).
 //

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,8 +41,13 @@ type Manifests struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
 	Namespaces             []*corev1.Namespace
+	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 
 	origins map[ObjectKey]Origin
+	// pdbAllowed are the PDBs whose document states
+	// status.disruptionsAllowed (the decoded int32 cannot tell 0 from
+	// absent).
+	pdbAllowed map[ObjectKey]bool
 }
 
 // ObjectKey identifies an object: its kind, namespace ("" when
@@ -103,6 +109,10 @@ var kinds = map[string]kindInfo{
 		func(m *Manifests, o *appsv1.DaemonSet) { m.DaemonSets = append(m.DaemonSets, o) }),
 	"Job": kindOf("batch/v1", true, func(o *batchv1.Job) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *batchv1.Job) { m.Jobs = append(m.Jobs, o) }),
+	"PodDisruptionBudget": kindOf("policy/v1", true, func(o *policyv1.PodDisruptionBudget) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *policyv1.PodDisruptionBudget) {
+			m.PodDisruptionBudgets = append(m.PodDisruptionBudgets, o)
+		}),
 	"StorageClass": kindOf("storage.k8s.io/v1", false, func(o *storagev1.StorageClass) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *storagev1.StorageClass) { m.StorageClasses = append(m.StorageClasses, o) }),
 }
@@ -289,7 +299,24 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	}
 	m.origins[key] = o
 	info.add(m, obj)
+	if tm.Kind == "PodDisruptionBudget" && statesDisruptionsAllowed(raw) {
+		if m.pdbAllowed == nil {
+			m.pdbAllowed = map[ObjectKey]bool{}
+		}
+		m.pdbAllowed[key] = true
+	}
 	return nil
+}
+
+// statesDisruptionsAllowed reports whether an object's JSON has
+// status.disruptionsAllowed.
+func statesDisruptionsAllowed(raw []byte) bool {
+	var v struct {
+		Status struct {
+			DisruptionsAllowed *int32 `json:"disruptionsAllowed"`
+		} `json:"status"`
+	}
+	return json.Unmarshal(raw, &v) == nil && v.Status.DisruptionsAllowed != nil
 }
 
 func qualified(ns, name string) string {

@@ -102,6 +102,11 @@ provisioner: x
 apiVersion: v1
 kind: Namespace
 metadata: {name: n1, labels: {team: a}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: pdb}
+spec: {maxUnavailable: 1, selector: {matchLabels: {a: b}}}
 `
 	m := &simulate.Manifests{}
 	if err := m.Read("all.yaml", []byte(in)); err != nil {
@@ -112,6 +117,7 @@ metadata: {name: n1, labels: {team: a}}
 		"ReplicaSet": len(m.ReplicaSets), "StatefulSet": len(m.StatefulSets), "DaemonSet": len(m.DaemonSets), "Job": len(m.Jobs),
 		"Node": len(m.Nodes), "NodeClaim": len(m.NodeClaims), "PersistentVolumeClaim": len(m.PersistentVolumeClaims),
 		"PersistentVolume": len(m.PersistentVolumes), "StorageClass": len(m.StorageClasses), "Namespace": len(m.Namespaces),
+		"PodDisruptionBudget": len(m.PodDisruptionBudgets),
 	}
 	for _, k := range simulate.Kinds() {
 		if k == "List" {

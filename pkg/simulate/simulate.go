@@ -39,6 +39,9 @@ type Options struct {
 	// Now reads the clock around the solve, to report its duration; nil
 	// means time.Now.
 	Now func() time.Time
+	// SpotToSpotConsolidation is the disruption planner's gate (used by
+	// DisruptionInput only).
+	SpotToSpotConsolidation bool
 }
 
 // Result is the outcome of a simulation, in the shape `dovetail simulate
@@ -98,6 +101,13 @@ func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
 	if err != nil {
 		return nil, warnings, err
 	}
+	in, err := m.build(cluster, opts)
+	return in, warnings, err
+}
+
+// build takes the snapshot of an expanded cluster with the instance types
+// opts selects; errors as Input's.
+func (m *Manifests) build(cluster *snapshot.Cluster, opts Options) (*engine.Input, error) {
 	var src snapshot.InstanceTypeSource
 	if opts.InstanceTypes != nil {
 		src = snapshot.StaticSource(opts.InstanceTypes)
@@ -120,15 +130,15 @@ func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
 		if errors.As(err, &inv) {
 			o, _ := m.Origin(ObjectKey{Kind: inv.Kind, Name: inv.Name})
 			if o.File != "" {
-				return nil, warnings, InputErrors{o.errorf(inv.Kind, inv.Name, inv.Errs, nil)}
+				return nil, InputErrors{o.errorf(inv.Kind, inv.Name, inv.Errs, nil)}
 			}
 		}
 		if errors.Is(err, snapshot.ErrNodeClassNotFound) || errors.Is(err, snapshot.ErrInvalidObject) {
-			return nil, warnings, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
-		return nil, warnings, err
+		return nil, err
 	}
-	return in, warnings, nil
+	return in, nil
 }
 
 // Run simulates provisioning for the manifests: Input, then engine.Solve,

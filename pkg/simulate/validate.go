@@ -7,6 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -38,6 +41,8 @@ func validate(kind string, obj any) field.ErrorList {
 		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
 	case *appsv1.DaemonSet:
 		return validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
+	case *policyv1.PodDisruptionBudget:
+		return validatePDB(o)
 	case *batchv1.Job:
 		errs := validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
 		if p := o.Spec.Parallelism; p != nil && *p < 0 {
@@ -177,4 +182,34 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// validatePDB checks what the API server refuses in a PodDisruptionBudget
+// and the allowance depends on: at most one of minAvailable and
+// maxUnavailable, each a non-negative count or a percentage up to 100%, a
+// valid selector, a non-negative status.disruptionsAllowed.
+func validatePDB(pdb *policyv1.PodDisruptionBudget) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if pdb.Spec.MinAvailable != nil && pdb.Spec.MaxUnavailable != nil {
+		errs = append(errs, field.Invalid(spec, "", "minAvailable and maxUnavailable cannot be both set"))
+	}
+	for _, f := range []struct {
+		name string
+		v    *intstr.IntOrString
+	}{{"minAvailable", pdb.Spec.MinAvailable}, {"maxUnavailable", pdb.Spec.MaxUnavailable}} {
+		if f.v == nil {
+			continue
+		}
+		if _, err := pdbPercent(*f.v); err != nil {
+			errs = append(errs, field.Invalid(spec.Child(f.name), f.v.String(), err.Error()))
+		}
+	}
+	if _, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("selector"), metav1.FormatLabelSelector(pdb.Spec.Selector), err.Error()))
+	}
+	if a := pdb.Status.DisruptionsAllowed; a < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("status", "disruptionsAllowed"), a, "must not be negative"))
+	}
+	return errs
 }

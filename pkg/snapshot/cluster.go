@@ -3,7 +3,9 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -124,6 +126,12 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 	}
 
 	// Nodes.
+	claimOf := make(map[string]*karpv1.NodeClaim, len(c.NodeClaims))
+	for _, nc := range c.NodeClaims {
+		if nc.Status.NodeName != "" {
+			claimOf[nc.Status.NodeName] = nc
+		}
+	}
 	nodeIdx := make(map[string]int, len(c.Nodes))
 	providerIDs := make(map[string]bool, len(c.Nodes))
 	for _, n := range c.Nodes {
@@ -139,6 +147,11 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 		if pi, ok := pools[en.NodePool]; ok {
 			addUsage(pi.usage, n.Status.Capacity)
 		}
+		var types map[string]*cloudprovider.InstanceType
+		if pi, ok := pools[en.NodePool]; ok {
+			types = pi.byName
+		}
+		en.PricePerHour = nodePrice(n, claimOf[n.Name], types)
 		in.Nodes = append(in.Nodes, en)
 	}
 
@@ -190,6 +203,7 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 			}
 			addUsage(pi.usage, capacity)
 		}
+		ifc.PricePerHour = annotatedPrice(nc)
 		inflightIdx[nc.Name] = len(in.InFlight)
 		if nc.Status.NodeName != "" {
 			inflightIdx[nc.Status.NodeName] = len(in.InFlight)
@@ -253,6 +267,39 @@ func hasTaint(taints []corev1.Taint, key string) bool {
 
 func ownedByDaemonSet(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
+}
+
+// nodePrice is what a node costs: its NodeClaim's recorded price, else its
+// offering's in the pool's instance types (by its instance-type, zone and
+// capacity-type labels); 0 when unknown.
+func nodePrice(n *corev1.Node, nc *karpv1.NodeClaim, types map[string]*cloudprovider.InstanceType) float64 {
+	if p := annotatedPrice(nc); p > 0 {
+		return p
+	}
+	it := types[n.Labels[corev1.LabelInstanceTypeStable]]
+	if it == nil {
+		return 0
+	}
+	zone, ct := n.Labels[corev1.LabelTopologyZone], n.Labels[karpv1.CapacityTypeLabelKey]
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == ct {
+			return o.Price
+		}
+	}
+	return 0
+}
+
+// annotatedPrice is the dovetail.sh/price-per-hour a NodeClaim was launched
+// at (0 when absent or not a positive finite number).
+func annotatedPrice(nc *karpv1.NodeClaim) float64 {
+	if nc == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(nc.Annotations[karpv1.AnnotationPricePerHour], 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
 }
 
 func addUsage(usage, add corev1.ResourceList) {

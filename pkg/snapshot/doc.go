@@ -2,7 +2,7 @@
 // scheduling engine's input (engine.Input). It is pure: no client, no clock,
 // no randomness; the same objects always give the same input. `dovetail
 // simulate` feeds it objects read from manifest files; the provisioning
-// controller will feed it objects from its informer caches.
+// controller feeds it objects from its informer caches, through NewView.
 //
 //	NodePool + EC2NodeClass ──InstanceTypeSource──▶ engine.NodePool
 //	Nodes, NodeClaims, Pods  ──────────────────────▶ existing / in-flight / pending
@@ -18,6 +18,12 @@
 //     nominated to it (status.nominatedNodeName) ride along.
 //   - Usage: what a NodePool already has (node and in-flight capacity, and
 //     "nodes"), for its limits.
+//   - View: the cluster as provisioning and disruption both read it
+//     (NewView): nominations and their expiry, nodes being evacuated or
+//     leaving (tainted karpenter.sh/disrupted:NoSchedule, so they take no
+//     new pods), pods relocated to where they were planned, initializing
+//     nodes without their transient taints. It takes what a reader
+//     remembers between passes as input and returns what to forget.
 //   - Unsupported: a pool the engine must not plan nodes for yet (Windows
 //     node classes, reserved-only capacity); its pods get the reason.
 //

@@ -411,3 +411,38 @@ func TestVolumeZones(t *testing.T) {
 		t.Errorf("VolumeZones =\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestBuildPrices: a node costs what its NodeClaim recorded at launch, else
+// its offering's price by its labels; an in-flight claim what it recorded.
+func TestBuildPrices(t *testing.T) {
+	small := fakeType("small", "2", "4Gi")
+	src := snapshot.StaticSource{small}
+	off := small.Offerings[0]
+	labelled := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "by-labels", Labels: map[string]string{
+		karpv1.NodePoolLabelKey: "general", corev1.LabelInstanceTypeStable: "small",
+		corev1.LabelTopologyZone: off.Zone, karpv1.CapacityTypeLabelKey: off.CapacityType}}}
+	recorded := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "recorded", Labels: map[string]string{karpv1.NodePoolLabelKey: "general"}}}
+	unknown := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "unknown", Labels: map[string]string{corev1.LabelInstanceTypeStable: "nope"}}}
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1", Annotations: map[string]string{karpv1.AnnotationPricePerHour: "0.25"}}}
+	claim.Status.NodeName = "recorded"
+	flying := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c2", Labels: map[string]string{karpv1.NodePoolLabelKey: "general"},
+		Annotations: map[string]string{karpv1.AnnotationPricePerHour: "0.5"}}}
+	bad := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c3", Annotations: map[string]string{karpv1.AnnotationPricePerHour: "NaN"}}}
+	c := &snapshot.Cluster{NodePools: []*karpv1.NodePool{nodePool("general", "default")}, NodeClasses: []*awsv1.EC2NodeClass{nodeClass("default")},
+		Nodes: []*corev1.Node{labelled, recorded, unknown}, NodeClaims: []*karpv1.NodeClaim{claim, flying, bad}}
+	in, err := snapshot.Build(c, src, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []float64{in.Nodes[0].PricePerHour, in.Nodes[1].PricePerHour, in.Nodes[2].PricePerHour}
+	if want := []float64{off.Price, 0.25, 0}; !reflect.DeepEqual(got, want) || off.Price <= 0 {
+		t.Errorf("node prices %v, want %v", got, want)
+	}
+	prices := map[string]float64{}
+	for _, f := range in.InFlight {
+		prices[f.Name] = f.PricePerHour
+	}
+	if prices["c2"] != 0.5 || prices["c3"] != 0 {
+		t.Errorf("in-flight prices %v, want c2 0.5 and c3 0", prices)
+	}
+}

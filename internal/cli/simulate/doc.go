@@ -1,5 +1,6 @@
 // Package simulate is the `dovetail simulate` command: it reads manifest
-// files (-f), runs the scheduling engine once through pkg/simulate and
+// files (-f), runs the scheduling engine once through pkg/simulate (or,
+// with --disruption, the disruption planner over the cluster they hold) and
 // prints the plan (-o table|json|yaml).
 //
 // The command follows the Options / NewCmd / Run split: NewCmd only parses

@@ -30,6 +30,13 @@ type Options struct {
 	Region        string
 	Zones         []string
 	Output        string
+	// Disruption plans a disruption pass over the cluster in the files
+	// instead of provisioning; At (--now, RFC 3339) is the time it is for,
+	// "" the wall clock.
+	Disruption bool
+	At         string
+	// SpotToSpot is the planner's SpotToSpotConsolidation gate.
+	SpotToSpot bool
 
 	Stdin  io.Reader
 	Stdout io.Writer // the plan
@@ -57,6 +64,14 @@ every instance type that would do), the pods it would put on existing
 nodes, the pods it cannot place with the reason, the total price per hour
 and the engine's lower bound on it.
 
+--disruption reads a cluster instead (Nodes with their pods bound by
+spec.nodeName, NodeClaims, NodePools, EC2NodeClasses, PodDisruptionBudgets;
+what 'dovetail snapshot' writes) and prints what dovetail would remove or
+replace now: the commands in order, the reason every other node is kept,
+the fleet's price per hour before and after, and the lower bound. --now
+RFC3339 fixes the time the plan is for (consolidateAfter, budget
+schedules, do-not-disrupt durations); the default is the wall clock.
+
 Accepted kinds: ` + strings.Join(simulate.Kinds(), ", ") + `.
 Workloads become pods named <owner>-<n>; pods with spec.nodeName are bound
 to the Node of that name. -f - reads stdin; -f DIR reads DIR's *.yaml,
@@ -72,7 +87,8 @@ on bad input.`,
 		Example: `  dovetail simulate -f examples/
   dovetail simulate -f nodepools.yaml -f workload.yaml -o json
   kubectl get deploy -o yaml | dovetail simulate -f pools.yaml -f -
-  dovetail simulate -f pools.yaml -f pods.yaml --region eu-west-1 --zones eu-west-1a,eu-west-1b`,
+  dovetail simulate -f pools.yaml -f pods.yaml --region eu-west-1 --zones eu-west-1a,eu-west-1b
+  dovetail simulate --disruption -f cluster.yaml --now 2026-12-01T10:00:00Z`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return cmdutil.BadInputf("unexpected arguments %q: pass manifest files with -f\nSee '%s --help'", args, cmd.CommandPath())
@@ -89,6 +105,17 @@ on bad input.`,
 			if fe := simulate.ValidateFormat(opts.Output); fe != nil {
 				return cmdutil.BadInputf("-o: %s", fe.ErrorBody())
 			}
+			if cmd.Flags().Changed("spot-to-spot-consolidation") && !opts.Disruption {
+				return cmdutil.BadInputf("--spot-to-spot-consolidation applies only with --disruption")
+			}
+			if cmd.Flags().Changed("now") {
+				if !opts.Disruption {
+					return cmdutil.BadInputf("--now applies only with --disruption")
+				}
+				if _, err := time.Parse(time.RFC3339, opts.At); err != nil {
+					return cmdutil.BadInputf("--now: %q is not an RFC 3339 time (2026-12-01T10:00:00Z)", opts.At)
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -101,6 +128,9 @@ on bad input.`,
 	f.StringVar(&opts.Region, "region", "us-east-1", "AWS region of the built-in catalog and of new nodes")
 	f.StringSliceVar(&opts.Zones, "zones", nil, "zones to plan in (default: the region's first three zones for the built-in catalog, every zone of a catalog file)")
 	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
+	f.BoolVar(&opts.Disruption, "disruption", false, "plan a disruption pass over the cluster in the files: what dovetail would remove or replace, and why it keeps each other node")
+	f.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (the SpotToSpotConsolidation gate)")
+	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
 	return cmd
 }
 
@@ -155,6 +185,10 @@ func Run(_ context.Context, opts *Options) error {
 		}
 		sopts.Catalog = cat
 	}
+	if opts.Disruption {
+		sopts.SpotToSpotConsolidation = opts.SpotToSpot
+		return runDisruption(m, sopts, opts, len(files))
+	}
 	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))
 	res, err := simulate.Run(m, sopts)
 	if err != nil {
@@ -171,6 +205,37 @@ func Run(_ context.Context, opts *Options) error {
 	// Render into a buffer so that a failure leaves stdout untouched.
 	var buf bytes.Buffer
 	if err := simulate.Render(&buf, res, opts.Output); err != nil {
+		return fmt.Errorf("rendering the plan: %w", err)
+	}
+	_, err = opts.Stdout.Write(buf.Bytes())
+	return err
+}
+
+// runDisruption plans a disruption pass and prints it.
+func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options, inputs int) error {
+	at := opts.Now()
+	if opts.At != "" {
+		t, err := time.Parse(time.RFC3339, opts.At)
+		if err != nil {
+			return cmdutil.BadInputf("--now: %q is not an RFC 3339 time (2026-12-01T10:00:00Z)", opts.At)
+		}
+		at = t
+	}
+	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); planning disruption at %s...\n", inputs, at.UTC().Format(time.RFC3339))
+	res, err := simulate.RunDisruption(m, sopts, at)
+	if err != nil {
+		if errors.Is(err, simulate.ErrBadInput) {
+			return cmdutil.BadInput(err)
+		}
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(opts.Stderr, "warning:", w)
+	}
+	fmt.Fprintf(opts.Stderr, "simulate: %d nodes: %d commands, %d kept (%d candidates, %d what-ifs, planned in %.3fs)\n",
+		len(res.Nodes), len(res.Commands), len(res.Kept), res.Stats.Candidates, res.Stats.WhatIfs, res.DurationSeconds)
+	var buf bytes.Buffer
+	if err := simulate.RenderDisruption(&buf, res, opts.Output); err != nil {
 		return fmt.Errorf("rendering the plan: %w", err)
 	}
 	_, err = opts.Stdout.Write(buf.Bytes())

@@ -23,6 +23,11 @@ func TestFlags(t *testing.T) {
 			want: &simulate.Options{Files: []string{"a.yaml"}, InstanceTypes: "builtin", Region: "us-east-1", Output: "table"}},
 		{name: "everything", args: []string{"-f", "a.yaml", "--filename", "dir", "-f", "-", "--instance-types", "cat.json", "--region", "eu-west-1", "--zones", "eu-west-1a,eu-west-1b", "-o", "yaml"},
 			want: &simulate.Options{Files: []string{"a.yaml", "dir", "-"}, InstanceTypes: "cat.json", Region: "eu-west-1", Zones: []string{"eu-west-1a", "eu-west-1b"}, Output: "yaml"}},
+		{name: "disruption", args: []string{"-f", "c.yaml", "--disruption", "--now", "2026-12-01T10:00:00Z", "-o", "json", "--spot-to-spot-consolidation"},
+			want: &simulate.Options{Files: []string{"c.yaml"}, InstanceTypes: "builtin", Region: "us-east-1", Output: "json", Disruption: true, At: "2026-12-01T10:00:00Z", SpotToSpot: true}},
+		{name: "bad now", args: []string{"-f", "c.yaml", "--disruption", "--now", "10:00"}, badWant: "--now"},
+		{name: "now without disruption", args: []string{"-f", "c.yaml", "--now", "2026-12-01T10:00:00Z"}, badWant: "only with --disruption"},
+		{name: "spot-to-spot without disruption", args: []string{"-f", "c.yaml", "--spot-to-spot-consolidation"}, badWant: "only with --disruption"},
 		{name: "no input", args: nil, badWant: "no input"},
 		{name: "bad output", args: []string{"-f", "a.yaml", "-o", "xml"}, badWant: `"json", "table", "yaml"`},
 		{name: "positional argument", args: []string{"a.yaml"}, badWant: "unexpected arguments"},
@@ -44,8 +49,8 @@ func TestFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual([]any{got.Files, got.InstanceTypes, got.Region, got.Zones, got.Output},
-				[]any{tc.want.Files, tc.want.InstanceTypes, tc.want.Region, tc.want.Zones, tc.want.Output}) {
+			if !reflect.DeepEqual([]any{got.Files, got.InstanceTypes, got.Region, got.Zones, got.Output, got.Disruption, got.At, got.SpotToSpot},
+				[]any{tc.want.Files, tc.want.InstanceTypes, tc.want.Region, tc.want.Zones, tc.want.Output, tc.want.Disruption, tc.want.At, tc.want.SpotToSpot}) {
 				t.Errorf("options = %+v, want %+v", got, tc.want)
 			}
 		})

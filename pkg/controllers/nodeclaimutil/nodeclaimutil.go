@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,7 @@ const (
 	// PriceAnnotationKey on a launched NodeClaim holds the hourly price in
 	// USD of the offering it launched on, as the cloud provider quoted it at
 	// launch ("0.0416"). dovetail_nodepool_cost_per_hour sums it.
-	PriceAnnotationKey = "dovetail.sh/price-per-hour"
+	PriceAnnotationKey = karpv1.AnnotationPricePerHour
 	// CreationReasonAnnotationKey on a NodeClaim says why it was made
 	// ("provisioning", the default, or a disruption reason such as
 	// "drifted"); it labels karpenter_nodeclaims_created_total.
@@ -160,6 +161,22 @@ func HourlyPrice(nc *karpv1.NodeClaim) (price float64, ok bool) {
 		return 0, false
 	}
 	return p, true
+}
+
+// FormatOffering writes karpv1.AnnotationOffering:
+// "<instance-type>/<zone>/<capacity-type>".
+func FormatOffering(instanceType, zone, capacityType string) string {
+	return instanceType + "/" + zone + "/" + capacityType
+}
+
+// Offering reads karpv1.AnnotationOffering; ok is false when it is absent
+// or not three non-empty parts.
+func Offering(nc *karpv1.NodeClaim) (instanceType, zone, capacityType string, ok bool) {
+	parts := strings.Split(nc.Annotations[karpv1.AnnotationOffering], "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
 }
 
 // FormatPrice writes a price for PriceAnnotationKey.

@@ -7,6 +7,7 @@
 //	          ──▶ read: NodePools (Ready), EC2NodeClasses, Nodes + bound pods,
 //	              NodeClaims (from the API server), pending pods + nominations,
 //	              DaemonSets, PV/PVC/StorageClass, namespaces, unavailable offerings
+//	          ──▶ snapshot.NewView (nominations, evacuated nodes, relocated pods)
 //	          ──▶ snapshot.Build (instance types from CloudProvider.GetInstanceTypes)
 //	          ──▶ engine.Solve
 //	          ──▶ nominate pods placed on existing nodes / in-flight NodeClaims

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
 // handoffParallelism bounds concurrent pod status patches.
@@ -88,7 +89,7 @@ func blocked(node *corev1.Node, nc *karpv1.NodeClaim) bool {
 		return true
 	}
 	for _, t := range node.Spec.Taints {
-		if slices.Contains(transientTaints, t.Key) {
+		if snapshot.IsTransientTaint(t.Key) {
 			return true
 		}
 		if slices.ContainsFunc(nc.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {

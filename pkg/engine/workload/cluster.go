@@ -85,7 +85,7 @@ func Materialize(in *engine.Input, plan *engine.Plan, start metav1.Time) *engine
 				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 			},
 		}
-		en := engine.ExistingNode{Node: node, NodePool: nc.NodePool}
+		en := engine.ExistingNode{Node: node, NodePool: nc.NodePool, PricePerHour: nc.Offering.Price}
 		for _, ref := range nc.Pods {
 			en.Pods = append(en.Pods, bind(ref, nc.Name))
 		}

@@ -58,11 +58,15 @@ func (c *Controller) launch(ctx context.Context, st *state) (reconcile.Result, e
 		nc.Labels[k] = v
 	}
 	price, priced := c.price(ctx, nc, launched)
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	// What it was launched on, for cost and explain: the offering always,
+	// the price when the cloud quoted one.
+	nc.Annotations[karpv1.AnnotationOffering] = nodeclaimutil.FormatOffering(launched.Labels[corev1.LabelInstanceTypeStable],
+		launched.Labels[corev1.LabelTopologyZone], launched.Labels[karpv1.CapacityTypeLabelKey])
 	if priced {
-		if nc.Annotations == nil {
-			nc.Annotations = map[string]string{}
-		}
-		nc.Annotations[nodeclaimutil.PriceAnnotationKey] = nodeclaimutil.FormatPrice(price)
+		nc.Annotations[karpv1.AnnotationPricePerHour] = nodeclaimutil.FormatPrice(price)
 	}
 	// Label and annotation maps merge key by key: no lock needed, so a
 	// concurrent writer cannot make us drop the launch.

@@ -90,6 +90,9 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if p, ok := nodeclaimutil.HourlyPrice(got); !ok || p != 0.096 {
 		t.Errorf("price annotation = %v (%v), want 0.096 (m5.large on-demand in zone A)", p, ok)
 	}
+	if it, zone, ct, ok := nodeclaimutil.Offering(got); !ok || it != "m5.large" || zone != controllerstest.ZoneA || ct != karpv1.CapacityTypeOnDemand {
+		t.Errorf("offering annotation = %q, want m5.large/%s/on-demand", got.Annotations[karpv1.AnnotationOffering], controllerstest.ZoneA)
+	}
 	if got.Annotations[karpv1.NodePoolHashAnnotationKey] != hash.Hash(pool) || got.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != hash.Version {
 		t.Errorf("hash annotations = %q/%q, want %q/%q", got.Annotations[karpv1.NodePoolHashAnnotationKey],
 			got.Annotations[karpv1.NodePoolHashVersionAnnotationKey], hash.Hash(pool), hash.Version)

@@ -1,0 +1,230 @@
+package clusterinput
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/clusterdump"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	pkgexplain "github.com/dovetail-sh/dovetail/pkg/explain"
+	"github.com/dovetail-sh/dovetail/pkg/simulate"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+)
+
+// Source says where to read from: the -f files when set, else the cluster
+// of the kubeconfig (or Client).
+type Source struct {
+	Kubeconfig, Context string
+	Files               []string
+	Region              string // "" detects it from the nodes
+	Stderr              io.Writer
+	Client              client.Reader // replaces the kubeconfig's client (tests)
+}
+
+// Input is a cluster read for a command, with its engine input.
+type Input struct {
+	Cluster     *snapshot.Cluster
+	Engine      *engine.Input
+	Nominations []pkgexplain.Nomination
+	Region      string
+	Where       string // "the cluster at https://..." or "the files a.yaml, b.yaml"
+	// Catalog is the built-in catalog the engine input was priced from.
+	Catalog *catalog.Catalog
+}
+
+// Load reads the live cluster, or the -f files, and builds the engine's
+// input. For a pod reference it also reads the Nominated events of the
+// pod's namespace (live only).
+func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
+	out := &Input{}
+	if len(opts.Files) > 0 {
+		m := &simulate.Manifests{}
+		var errs simulate.InputErrors
+		for _, f := range opts.Files {
+			files, err := readInputs(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, in := range files {
+				if err := m.Read(in.name, in.data); err != nil {
+					var ies simulate.InputErrors
+					if errors.As(err, &ies) {
+						errs = append(errs, ies...)
+						continue
+					}
+					return nil, err
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return nil, cmdutil.BadInput(errs)
+		}
+		c, warnings, err := m.Cluster()
+		if err != nil {
+			return nil, cmdutil.BadInput(err)
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(opts.Stderr, "warning:", w)
+		}
+		out.Cluster = c
+		out.Where = "the files " + strings.Join(opts.Files, ", ")
+	} else {
+		c := opts.Client
+		host := "the cluster"
+		if c == nil {
+			cfg, err := cmdutil.RESTConfig(opts.Kubeconfig, opts.Context)
+			if err != nil {
+				return nil, err
+			}
+			cl, err := cmdutil.Client(cfg)
+			if err != nil {
+				return nil, err
+			}
+			c, host = cl, "the cluster at "+cfg.Host
+		}
+		d, err := clusterdump.Read(ctx, c, clusterdump.Options{})
+		if err != nil {
+			return nil, err
+		}
+		out.Cluster = d.Cluster()
+		out.Where = host
+		if pod.Name != "" {
+			noms, err := nominations(ctx, c, pod.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			out.Nominations = noms
+		}
+	}
+	out.Region = opts.Region
+	if out.Region == "" {
+		out.Region = "us-east-1"
+		for _, n := range out.Cluster.Nodes {
+			if r := n.Labels[corev1.LabelTopologyRegion]; r != "" {
+				out.Region = r
+				break
+			}
+		}
+	}
+	cat := catalog.Builtin()
+	if !slices.Contains(cat.Regions(), out.Region) {
+		return nil, cmdutil.BadInputf("--region: %q is not a region of the built-in catalog", out.Region)
+	}
+	var zones []string
+	for _, nc := range out.Cluster.NodeClasses {
+		for _, s := range nc.Status.Subnets {
+			if !slices.Contains(zones, s.Zone) {
+				zones = append(zones, s.Zone)
+			}
+		}
+	}
+	if len(zones) == 0 {
+		for _, z := range cat.DefaultZones(out.Region) {
+			zones = append(zones, z.Name)
+		}
+	}
+	in, err := snapshot.Build(out.Cluster, snapshot.NewCatalogSource(cat, out.Region, zones), snapshot.Options{Region: out.Region})
+	if err != nil {
+		return nil, cmdutil.BadInputf("%s: %v", out.Where, err)
+	}
+	out.Engine = in
+	out.Catalog = cat
+	return out, nil
+}
+
+// nominations reads the provisioner's Nominated events of a namespace.
+func nominations(ctx context.Context, c client.Reader, ns string) ([]pkgexplain.Nomination, error) {
+	var out []pkgexplain.Nomination
+	token := ""
+	for {
+		var list eventsv1.EventList
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.Limit(500), client.Continue(token)); err != nil {
+			return nil, fmt.Errorf("listing the events of namespace %s: %w", ns, err)
+		}
+		slices.SortStableFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+		for _, e := range list.Items {
+			if e.Reason != "Nominated" || e.Regarding.Kind != "Pod" {
+				continue
+			}
+			n := pkgexplain.Nomination{Pod: engine.PodRef{Namespace: e.Regarding.Namespace, Name: e.Regarding.Name}}
+			switch {
+			case strings.HasPrefix(e.Note, "Pod should schedule on NodeClaim "):
+				n.Target, n.NodeClaim = firstWord(strings.TrimPrefix(e.Note, "Pod should schedule on NodeClaim ")), true
+			case strings.HasPrefix(e.Note, "Pod fits on existing node "):
+				n.Target = firstWord(strings.TrimPrefix(e.Note, "Pod fits on existing node "))
+			default:
+				continue
+			}
+			out = append(out, n)
+		}
+		token = list.Continue
+		if token == "" {
+			return out, nil
+		}
+	}
+}
+
+func firstWord(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, " ,"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+type input struct {
+	name string
+	data []byte
+}
+
+func readInputs(f string) ([]input, error) {
+	if f == "-" {
+		data, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		return []input{{"-", data}}, nil
+	}
+	st, err := os.Stat(f)
+	if err != nil {
+		return nil, cmdutil.BadInputf("-f %s: %v", f, err)
+	}
+	if !st.IsDir() {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, cmdutil.BadInputf("-f %s: %v", f, err)
+		}
+		return []input{{f, data}}, nil
+	}
+	entries, err := os.ReadDir(f)
+	if err != nil {
+		return nil, cmdutil.BadInputf("-f %s: %v", f, err)
+	}
+	var out []input
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") || strings.HasSuffix(n, ".json")) {
+			continue
+		}
+		data, err := os.ReadFile(f + "/" + n)
+		if err != nil {
+			return nil, cmdutil.BadInputf("-f %s/%s: %v", f, n, err)
+		}
+		out = append(out, input{f + "/" + n, data})
+	}
+	if len(out) == 0 {
+		return nil, cmdutil.BadInputf("-f %s: the directory has no *.yaml, *.yml or *.json files", f)
+	}
+	return out, nil
+}

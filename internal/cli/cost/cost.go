@@ -1,0 +1,348 @@
+package cost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dovetail-sh/dovetail/internal/cli/clusterinput"
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
+	"github.com/dovetail-sh/dovetail/pkg/costrecord"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/fleet"
+)
+
+// DefaultNamespace holds the cost record unless --namespace says otherwise
+// (the controller's namespace).
+const DefaultNamespace = "kube-system"
+
+// Options holds the inputs of `dovetail cost` and its dependencies.
+type Options struct {
+	Kubeconfig string
+	Context    string
+	Namespace  string
+	By         string // NodePool label key; "" groups by NodePool
+	Since      time.Duration
+	Region     string
+	Output     string
+	NoBound    bool
+
+	Stdout, Stderr io.Writer
+	Now            func() time.Time
+	Client         client.Reader // replaces the kubeconfig's client (tests)
+}
+
+// NewCmd builds `dovetail cost`. runF replaces Run in tests; nil runs it.
+func NewCmd(runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "cost [--by LABEL] [--since DURATION] [-o text|json|yaml]",
+		Short: "What the fleet costs: $/h now per NodePool or team, spot share, $ spent over a window, and the lower bound",
+		Long: `Read the cluster of the kubeconfig (read-only) and print, per NodePool or
+per value of a NodePool label (--by team): nodes, spot nodes, $/h now,
+spot $/h, and the dollars spent since --since ago (default 24h) from the
+cost record the controller keeps in the ConfigMap dovetail-cost of
+--namespace (hourly buckets, 31 days, survives controller restarts and
+NodeClaim deletion). Then the fleet's total $/h next to the engine's
+lower bound for all its pods (--no-bound skips it).
+
+$/h comes from the price the controller recorded on each NodeClaim at
+launch; other nodes are priced from the built-in catalog by their labels.
+Exit codes: 0 printed, 1 cluster error, 2 bad input.`,
+		Example: `  dovetail cost
+  dovetail cost --by team --since 168h -o json`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Stdout, opts.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if opts.Since <= 0 || opts.Since > costrecord.Retention {
+				return cmdutil.BadInputf("--since %s: must be above 0 and at most %s (the record keeps 31 days)", opts.Since, costrecord.Retention)
+			}
+			if !slices.Contains([]string{"text", "json", "yaml"}, opts.Output) {
+				return cmdutil.BadInputf("-o: %q is not one of text, json, yaml", opts.Output)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", cmdutil.KubeconfigFlagUsage)
+	f.StringVar(&opts.Context, "context", "", "kubeconfig context (default: the current context)")
+	f.StringVar(&opts.Namespace, "namespace", DefaultNamespace, "namespace of the controller and its cost record")
+	f.StringVar(&opts.By, "by", "", "group by this NodePool label (e.g. team) instead of by NodePool")
+	f.DurationVar(&opts.Since, "since", 24*time.Hour, "window of the $ spent, up to 744h")
+	f.StringVar(&opts.Region, "region", "", "region of the built-in catalog (default: the nodes' region label, else us-east-1)")
+	f.StringVarP(&opts.Output, "output", "o", "text", "output format: text|json|yaml")
+	f.BoolVar(&opts.NoBound, "no-bound", false, "skip the lower bound (one engine solve over every pod)")
+	return cmd
+}
+
+// Report is what `dovetail cost -o json` prints.
+type Report struct {
+	GroupBy string  `json:"groupBy"`
+	Since   string  `json:"since"`
+	Groups  []Group `json:"groups"`
+	Total   Group   `json:"total"`
+	// SpotShare is the spot part of the $/h now, 0..1.
+	SpotShare float64 `json:"spotShare"`
+	// LowerBoundPricePerHour is the engine's lower bound for all pods (0
+	// with --no-bound); BoundPods and BoundUnplaced what it covered.
+	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
+	BoundPods              int     `json:"boundPods"`
+	BoundUnplaced          int     `json:"boundUnplacedPods"`
+	// Record says what the window's numbers come from.
+	Record RecordInfo `json:"record"`
+}
+
+// Group is one NodePool or label value.
+type Group struct {
+	Name             string  `json:"name"`
+	Nodes            int     `json:"nodes"`
+	SpotNodes        int     `json:"spotNodes"`
+	PricePerHour     float64 `json:"pricePerHour"`
+	SpotPricePerHour float64 `json:"spotPricePerHour"`
+	Spent            float64 `json:"spent"`
+	SpotSpent        float64 `json:"spotSpent"`
+	NodeHours        float64 `json:"nodeHours"`
+}
+
+// RecordInfo describes the cost record read.
+type RecordInfo struct {
+	ConfigMap string    `json:"configMap"`
+	Found     bool      `json:"found"`
+	From      time.Time `json:"from,omitzero"`
+	Through   time.Time `json:"through,omitzero"`
+	Note      string    `json:"note,omitempty"`
+}
+
+// Run reads the cluster and the record and prints the report.
+func Run(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c := opts.Client
+	if c == nil {
+		cfg, err := cmdutil.RESTConfig(opts.Kubeconfig, opts.Context)
+		if err != nil {
+			return err
+		}
+		cl, err := cmdutil.Client(cfg)
+		if err != nil {
+			return err
+		}
+		c = cl
+	}
+	in, err := clusterinput.Load(ctx, clusterinput.Source{Region: opts.Region, Stderr: opts.Stderr, Client: c}, engine.PodRef{})
+	if err != nil {
+		return err
+	}
+	rec, info, err := readRecord(ctx, c, opts.Namespace)
+	if err != nil {
+		return err
+	}
+	rep := Build(in, rec, info, opts.By, opts.Since, opts.Now())
+	if !opts.NoBound {
+		b, pods, unplaced, err := fleet.LowerBound(in.Engine)
+		if err != nil {
+			return fmt.Errorf("computing the lower bound: %w", err)
+		}
+		rep.LowerBoundPricePerHour, rep.BoundPods, rep.BoundUnplaced = round(b), pods, unplaced
+	}
+	var buf bytes.Buffer
+	switch opts.Output {
+	case "json":
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		buf.Write(append(data, '\n'))
+	case "yaml":
+		data, err := yaml.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		buf.Write(data)
+	default:
+		writeText(&buf, rep, opts.NoBound)
+	}
+	_, err = opts.Stdout.Write(buf.Bytes())
+	return err
+}
+
+func readRecord(ctx context.Context, c client.Reader, ns string) (*costrecord.Record, RecordInfo, error) {
+	info := RecordInfo{ConfigMap: ns + "/" + costrecord.ConfigMapName}
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: costrecord.ConfigMapName}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		info.Note = "no cost record: the controller's cost recorder has not run in namespace " + ns + " (see --namespace)"
+		return nil, info, nil
+	case err != nil:
+		return nil, info, fmt.Errorf("reading the cost record %s: %w", info.ConfigMap, err)
+	}
+	rec, err := costrecord.Decode([]byte(cm.Data[costrecord.DataKey]))
+	if err != nil {
+		info.Note = err.Error()
+		return nil, info, nil
+	}
+	info.Found = true
+	info.Through = rec.Through
+	if len(rec.Hours) > 0 {
+		info.From = time.Unix(rec.Hours[0].Start, 0).UTC()
+	}
+	return rec, info, nil
+}
+
+// Build computes the report from the cluster and the record.
+func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by string, since time.Duration, now time.Time) *Report {
+	rows := fleet.Build(fleet.Input{Nodes: in.Cluster.Nodes, NodeClaims: in.Cluster.NodeClaims, Pods: in.Cluster.Pods, Catalog: in.Catalog, Region: in.Region})
+	poolLabels := map[string]map[string]string{}
+	for _, np := range in.Cluster.NodePools {
+		poolLabels[np.Name] = np.Labels
+	}
+	groupOf := func(pool string, labels map[string]string) string {
+		if by == "" {
+			return pool
+		}
+		if v := labels[by]; v != "" {
+			return v
+		}
+		return "(no " + by + ")"
+	}
+	rep := &Report{GroupBy: cmpOr(by, "nodepool"), Since: shortDuration(since), Record: info}
+	idx := map[string]int{}
+	get := func(name string) *Group {
+		i, ok := idx[name]
+		if !ok {
+			i = len(rep.Groups)
+			idx[name] = i
+			rep.Groups = append(rep.Groups, Group{Name: name})
+		}
+		return &rep.Groups[i]
+	}
+	for _, g := range fleet.GroupBy(rows, func(r fleet.Node) string { return groupOf(r.Pool, poolLabels[r.Pool]) }) {
+		x := get(g.Name)
+		x.Nodes, x.SpotNodes, x.PricePerHour, x.SpotPricePerHour = g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour
+	}
+	if rec != nil {
+		for _, t := range rec.Since(now.Add(-since)) {
+			if t.Dollars == 0 && t.NodeHours == 0 {
+				continue
+			}
+			x := get(groupOf(t.Key.Pool, t.Key.Labels))
+			x.Spent += t.Dollars
+			x.SpotSpent += t.Spot
+			x.NodeHours += t.NodeHours
+		}
+		if through := rec.Through; now.Sub(through) > 10*time.Minute {
+			rep.Record.Note = fmt.Sprintf("the record was last written %s ago: is the controller running?", now.Sub(through).Round(time.Minute))
+		}
+	}
+	slices.SortStableFunc(rep.Groups, func(a, b Group) int {
+		switch {
+		case a.PricePerHour != b.PricePerHour:
+			return -cmpF(a.PricePerHour, b.PricePerHour)
+		case a.Spent != b.Spent:
+			return -cmpF(a.Spent, b.Spent)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	rep.Total.Name = "TOTAL"
+	for i := range rep.Groups {
+		g := &rep.Groups[i]
+		g.PricePerHour, g.SpotPricePerHour, g.Spent, g.SpotSpent, g.NodeHours = round(g.PricePerHour), round(g.SpotPricePerHour), round(g.Spent), round(g.SpotSpent), round(g.NodeHours)
+		rep.Total.Nodes += g.Nodes
+		rep.Total.SpotNodes += g.SpotNodes
+		rep.Total.PricePerHour += g.PricePerHour
+		rep.Total.SpotPricePerHour += g.SpotPricePerHour
+		rep.Total.Spent += g.Spent
+		rep.Total.SpotSpent += g.SpotSpent
+		rep.Total.NodeHours += g.NodeHours
+	}
+	t := &rep.Total
+	t.PricePerHour, t.SpotPricePerHour, t.Spent, t.SpotSpent, t.NodeHours = round(t.PricePerHour), round(t.SpotPricePerHour), round(t.Spent), round(t.SpotSpent), round(t.NodeHours)
+	if t.PricePerHour > 0 {
+		rep.SpotShare = round(t.SpotPricePerHour / t.PricePerHour)
+	}
+	if rep.Groups == nil {
+		rep.Groups = []Group{}
+	}
+	return rep
+}
+
+// shortDuration writes 24h for 24h0m0s and 30m for 30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+
+func writeText(w io.Writer, r *Report, noBound bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tNODES\tSPOT\t$/HOUR\tSPOT $/HOUR\t$ LAST %s\tNODE-HOURS\n", strings.ToUpper(r.GroupBy), r.Since)
+	for _, g := range append(r.Groups, r.Total) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.1f\n", g.Name, g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour, g.Spent, g.NodeHours)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nSpot share: %.0f%% of $/h, %d of %d nodes\n", r.SpotShare*100, r.Total.SpotNodes, r.Total.Nodes)
+	if !noBound {
+		gap := ""
+		if r.LowerBoundPricePerHour > 0 {
+			gap = fmt.Sprintf(" (the fleet costs %.0f%% more)", (r.Total.PricePerHour/r.LowerBoundPricePerHour-1)*100)
+		}
+		fmt.Fprintf(w, "Fleet: $%.4f/hour now; lower bound for its %d pods: $%.4f/hour%s", r.Total.PricePerHour, r.BoundPods, r.LowerBoundPricePerHour, gap)
+		if r.BoundUnplaced > 0 {
+			fmt.Fprintf(w, "; %d pods no NodePool can take are left out", r.BoundUnplaced)
+		}
+		fmt.Fprintln(w)
+	}
+	switch {
+	case r.Record.Found:
+		fmt.Fprintf(w, "Record: %s, %s to %s\n", r.Record.ConfigMap, r.Record.From.Format(time.RFC3339), r.Record.Through.Format(time.RFC3339))
+	default:
+		fmt.Fprintf(w, "Record: %s not found\n", r.Record.ConfigMap)
+	}
+	if r.Record.Note != "" {
+		fmt.Fprintln(w, "Note:", r.Record.Note)
+	}
+}

@@ -1,0 +1,5 @@
+package snapshot_test
+
+import "time"
+
+var timeNow = time.Now
