@@ -88,13 +88,18 @@ func (s *scenario) scale(name string, replicas int32) {
 }
 
 // TestEmptiness: nodes left with only DaemonSet pods are removed once
-// consolidateAfter has passed; with consolidateAfter: Never they stay.
+// consolidateAfter has passed; with consolidateAfter: Never, or a budget
+// of "0", they stay.
 func TestEmptiness(t *testing.T) {
 	s := newScenario(t)
 	s.pool("empty", func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("20s")
 	})
 	s.pool("kept", nil) // Never
+	s.pool("zero", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("20s")
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	})
 	labels := map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "agent"},
@@ -114,16 +119,18 @@ func TestEmptiness(t *testing.T) {
 	}
 	s.deployment("web", 2, "500m", "512Mi", onPool("empty", spreadByHost("web")))
 	s.deployment("api", 1, "500m", "512Mi", onPool("kept", nil))
-	eventually(t, 3*time.Minute, "3 nodes with their pods running", func() (bool, error) {
+	s.deployment("jobs", 1, "500m", "512Mi", onPool("zero", nil))
+	eventually(t, 3*time.Minute, "4 nodes with their pods running", func() (bool, error) {
 		running, _, err := s.running()
-		e, k := len(poolClaims(t, "empty")), len(poolClaims(t, "kept"))
-		return running >= 3 && e == 2 && k == 1, err
+		e, k, z := len(poolClaims(t, "empty")), len(poolClaims(t, "kept")), len(poolClaims(t, "zero"))
+		return running >= 4 && e == 2 && k == 1 && z == 1, err
 	})
 	emptyClaims := poolClaims(t, "empty")
-	kept := poolClaims(t, "kept")[0]
+	kept, zero := poolClaims(t, "kept")[0], poolClaims(t, "zero")[0]
 
 	s.scale("web", 0)
 	s.scale("api", 0)
+	s.scale("jobs", 0)
 	eventually(t, 3*time.Minute, "the empty pool's nodes removed", func() (bool, error) {
 		if left := len(poolClaims(t, "empty")); left > 0 {
 			return false, fmt.Errorf("%d NodeClaims left in pool empty", left)
@@ -137,10 +144,13 @@ func TestEmptiness(t *testing.T) {
 			t.Errorf("%s note %q does not say Empty", nc.Name, evs[0].Note)
 		}
 	}
-	consistently(t, 20*time.Second, "the Never pool's node stays", func() (bool, error) {
-		left := poolClaims(t, "kept")
-		return len(left) == 1 && left[0].Name == kept.Name, nil
+	consistently(t, 20*time.Second, "the Never pool's and the budget-0 pool's nodes stay", func() (bool, error) {
+		k, z := poolClaims(t, "kept"), poolClaims(t, "zero")
+		return len(k) == 1 && k[0].Name == kept.Name && len(z) == 1 && z[0].Name == zero.Name, nil
 	})
+	if evs := controllerEvents(t, "NodeClaim", "", zero.Name, disruption.ReasonDisruptionBlocked); len(evs) == 0 || !strings.Contains(evs[len(evs)-1].Note, "BudgetExhausted") {
+		t.Errorf("no DisruptionBlocked event with BudgetExhausted on the budget-0 pool's NodeClaim %s: %v", zero.Name, evs)
+	}
 }
 
 // TestDriftByPublishedImage: a newer AMI published through the emulator
