@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 22m
 
-.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt
+.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long
 
 all: build
 
@@ -47,6 +47,12 @@ test: controlplane helm chromium fmt-check verify-generated vet
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	DOVETAIL_HELM=$$(cd tools/helm && go run ./cmd/build-helm 2>/dev/null) \
 	  go test -timeout $(GO_TEST_TIMEOUT) ./...
+
+## test-e2e-long: the long disruption scenarios (scale-down 500 -> 100 pods), not part of make test
+test-e2e-long: controlplane
+	go vet -tags e2elong ./test/e2e/
+	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
+	  go test -tags e2elong -run 'ScaleDown' -timeout 30m -v ./test/e2e/
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane

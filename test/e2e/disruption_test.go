@@ -88,13 +88,18 @@ func (s *scenario) scale(name string, replicas int32) {
 }
 
 // TestEmptiness: nodes left with only DaemonSet pods are removed once
-// consolidateAfter has passed; with consolidateAfter: Never they stay.
+// consolidateAfter has passed; with consolidateAfter: Never, or a budget
+// of "0", they stay.
 func TestEmptiness(t *testing.T) {
 	s := newScenario(t)
 	s.pool("empty", func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("20s")
 	})
 	s.pool("kept", nil) // Never
+	s.pool("zero", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("20s")
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	})
 	labels := map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "agent"},
@@ -114,16 +119,18 @@ func TestEmptiness(t *testing.T) {
 	}
 	s.deployment("web", 2, "500m", "512Mi", onPool("empty", spreadByHost("web")))
 	s.deployment("api", 1, "500m", "512Mi", onPool("kept", nil))
-	eventually(t, 3*time.Minute, "3 nodes with their pods running", func() (bool, error) {
+	s.deployment("jobs", 1, "500m", "512Mi", onPool("zero", nil))
+	eventually(t, 3*time.Minute, "4 nodes with their pods running", func() (bool, error) {
 		running, _, err := s.running()
-		e, k := len(poolClaims(t, "empty")), len(poolClaims(t, "kept"))
-		return running >= 3 && e == 2 && k == 1, err
+		e, k, z := len(poolClaims(t, "empty")), len(poolClaims(t, "kept")), len(poolClaims(t, "zero"))
+		return running >= 4 && e == 2 && k == 1 && z == 1, err
 	})
 	emptyClaims := poolClaims(t, "empty")
-	kept := poolClaims(t, "kept")[0]
+	kept, zero := poolClaims(t, "kept")[0], poolClaims(t, "zero")[0]
 
 	s.scale("web", 0)
 	s.scale("api", 0)
+	s.scale("jobs", 0)
 	eventually(t, 3*time.Minute, "the empty pool's nodes removed", func() (bool, error) {
 		if left := len(poolClaims(t, "empty")); left > 0 {
 			return false, fmt.Errorf("%d NodeClaims left in pool empty", left)
@@ -137,10 +144,13 @@ func TestEmptiness(t *testing.T) {
 			t.Errorf("%s note %q does not say Empty", nc.Name, evs[0].Note)
 		}
 	}
-	consistently(t, 20*time.Second, "the Never pool's node stays", func() (bool, error) {
-		left := poolClaims(t, "kept")
-		return len(left) == 1 && left[0].Name == kept.Name, nil
+	consistently(t, 20*time.Second, "the Never pool's and the budget-0 pool's nodes stay", func() (bool, error) {
+		k, z := poolClaims(t, "kept"), poolClaims(t, "zero")
+		return len(k) == 1 && k[0].Name == kept.Name && len(z) == 1 && z[0].Name == zero.Name, nil
 	})
+	if evs := controllerEvents(t, "NodeClaim", "", zero.Name, disruption.ReasonDisruptionBlocked); len(evs) == 0 || !strings.Contains(evs[len(evs)-1].Note, "BudgetExhausted") {
+		t.Errorf("no DisruptionBlocked event with BudgetExhausted on the budget-0 pool's NodeClaim %s: %v", zero.Name, evs)
+	}
 }
 
 // TestDriftByPublishedImage: a newer AMI published through the emulator
@@ -204,6 +214,62 @@ func TestDriftByPublishedImage(t *testing.T) {
 	for _, nc := range poolClaims(t, "drift") {
 		if nc.Status.ImageID == old[0].Status.ImageID {
 			t.Errorf("replacement %s runs the old image %s", nc.Name, nc.Status.ImageID)
+		}
+	}
+}
+
+// TestExpiration: with expireAfter: 2m (real time) the nodes are deleted
+// when they expire, without a budget, and their pods end Running on new
+// capacity that provisioning launches.
+func TestExpiration(t *testing.T) {
+	s := newScenario(t)
+	s.pool("expiry", func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("2m")
+		// A budget of 0 does not hold expiration back.
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+	})
+	s.deployment("web", 2, "500m", "512Mi", onPool("expiry", spreadByHost("web")))
+	s.waitRunning(2, 3*time.Minute)
+	first := poolClaims(t, "expiry")
+	if len(first) != 2 {
+		t.Fatalf("%d NodeClaims, want 2", len(first))
+	}
+	for _, nc := range first {
+		if got := nc.Spec.ExpireAfter.String(); got != "2m" {
+			t.Errorf("%s has expireAfter %q, want the pool's 2m", nc.Name, got)
+		}
+	}
+	early := false
+	eventually(t, 4*time.Minute, "the first nodes expired and the pods Running on new ones", func() (bool, error) {
+		for _, nc := range nodeClaims(t) {
+			if nc.DeletionTimestamp == nil || early {
+				continue
+			}
+			for _, f := range first {
+				// creationTimestamp has second precision.
+				if nc.Name == f.Name && nc.DeletionTimestamp.Sub(nc.CreationTimestamp.Time) < 2*time.Minute-time.Second {
+					early = true
+					t.Errorf("%s deleted %s after creation, before its expireAfter", nc.Name, nc.DeletionTimestamp.Sub(nc.CreationTimestamp.Time))
+				}
+			}
+		}
+		cur := poolClaims(t, "expiry")
+		for _, nc := range cur {
+			for _, f := range first {
+				if nc.Name == f.Name {
+					return false, fmt.Errorf("%s (age %s) not expired yet", nc.Name, time.Since(nc.CreationTimestamp.Time).Round(time.Second))
+				}
+			}
+		}
+		running, _, err := s.running()
+		if err != nil || running != 2 {
+			return false, fmt.Errorf("%d pods running (%v)", running, err)
+		}
+		return true, nil
+	})
+	for _, nc := range first {
+		if evs := controllerEvents(t, "NodeClaim", "", nc.Name, "Expired"); len(evs) == 0 {
+			t.Errorf("no Expired event on %s", nc.Name)
 		}
 	}
 }

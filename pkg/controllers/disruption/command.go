@@ -89,6 +89,17 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 		}
 	}
 	c.reportKept(st, plan)
+	codes := map[planner.Code]int{}
+	for _, k := range plan.Kept {
+		codes[k.Code]++
+	}
+	summary := fmt.Sprintf("%d commands, kept %v", len(plan.Commands), codes)
+	if summary != c.lastSummary {
+		c.lastSummary = summary
+		log.FromContext(ctx).Info("disruption plan", "commands", len(plan.Commands), "kept", codes,
+			"fleetPricePerHour", plan.FleetPricePerHour, "fleetPricePerHourAfter", plan.FleetPricePerHourAfter,
+			"evaluation", time.Since(begin).Round(time.Millisecond).String())
+	}
 	return plan, nil
 }
 

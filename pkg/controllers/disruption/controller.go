@@ -95,6 +95,8 @@ type Controller struct {
 	waiting map[string]bool
 	// lastCode is the kept code last reported per node (events on change).
 	lastCode map[string]planner.Code
+	// lastSummary is the last plan summary logged (logged on change).
+	lastSummary string
 	// world is what the last plan was made from.
 	world *world
 	kick  chan struct{}

@@ -280,3 +280,39 @@ func TestDriftReplacementSurvivesARestart(t *testing.T) {
 	}
 	f.env.EventuallyEventAbout(old, disruption.ReasonDisruptionTerminating)
 }
+
+// A controller killed after marking a command but before creating its
+// replacement leaves an annotated, tainted node: the next controller rolls
+// the command back (nothing launched from a plan it no longer has).
+func TestCommandCutShortBeforeItsReplacementsIsRolledBack(t *testing.T) {
+	f := setup(t, false, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	nc, node := f.node("cut", "m5.large")
+	base := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[disruption.CommandAnnotationKey] = `{"id":"0123456789","reason":"Drifted","started":"` +
+		f.env.Clock.Now().UTC().Format(time.RFC3339) + `","nodeClaims":["` + nc.Name + `"],"replacements":["` + f.pool.Name + `-0123456789-0"]}`
+	if err := f.env.Client.Patch(f.env.Context(), nc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	nbase := node.DeepCopy()
+	node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+	if err := f.env.Client.Patch(f.env.Context(), node, client.MergeFrom(nbase)); err != nil {
+		t.Fatal(err)
+	}
+
+	f.pass(f.controller(disruption.Options{}))
+	if err := f.env.Get(nc); err != nil || nc.Annotations[disruption.CommandAnnotationKey] != "" || !nc.DeletionTimestamp.IsZero() {
+		t.Fatalf("the cut-short command was not rolled back (err %v, annotations %v)", err, nc.Annotations)
+	}
+	if cond := nc.GetCondition(karpv1.ConditionTypeDisruptionReason); cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "is gone") {
+		t.Errorf("DisruptionReason = %+v, want False saying the replacement is gone", cond)
+	}
+	if err := f.env.Get(node); err != nil || tainted(node) {
+		t.Errorf("node left tainted (err %v)", err)
+	}
+	if n := len(f.replacements()); n != 0 {
+		t.Errorf("%d replacements launched for a command the controller lost", n)
+	}
+}

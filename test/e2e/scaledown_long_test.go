@@ -1,0 +1,200 @@
+//go:build e2elong
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+)
+
+// Long disruption scenarios: `make test-e2e-long` (they add more than the
+// few minutes `make test` may spend).
+
+// TestScaleDown500To100: the mixed 500-pod workload on the example pools,
+// then scaled down to 100 pods with consolidation on: within 5 minutes
+// (time scale 0.1) every remaining pod runs and the fleet costs within 10%
+// of what `dovetail simulate` plans for the 100 pods; no pod stays pending
+// longer than 60 s meanwhile.
+func TestScaleDown500To100(t *testing.T) {
+	s := newScenario(t)
+	file := filepath.Join("testdata", "mixed.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.Delete(t.Context(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
+		_ = setConsolidateAfter(karpv1.NeverDuration())
+	})
+	s.apply(data)
+	s.waitRunning(500, 4*time.Minute)
+	before := fleetPrice(t)
+	nodesBefore := len(nodeClaims(t))
+
+	after := map[string]int32{"web": 40, "api": 30, "cache": 4, "reports": 25, "db": 1}
+	small := scaledManifest(t, data, after)
+	plan := simulatePlan(t, small)
+
+	if err := setConsolidateAfter(karpv1.MustParseNillableDuration("10s")); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	for name, n := range after {
+		s.scale(name, n)
+	}
+
+	// Pending pods are watched (polled) for the whole scale-down.
+	var mu sync.Mutex
+	pendingSince := map[string]time.Time{}
+	worst := time.Duration(0)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			var pods corev1.PodList
+			if err := kube.List(t.Context(), &pods, client.InNamespace(s.ns)); err == nil {
+				now := time.Now()
+				mu.Lock()
+				seen := map[string]bool{}
+				for _, p := range pods.Items {
+					if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+						seen[p.Name] = true
+						if _, ok := pendingSince[p.Name]; !ok {
+							pendingSince[p.Name] = now
+						}
+						worst = max(worst, now.Sub(pendingSince[p.Name]))
+					}
+				}
+				for name := range pendingSince {
+					if !seen[name] {
+						delete(pendingSince, name)
+					}
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			logKeptReasons(t)
+		}
+	})
+	var fleet float64
+	eventually(t, 5*time.Minute, "100 pods Running on a fleet within 10% of simulate", func() (bool, error) {
+		running, pending, err := s.running()
+		if err != nil {
+			return false, err
+		}
+		fleet = fleetPrice(t)
+		gap := (fleet - plan.TotalPricePerHour) / plan.TotalPricePerHour
+		if running != 100 || gap > 0.10 {
+			return false, fmt.Errorf("%d running, %d pending, %d NodeClaims, fleet $%.4f/h vs simulate $%.4f/h (%.1f%%)",
+				running, pending, len(nodeClaims(t)), fleet, plan.TotalPricePerHour, 100*gap)
+		}
+		return true, nil
+	})
+	close(stop)
+	<-done
+	t.Logf("scale-down 500 -> 100 pods in %s: %d -> %d NodeClaims, $%.4f/h -> $%.4f/h (simulate $%.4f/h, gap %.1f%%); longest pending %s",
+		time.Since(begin).Round(time.Second), nodesBefore, len(nodeClaims(t)), before, fleet, plan.TotalPricePerHour,
+		100*math.Abs(fleet-plan.TotalPricePerHour)/plan.TotalPricePerHour, worst.Round(time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	if worst > 60*time.Second {
+		t.Errorf("a pod was pending for %s during the scale-down (want at most 60 s)", worst)
+	}
+	if err := consistent(t); err != nil {
+		t.Error(err)
+	}
+}
+
+// setConsolidateAfter sets consolidateAfter on every example NodePool.
+func setConsolidateAfter(d karpv1.NillableDuration) error {
+	var pools karpv1.NodePoolList
+	if err := kube.List(context.Background(), &pools); err != nil {
+		return err
+	}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		base := np.DeepCopy()
+		np.Spec.Disruption.ConsolidateAfter = d
+		if err := kube.Patch(context.Background(), np, client.MergeFrom(base)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scaledManifest writes the manifests with the Deployments' replicas
+// replaced, for simulate.
+func scaledManifest(t *testing.T, data []byte, replicas map[string]int32) string {
+	t.Helper()
+	var out []byte
+	for _, obj := range decode(t, data) {
+		if n, ok := replicas[obj.GetName()]; ok && obj.GetKind() == "Deployment" {
+			if err := unstructured.SetNestedField(obj.Object, int64(n), "spec", "replicas"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, b...), []byte("---\n")...)
+	}
+	path := filepath.Join(t.TempDir(), "mixed-100.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// logKeptReasons logs, per node, the last reason the disruption controller
+// gave for keeping it (for failures).
+func logKeptReasons(t *testing.T) {
+	var list eventsv1.EventList
+	if err := kube.List(context.Background(), &list); err != nil {
+		return
+	}
+	last := map[string]eventsv1.Event{}
+	for _, ev := range list.Items {
+		if ev.ReportingController != "dovetail" || ev.Regarding.Kind != "Node" ||
+			(ev.Reason != "Unconsolidatable" && ev.Reason != "DisruptionBlocked") {
+			continue
+		}
+		if prev, ok := last[ev.Regarding.Name]; !ok || ev.CreationTimestamp.After(prev.CreationTimestamp.Time) {
+			last[ev.Regarding.Name] = ev
+		}
+	}
+	for _, n := range managedNodes(t) {
+		if ev, ok := last[n.Name]; ok {
+			t.Logf("kept %s (%s): %s: %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable], ev.Reason, ev.Note)
+		} else {
+			t.Logf("kept %s (%s): no event", n.Name, n.Labels[corev1.LabelInstanceTypeStable])
+		}
+	}
+}
