@@ -850,20 +850,48 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 			res.displaced[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}] = true
 		}
 	}
-	// The engine's construction follows pod order; give it the pods in a
-	// canonical order (by namespace and name, so a Deployment's pods stay
-	// together), not in the order the nodes happen to list them.
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+	// The engine's construction follows pod order, and its plans for the
+	// same pods differ by a few percent with it. A batch (several nodes)
+	// tries two orders and keeps the cheaper: the nodes' own (the order
+	// their pods were placed in) and a canonical one (by namespace and
+	// name, a Deployment's pods together). A single node, the canonical.
+	canonical := slices.Clone(pods)
+	slices.SortFunc(canonical, func(a, b *corev1.Pod) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	plan, err := p.solve(remove, pods)
+	plan, err := p.solve(remove, canonical)
 	if err != nil {
 		return nil, err
 	}
 	res.plan, res.w = plan, p.lastW
+	if len(nodes) > 1 {
+		// The nodes' own order: by their place in the cluster, each
+		// node's pods as it lists them.
+		ordered := slices.Clone(nodes)
+		slices.SortStableFunc(ordered, func(a, b *cnode) int { return a.idx - b.idx })
+		own := make([]*corev1.Pod, 0, len(pods))
+		byRef := make(map[engine.PodRef]*corev1.Pod, len(pods))
+		for _, q := range pods {
+			byRef[engine.PodRef{Namespace: q.Namespace, Name: q.Name}] = q
+		}
+		for _, n := range ordered {
+			for _, pod := range n.pods {
+				own = append(own, byRef[engine.PodRef{Namespace: pod.Namespace, Name: pod.Name}])
+			}
+		}
+		alt, err := p.solve(remove, own)
+		if err != nil {
+			return nil, err
+		}
+		if len(alt.Unschedulable) < len(plan.Unschedulable) ||
+			len(alt.Unschedulable) == len(plan.Unschedulable) && alt.PricePerHour < plan.PricePerHour-1e-9 {
+			plan = alt
+			res.plan, res.w = alt, p.lastW
+		}
+	}
 	for _, u := range plan.Unschedulable {
 		if res.displaced[u.Pod] {
 			res.failCode = CodeCannotReschedule
