@@ -224,7 +224,7 @@ type SubnetSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the subnet.
-	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -242,7 +242,7 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the security group.
-	// +kubebuilder:validation:Pattern="^sg-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="sg-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the security group.
@@ -288,7 +288,7 @@ type AMISelectorTerm struct {
 	// Alias is family@version: family one of al2, al2023, bottlerocket,
 	// windows2019, windows2022, windows2025; version "latest" or a version
 	// such as v20240807 (Windows families take "latest" only).
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MaxLength=30
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+@[A-Za-z0-9._-]+$')",message="alias must have the form family@version, e.g. al2023@latest"
 	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']",message="alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025"
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="alias version must be latest for Windows families"
@@ -302,7 +302,7 @@ type AMISelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the AMI.
-	// +kubebuilder:validation:Pattern="^ami-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="ami-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the AMI (wildcards allowed).
@@ -435,7 +435,7 @@ type BlockDeviceMapping struct {
 
 // BlockDevice is an EBS volume.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != ”)",message="volumeInitializationRate needs a snapshotID"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && size(self.snapshotID) > 0)",message="volumeInitializationRate needs a snapshotID"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume with the instance.
 	// +optional
@@ -443,8 +443,8 @@ type BlockDevice struct {
 	// Encrypted encrypts the volume.
 	// +optional
 	Encrypted *bool `json:"encrypted,omitempty"`
-	// IOPS for io1, io2 and gp3 volumes.
-	// +kubebuilder:validation:Minimum=100
+	// IOPS for io1, io2 and gp3 volumes (EC2 refuses values it does not
+	// sell at launch; the CRD, like the peer's, does not bound them).
 	// +optional
 	IOPS *int64 `json:"iops,omitempty"`
 	// KMSKeyID is the key used to encrypt the volume.
@@ -459,8 +459,8 @@ type BlockDevice struct {
 	// +kubebuilder:validation:Maximum=300
 	// +optional
 	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
-	// Throughput of a gp3 volume in MiB/s.
-	// +kubebuilder:validation:Minimum=125
+	// Throughput of a gp3 volume in MiB/s (unbounded here, as in the peer's
+	// CRD).
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
 	// VolumeSize is the volume size as a quantity, e.g. 20Gi (at most 64Ti).
@@ -543,18 +543,23 @@ type AMI struct {
 
 // CapacityReservation is a resolved capacity reservation.
 type CapacityReservation struct {
+	// +kubebuilder:validation:Pattern="^cr-[0-9a-z]+$"
 	// +required
 	ID string `json:"id"`
 	// +required
 	AvailabilityZone string `json:"availabilityZone"`
 	// +required
 	InstanceType string `json:"instanceType"`
+	// +kubebuilder:validation:Pattern="^[0-9]{12}$"
 	// +required
 	OwnerID string `json:"ownerID"`
 	// InstanceMatchCriteria: open or targeted.
 	// +kubebuilder:validation:Enum=open;targeted
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	// Interruptible reservations may be reclaimed by their owner.
 	// +optional
-	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	Interruptible bool `json:"interruptible,omitempty"`
 	// ReservationType: default or capacity-block.
 	// +kubebuilder:validation:Enum=default;capacity-block
 	// +optional
