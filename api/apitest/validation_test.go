@@ -133,7 +133,6 @@ func invalidCases() []invalidCase {
 		// NodePool template metadata, taints, nodeClassRef.
 		{name: "hostname in template labels", base: np, patch: `spec: {template: {metadata: {labels: {kubernetes.io/hostname: n1}}}}`, field: "spec.template.metadata.labels", msg: "kubernetes.io/hostname"},
 		{name: "karpenter.sh key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/team: b}}}}`, field: "spec.template.metadata.labels", msg: "karpenter.sh domain"},
-		{name: "capacity-type in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/capacity-type: spot}}}}`, field: "spec.template.metadata.labels", msg: "karpenter.sh domain"},
 		{name: "unknown karpenter.k8s.aws key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/colour: red}}}}`, field: "spec.template.metadata.labels", msg: "well-known"},
 		{name: "taint effect", base: np, patch: `spec: {template: {spec: {taints: [{key: a, effect: Sometimes}]}}}`, field: "spec.template.spec.taints", msg: "effect"},
 		{name: "startup taint effect", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, effect: NoWay}]}}}`, field: "spec.template.spec.startupTaints", msg: "effect"},
@@ -256,11 +255,12 @@ func TestBasesAccepted(t *testing.T) {
 	}
 }
 
-func TestValidEdgeCasesAccepted(t *testing.T) {
+// validCase is an object the CRDs must accept.
+type validCase struct{ name, base, patch string }
+
+func validCases() []validCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	cases := []struct {
-		name, base, patch string
-	}{
+	return []validCase{
 		{name: "Exists with minValues 5", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 5}]`)},
 		{name: "In with minValues equal to values", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r], minValues: 3}]`)},
 		{name: "minValues 50", base: np, patch: reqs(`[{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 50}]`)},
@@ -286,6 +286,7 @@ func TestValidEdgeCasesAccepted(t *testing.T) {
 		{name: "Balanced", base: np, patch: `spec: {disruption: {consolidationPolicy: Balanced}}`},
 		{name: "budget for Unhealthy", base: np, patch: budgets(`[{nodes: "1", reasons: [Unhealthy, Drifted, Empty, Underutilized]}]`)},
 		{name: "static pool (accepted, marked not supported at run time)", base: np, patch: `spec: {replicas: 3, weight: null, limits: {cpu: null, memory: null, nodes: "5"}}`},
+		{name: "capacity-type as a template label (the peer allows it)", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/capacity-type: spot}}}}`},
 		{name: "limits on any resource", base: np, patch: `spec: {limits: {nodes: "10", nvidia.com/gpu: "8"}}`},
 		{name: "nodeclaim with nodepool requirement and expireAfter", base: nc, patch: `spec: {expireAfter: Never, taints: [{key: team, value: b, effect: NoExecute}]}`},
 		{name: "alias al2023@latest without amiFamily", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: al2023@latest}]}`},
@@ -334,9 +335,12 @@ spec:
     cpuCFSQuota: true
 `},
 	}
+}
+
+func TestValidEdgeCasesAccepted(t *testing.T) {
 	c := newClient(t)
 	ctx := testContext(t)
-	for _, tc := range cases {
+	for _, tc := range validCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := object(t, tc.base, "valid", tc.patch)
 			if err := c.Create(ctx, obj, client.DryRunAll); err != nil {

@@ -1,12 +1,7 @@
 package crds_test
 
 import (
-	"archive/zip"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"reflect"
 	"sort"
 	"strings"
@@ -15,53 +10,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dovetail-sh/dovetail/api/crds"
+	"github.com/dovetail-sh/dovetail/api/internal/peercrds"
 )
 
-// peerModule is the peer's provider module and release whose CRDs ours
-// must accept everything of. Its files are fetched at test time through the
-// Go module proxy (never copied into this repository).
-const (
-	peerModule  = "github.com/aws/karpenter-provider-aws"
-	peerVersion = "v1.15.2"
-)
+// peerVersion names the peer release in messages.
+const peerVersion = peercrds.Version
 
-// peerCRDs downloads the peer's module with `go mod download` and returns
-// its CRD files by name. The peer's go.mod asks for a newer Go than the
-// one installed, so `go mod download` reports an error after fetching; the
-// fetched zip is read directly. It fails (never skips) when the files
+// peerCRDs fetches the peer's CRD files; it fails (never skips) when they
 // cannot be had.
 func peerCRDs(t *testing.T) map[string][]byte {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", peerModule+"@"+peerVersion)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
-	out, runErr := cmd.Output()
-	var info struct{ Zip, Error string }
-	if err := json.Unmarshal(out, &info); err != nil {
-		t.Fatalf("go mod download %s@%s: %v (%v)", peerModule, peerVersion, err, runErr)
-	}
-	zr, err := zip.OpenReader(info.Zip)
+	files, err := peercrds.Fetch(t.TempDir())
 	if err != nil {
-		t.Fatalf("fetching the peer's CRDs (%s@%s) failed: %s; %v", peerModule, peerVersion, info.Error, err)
-	}
-	defer zr.Close()
-	files := map[string][]byte{}
-	prefix := peerModule + "@" + peerVersion + "/pkg/apis/crds/"
-	for _, f := range zr.File {
-		name, ok := strings.CutPrefix(f.Name, prefix)
-		if !ok || strings.Contains(name, "/") {
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
+		t.Fatalf("fetching the peer's CRDs: %v", err)
 	}
 	return files
 }
@@ -195,7 +156,7 @@ func TestSchemasAcceptWhatThePeersAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, name := range []string{"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"} {
+	for _, name := range peercrds.Files {
 		if peer[name] == nil || ours[name] == nil {
 			t.Fatalf("%s: peer %v, ours %v", name, peer[name] != nil, ours[name] != nil)
 		}
