@@ -133,7 +133,6 @@ func invalidCases() []invalidCase {
 		// NodePool template metadata, taints, nodeClassRef.
 		{name: "hostname in template labels", base: np, patch: `spec: {template: {metadata: {labels: {kubernetes.io/hostname: n1}}}}`, field: "spec.template.metadata.labels", msg: "kubernetes.io/hostname"},
 		{name: "karpenter.sh key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/team: b}}}}`, field: "spec.template.metadata.labels", msg: "karpenter.sh domain"},
-		{name: "capacity-type in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/capacity-type: spot}}}}`, field: "spec.template.metadata.labels", msg: "karpenter.sh domain"},
 		{name: "unknown karpenter.k8s.aws key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/colour: red}}}}`, field: "spec.template.metadata.labels", msg: "well-known"},
 		{name: "taint effect", base: np, patch: `spec: {template: {spec: {taints: [{key: a, effect: Sometimes}]}}}`, field: "spec.template.spec.taints", msg: "effect"},
 		{name: "startup taint effect", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, effect: NoWay}]}}}`, field: "spec.template.spec.startupTaints", msg: "effect"},
@@ -143,6 +142,19 @@ func invalidCases() []invalidCase {
 		{name: "static pool with a cpu limit", base: np, patch: `spec: {replicas: 3, weight: null}`, field: "spec", msg: "may limit only nodes"},
 		{name: "static pool with a weight", base: np, patch: `spec: {replicas: 3, limits: {cpu: null, memory: null}}`, field: "spec", msg: "takes no weight"},
 		{name: "negative replicas", base: np, patch: `spec: {replicas: -1, weight: null, limits: null}`, field: "spec.replicas"},
+		{name: "placement group by name and id", base: ec2, patch: `spec: {placementGroupSelector: {name: a, id: pg-0abc}}`, field: "spec.placementGroupSelector", msg: "not both"},
+		{name: "placement group without name or id", base: ec2, patch: `spec: {placementGroupSelector: {}}`, field: "spec.placementGroupSelector", msg: "name or id"},
+		{name: "placement group id malformed", base: ec2, patch: `spec: {placementGroupSelector: {id: group-1}}`, field: "spec.placementGroupSelector.id"},
+		{name: "network interfaces without a primary", base: ec2, patch: `spec: {networkInterfaces: [{networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}]}`, field: "spec.networkInterfaces", msg: "primary"},
+		{name: "network interface type", base: ec2, patch: `spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: fast}]}`, field: "spec.networkInterfaces[0].interfaceType"},
+		{name: "connection tracking empty", base: ec2, patch: `spec: {connectionTracking: {}}`, field: "spec.connectionTracking", msg: "needs"},
+		{name: "connection tracking udp timeout too long", base: ec2, patch: `spec: {connectionTracking: {udpTimeout: 61}}`, field: "spec.connectionTracking.udpTimeout"},
+		{name: "negative ipPrefixCount", base: ec2, patch: `spec: {ipPrefixCount: -1}`, field: "spec.ipPrefixCount"},
+		{name: "cpu nested virtualization value", base: ec2, patch: `spec: {cpuOptions: {nestedVirtualization: maybe}}`, field: "spec.cpuOptions.nestedVirtualization"},
+		{name: "enclave options without enabled", base: ec2, patch: `spec: {enclaveOptions: {}}`, field: "spec.enclaveOptions.enabled"},
+		{name: "volume initialization rate without snapshot", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, volumeInitializationRate: 200}}]}`, field: "spec.blockDeviceMappings[0].ebs", msg: "snapshotID"},
+		{name: "volume initialization rate above 300", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, snapshotID: snap-1, volumeInitializationRate: 301}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeInitializationRate"},
+		{name: "capacity reservation id with instanceMatchCriteria", base: ec2, patch: `spec: {capacityReservationSelectorTerms: [{id: cr-0abc, instanceMatchCriteria: open}]}`, field: "spec.capacityReservationSelectorTerms[0]", msg: "mutually exclusive"},
 		{name: "no nodeClassRef", base: np, patch: `spec: {template: {spec: {nodeClassRef: null}}}`, field: "spec.template.spec.nodeClassRef", msg: "Required"},
 		{name: "empty nodeClassRef name", base: np, patch: `spec: {template: {spec: {nodeClassRef: {name: ""}}}}`, field: "spec.template.spec.nodeClassRef.name"},
 		{name: "expireAfter forever", base: np, patch: `spec: {template: {spec: {expireAfter: forever}}}`, field: "spec.template.spec.expireAfter"},
@@ -243,11 +255,12 @@ func TestBasesAccepted(t *testing.T) {
 	}
 }
 
-func TestValidEdgeCasesAccepted(t *testing.T) {
+// validCase is an object the CRDs must accept.
+type validCase struct{ name, base, patch string }
+
+func validCases() []validCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	cases := []struct {
-		name, base, patch string
-	}{
+	return []validCase{
 		{name: "Exists with minValues 5", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 5}]`)},
 		{name: "In with minValues equal to values", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r], minValues: 3}]`)},
 		{name: "minValues 50", base: np, patch: reqs(`[{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 50}]`)},
@@ -273,6 +286,7 @@ func TestValidEdgeCasesAccepted(t *testing.T) {
 		{name: "Balanced", base: np, patch: `spec: {disruption: {consolidationPolicy: Balanced}}`},
 		{name: "budget for Unhealthy", base: np, patch: budgets(`[{nodes: "1", reasons: [Unhealthy, Drifted, Empty, Underutilized]}]`)},
 		{name: "static pool (accepted, marked not supported at run time)", base: np, patch: `spec: {replicas: 3, weight: null, limits: {cpu: null, memory: null, nodes: "5"}}`},
+		{name: "capacity-type as a template label (the peer allows it)", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/capacity-type: spot}}}}`},
 		{name: "limits on any resource", base: np, patch: `spec: {limits: {nodes: "10", nvidia.com/gpu: "8"}}`},
 		{name: "nodeclaim with nodepool requirement and expireAfter", base: nc, patch: `spec: {expireAfter: Never, taints: [{key: team, value: b, effect: NoExecute}]}`},
 		{name: "alias al2023@latest without amiFamily", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: al2023@latest}]}`},
@@ -281,6 +295,18 @@ func TestValidEdgeCasesAccepted(t *testing.T) {
 		{name: "windows alias latest", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: windows2025@latest}]}`},
 		{name: "instanceProfile instead of role", base: ec2, patch: `spec: {role: null, instanceProfile: my-profile}`},
 		{name: "Custom family with several AMI terms", base: ec2, patch: `spec: {amiFamily: Custom, amiSelectorTerms: [{id: ami-0123abcd}, {name: my-ami-*, owner: self}, {ssmParameter: /my/ami}]}`},
+		{name: "the peer's newer fields (accepted, marked not supported at run time)", base: ec2, patch: `
+spec:
+  networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}, {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}]
+  placementGroupSelector: {id: pg-0abc}
+  cpuOptions: {nestedVirtualization: enabled}
+  enclaveOptions: {enabled: true}
+  connectionTracking: {tcpEstablishedTimeout: 3600, udpStreamTimeout: 120, udpTimeout: 30}
+  ipPrefixCount: 2
+  capacityReservationSelectorTerms: [{instanceMatchCriteria: open}]
+  blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, snapshotID: snap-0abc, volumeInitializationRate: 150}}]
+  kubelet: {maxPods: 20, cpuManagerPolicy: static, topologyManager: {policy: best-effort}}
+`},
 		{name: "security group by name", base: ec2, patch: `spec: {securityGroupSelectorTerms: [{name: web}, {id: sg-0abc}]}`},
 		{name: "everything else", base: ec2, patch: `
 spec:
@@ -309,9 +335,12 @@ spec:
     cpuCFSQuota: true
 `},
 	}
+}
+
+func TestValidEdgeCasesAccepted(t *testing.T) {
 	c := newClient(t)
 	ctx := testContext(t)
-	for _, tc := range cases {
+	for _, tc := range validCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := object(t, tc.base, "valid", tc.patch)
 			if err := c.Create(ctx, obj, client.DryRunAll); err != nil {

@@ -107,17 +107,50 @@ var unimplementedFilters = map[string][]string{
 		"nitro-tpm-info.supported-versions", "processor-info.supported-features", "reboot-migration-support",
 		"vcpu-info.valid-cores", "vcpu-info.valid-threads-per-core",
 	},
+	"DescribeSubnets": {
+		"available-ip-address-count", "customer-owned-ipv4-pool", "enable-dns64", "enable-lni-at-device-index",
+		"ipv6-cidr-block-association.ipv6-cidr-block", "ipv6-cidr-block-association.association-id",
+		"ipv6-cidr-block-association.state", "ipv6-native", "map-customer-owned-ip-on-launch", "outpost-arn",
+		"private-dns-name-options-on-launch.hostname-type", "private-dns-name-options-on-launch.enable-resource-name-dns-a-record",
+		"private-dns-name-options-on-launch.enable-resource-name-dns-aaaa-record", "subnet-arn",
+	},
+	"DescribeSecurityGroups": {
+		"egress.ip-permission.cidr", "egress.ip-permission.from-port", "egress.ip-permission.group-id",
+		"egress.ip-permission.group-name", "egress.ip-permission.ipv6-cidr", "egress.ip-permission.prefix-list-id",
+		"egress.ip-permission.protocol", "egress.ip-permission.to-port", "egress.ip-permission.user-id",
+		"ip-permission.cidr", "ip-permission.from-port", "ip-permission.group-id", "ip-permission.group-name",
+		"ip-permission.ipv6-cidr", "ip-permission.prefix-list-id", "ip-permission.protocol", "ip-permission.to-port",
+		"ip-permission.user-id",
+	},
+	"DescribeImages": {
+		"block-device-mapping.delete-on-termination", "block-device-mapping.device-name", "block-device-mapping.snapshot-id",
+		"block-device-mapping.volume-size", "block-device-mapping.volume-type", "block-device-mapping.encrypted",
+		"creation-date", "ena-support", "free-tier-eligible", "image-allowed", "kernel-id", "manifest-location", "platform",
+		"product-code", "product-code.type", "ramdisk-id", "root-device-name", "source-image-id", "source-image-region",
+		"source-instance-id", "state-reason-code", "state-reason-message", "sriov-net-support",
+	},
+	"DescribeAvailabilityZones": {"group-long-name", "message", "parent-zone-id", "parent-zone-name"},
+	"DescribeVpcs": {
+		"cidr-block-association.association-id", "cidr-block-association.state", "dhcp-options-id",
+		"ipv6-cidr-block-association.ipv6-cidr-block", "ipv6-cidr-block-association.ipv6-pool",
+		"ipv6-cidr-block-association.association-id", "ipv6-cidr-block-association.state",
+	},
 	"DescribeInstanceStatus": {
 		"event.code", "event.description", "event.instance-event-id", "event.not-after", "event.not-before",
 		"event.not-before-deadline", "operator.managed", "operator.principal", "attached-ebs-status.status",
 	},
 }
 
-// Every filter the emulator answers for these operations is one botocore's
-// model documents, and every documented one is answered unless listed in
-// unimplementedFilters; probed through aws-sdk-go-v2.
+// Every filter the emulator answers for DescribeInstanceTypes is one
+// botocore's model documents; for these operations every documented filter
+// is answered unless listed in unimplementedFilters (probed through
+// aws-sdk-go-v2, on the seeded account, whose subnets, security groups,
+// images, zones and VPCs every probe evaluates). DescribeInstances and
+// DescribeLaunchTemplates are not probed: they answer a filter only once
+// an object is evaluated against it.
 func TestFiltersMatchBotocore(t *testing.T) {
-	ops := []string{"DescribeInstanceTypes", "DescribeSpotPriceHistory", "DescribeInstanceStatus"}
+	ops := []string{"DescribeInstanceTypes", "DescribeSpotPriceHistory", "DescribeInstanceStatus",
+		"DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs"}
 	model := modelFilters(t, ops...)
 	for name := range instanceTypeFilters {
 		if !slices.Contains(model["DescribeInstanceTypes"], name) {
@@ -136,7 +169,11 @@ func TestFiltersMatchBotocore(t *testing.T) {
 			t.Fatalf("%s: no filters found in the model's documentation", op)
 		}
 		for _, name := range model[op] {
-			f := []ec2types.Filter{{Name: aws.String(name), Values: []string{"x"}}}
+			probe := name
+			if name == "tag" { // documented as tag:<key>
+				probe = "tag:team"
+			}
+			f := []ec2types.Filter{{Name: aws.String(probe), Values: []string{"x"}}}
 			var err error
 			switch op {
 			case "DescribeInstanceTypes":
@@ -145,6 +182,16 @@ func TestFiltersMatchBotocore(t *testing.T) {
 				_, err = c.DescribeSpotPriceHistory(ctx, &ec2.DescribeSpotPriceHistoryInput{Filters: f})
 			case "DescribeInstanceStatus":
 				_, err = c.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{Filters: f, IncludeAllInstances: aws.Bool(true)})
+			case "DescribeSubnets":
+				_, err = c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: f})
+			case "DescribeSecurityGroups":
+				_, err = c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: f})
+			case "DescribeImages":
+				_, err = c.DescribeImages(ctx, &ec2.DescribeImagesInput{Filters: f})
+			case "DescribeAvailabilityZones":
+				_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: f})
+			case "DescribeVpcs":
+				_, err = c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: f})
 			}
 			refused := err != nil && strings.Contains(err.Error(), "is invalid")
 			if err != nil && !refused {

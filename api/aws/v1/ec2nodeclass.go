@@ -113,6 +113,103 @@ type EC2NodeClassSpec struct {
 	// Context is passed to CreateFleet (reserved for AWS's use).
 	// +optional
 	Context *string `json:"context,omitempty"`
+
+	// The fields below are the peer's; dovetail accepts them so that the
+	// peer's manifests apply unchanged, but does NOT act on them yet: a
+	// class that sets one gets SpecSupported=False naming it (see
+	// UnsupportedFields).
+
+	// NetworkInterfaces configure the instances' network interfaces
+	// (e.g. EFA-only interfaces). Not supported.
+	// +kubebuilder:validation:MaxItems=150
+	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')",message="networkInterfaces need a primary interface (deviceIndex 0 on networkCardIndex 0, interfaceType interface)"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",message="networkInterfaces must not repeat a (networkCardIndex, deviceIndex) pair and allow one efa-only interface per network card"
+	// +optional
+	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+	// PlacementGroupSelector selects a placement group by name or id. Not
+	// supported.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroupSelector needs name or id"
+	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroupSelector takes name or id, not both"
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	// CPUOptions configure the instances' CPUs. Not supported.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+	// EnclaveOptions turn Nitro Enclaves on. Not supported.
+	// +optional
+	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
+	// ConnectionTracking sets the primary interface's connection-tracking
+	// timeouts. Not supported.
+	// +kubebuilder:validation:XValidation:rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",message="connectionTracking needs tcpEstablishedTimeout, udpStreamTimeout or udpTimeout"
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+	// IPPrefixCount is the number of IPv4 prefixes to assign to the primary
+	// interface. Not supported.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
+}
+
+// NetworkInterface is one network interface of an instance.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is on.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the interface's index on the card.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is interface or efa-only.
+	// +kubebuilder:validation:Enum=interface;efa-only
+	// +required
+	InterfaceType string `json:"interfaceType"`
+}
+
+// PlacementGroupSelector names a placement group.
+type PlacementGroupSelector struct {
+	// Name of the placement group.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Name string `json:"name,omitempty"`
+	// ID of the placement group.
+	// +kubebuilder:validation:Pattern="^pg-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// CPUOptions are instance CPU settings.
+type CPUOptions struct {
+	// NestedVirtualization is enabled or disabled.
+	// +kubebuilder:validation:Enum=enabled;disabled
+	// +optional
+	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+}
+
+// EnclaveOptions are Nitro Enclaves settings.
+type EnclaveOptions struct {
+	// Enabled turns Nitro Enclaves on.
+	// +required
+	Enabled *bool `json:"enabled"`
+}
+
+// ConnectionTracking are connection-tracking timeouts in seconds.
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout, 60 to 432000.
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout, 60 to 180.
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout, 30 to 60.
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
 }
 
 // SubnetSelectorTerm finds subnets by tags or by ID.
@@ -127,7 +224,7 @@ type SubnetSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the subnet.
-	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -145,7 +242,7 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the security group.
-	// +kubebuilder:validation:Pattern="^sg-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="sg-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the security group.
@@ -157,8 +254,8 @@ type SecurityGroupSelectorTerm struct {
 // CapacityReservationSelectorTerm finds capacity reservations by tags or ID,
 // optionally limited to an owning account.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="a capacity reservation selector term needs tags or id"
-// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.ownerID))",message="id is mutually exclusive with tags and ownerID in a capacity reservation selector term"
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",message="a capacity reservation selector term needs tags, id or instanceMatchCriteria"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria))",message="id is mutually exclusive with tags, ownerID and instanceMatchCriteria in a capacity reservation selector term"
 type CapacityReservationSelectorTerm struct {
 	// Tags a reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
@@ -174,6 +271,10 @@ type CapacityReservationSelectorTerm struct {
 	// +kubebuilder:validation:Pattern="^[0-9]{12}$"
 	// +optional
 	OwnerID string `json:"ownerID,omitempty"`
+	// InstanceMatchCriteria selects open or targeted reservations.
+	// +kubebuilder:validation:Enum=open;targeted
+	// +optional
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
 }
 
 // AMISelectorTerm finds AMIs by alias, tags, ID, name, owner or SSM
@@ -187,7 +288,7 @@ type AMISelectorTerm struct {
 	// Alias is family@version: family one of al2, al2023, bottlerocket,
 	// windows2019, windows2022, windows2025; version "latest" or a version
 	// such as v20240807 (Windows families take "latest" only).
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MaxLength=30
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+@[A-Za-z0-9._-]+$')",message="alias must have the form family@version, e.g. al2023@latest"
 	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']",message="alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025"
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="alias version must be latest for Windows families"
@@ -201,7 +302,7 @@ type AMISelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the AMI.
-	// +kubebuilder:validation:Pattern="^ami-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="ami-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the AMI (wildcards allowed).
@@ -218,13 +319,20 @@ type AMISelectorTerm struct {
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
-// KubeletConfiguration is the subset of kubelet settings a node class may
-// set.
+// KubeletConfiguration is the kubelet settings of a node class. The keys
+// below are typed and acted on; like the peer's CRD, which takes any
+// kubelet configuration key, other keys are accepted and preserved, but
+// dovetail does not act on them: UnknownKeys lists them and the class gets
+// SpecSupported=False naming them.
 //
+// +kubebuilder:pruning:PreserveUnknownFields
 // +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
 // +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(k, k in self.evictionSoftGracePeriod))",message="every evictionSoft threshold needs an evictionSoftGracePeriod"
 // +kubebuilder:validation:XValidation:rule="!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft))",message="every evictionSoftGracePeriod needs an evictionSoft threshold"
 type KubeletConfiguration struct {
+	// UnknownKeys are the keys of the object as read that are not fields
+	// below (sorted); never written back.
+	UnknownKeys []string `json:"-"`
 	// ClusterDNS are the DNS server IPs pods use.
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=45
@@ -326,6 +434,8 @@ type BlockDeviceMapping struct {
 }
 
 // BlockDevice is an EBS volume.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && size(self.snapshotID) > 0)",message="volumeInitializationRate needs a snapshotID"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume with the instance.
 	// +optional
@@ -333,8 +443,8 @@ type BlockDevice struct {
 	// Encrypted encrypts the volume.
 	// +optional
 	Encrypted *bool `json:"encrypted,omitempty"`
-	// IOPS for io1, io2 and gp3 volumes.
-	// +kubebuilder:validation:Minimum=100
+	// IOPS for io1, io2 and gp3 volumes (EC2 refuses values it does not
+	// sell at launch; the CRD, like the peer's, does not bound them).
 	// +optional
 	IOPS *int64 `json:"iops,omitempty"`
 	// KMSKeyID is the key used to encrypt the volume.
@@ -343,8 +453,14 @@ type BlockDevice struct {
 	// SnapshotID is the snapshot the volume starts from.
 	// +optional
 	SnapshotID *string `json:"snapshotID,omitempty"`
-	// Throughput of a gp3 volume in MiB/s.
-	// +kubebuilder:validation:Minimum=125
+	// VolumeInitializationRate is the rate (MiB/s, 100 to 300) at which a
+	// volume made from a snapshot is initialized. Not supported.
+	// +kubebuilder:validation:Minimum=100
+	// +kubebuilder:validation:Maximum=300
+	// +optional
+	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
+	// Throughput of a gp3 volume in MiB/s (unbounded here, as in the peer's
+	// CRD).
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
 	// VolumeSize is the volume size as a quantity, e.g. 20Gi (at most 64Ti).
@@ -427,18 +543,23 @@ type AMI struct {
 
 // CapacityReservation is a resolved capacity reservation.
 type CapacityReservation struct {
+	// +kubebuilder:validation:Pattern="^cr-[0-9a-z]+$"
 	// +required
 	ID string `json:"id"`
 	// +required
 	AvailabilityZone string `json:"availabilityZone"`
 	// +required
 	InstanceType string `json:"instanceType"`
+	// +kubebuilder:validation:Pattern="^[0-9]{12}$"
 	// +required
 	OwnerID string `json:"ownerID"`
 	// InstanceMatchCriteria: open or targeted.
 	// +kubebuilder:validation:Enum=open;targeted
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	// Interruptible reservations may be reclaimed by their owner.
 	// +optional
-	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	Interruptible bool `json:"interruptible,omitempty"`
 	// ReservationType: default or capacity-block.
 	// +kubebuilder:validation:Enum=default;capacity-block
 	// +optional

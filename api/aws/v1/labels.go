@@ -129,6 +129,10 @@ const (
 	// controller prices spot offerings without live spot prices (see
 	// docs/aws.md). Not one of ReadyDependents.
 	ConditionTypeSpotPricesReady = "SpotPricesReady"
+	// ConditionTypeSpecSupported is dovetail's own: False while the class
+	// sets fields dovetail accepts but does not act on (the message names
+	// them). Not one of ReadyDependents.
+	ConditionTypeSpecSupported = "SpecSupported"
 )
 
 // ReadyDependents are the conditions that together make an EC2NodeClass

@@ -11,4 +11,9 @@ const (
 	// AnnotationOffering is the offering a NodeClaim was launched on:
 	// "<instance-type>/<zone>/<capacity-type>".
 	AnnotationOffering = "dovetail.sh/offering"
+	// AnnotationPlannedOffering is the offering the engine priced a
+	// NodeClaim at, written by the provisioner when it creates the
+	// NodeClaim: "<instance-type>/<zone>/<capacity-type>". The cloud
+	// provider keeps its capacity type at launch.
+	AnnotationPlannedOffering = "dovetail.sh/planned-offering"
 )

@@ -60,7 +60,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 		}
 		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver(), Collectors: p.Collectors()}
 		if name := opts.Operator.InterruptionQueue; name != "" {
-			cloud.InterruptionQueue = queue.New(p.Clients().SQS, name, queue.Options{})
+			cloud.InterruptionQueue = queue.New(p.Clients().SQS, name, queue.Options{}).Events()
 		}
 		return cloud, nil
 	}

@@ -21,8 +21,6 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
-	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/messages"
-	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -49,15 +47,9 @@ const (
 	ReasonRebalanced = "Rebalanced"
 )
 
-// Queue is the interruption queue (queue.Queue in production).
-type Queue interface {
-	// Receive long-polls; an empty result means the wait ended.
-	Receive(ctx context.Context) ([]queue.Message, error)
-	// Delete removes a handled message.
-	Delete(ctx context.Context, m queue.Message) error
-}
-
-var _ Queue = (*queue.Queue)(nil)
+// Queue is the cloud's interruption queue, provider-neutral (the AWS
+// provider's SQS queue in production, through its Events adapter).
+type Queue = cloudprovider.InterruptionQueue
 
 // Replacer plans and creates replacement capacity for the pods of nodes
 // about to go (provisioning.Provisioner in production).
@@ -143,24 +135,21 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // MessageType is the message_type label of a message.
-func MessageType(m *queue.Message) string {
-	if m.Parsed == nil {
+func MessageType(m *cloudprovider.InterruptionEvent) string {
+	if m.Malformed != nil {
 		return TypeMalformed
 	}
-	switch m.Parsed.Kind {
-	case messages.KindSpotInterruption:
+	switch m.Kind {
+	case cloudprovider.InterruptionSpot:
 		return TypeSpotInterrupted
-	case messages.KindRebalanceRecommendation:
+	case cloudprovider.InterruptionRebalance:
 		return TypeRebalanceRecommendation
-	case messages.KindScheduledChange:
+	case cloudprovider.InterruptionScheduledChange:
 		return TypeScheduledChange
-	case messages.KindStateChange:
-		switch m.Parsed.State {
-		case messages.StateStopping, messages.StateStopped:
-			return TypeInstanceStopped
-		case messages.StateShuttingDown, messages.StateTerminated:
-			return TypeInstanceTerminated
-		}
+	case cloudprovider.InterruptionStopping:
+		return TypeInstanceStopped
+	case cloudprovider.InterruptionTerminating:
+		return TypeInstanceTerminated
 	}
 	return TypeUnknown
 }
@@ -169,26 +158,26 @@ func MessageType(m *queue.Message) string {
 // leaves the message on the queue, to be received again. Malformed and
 // unknown messages, and messages about instances no NodeClaim owns, are
 // deleted without action.
-func (c *Controller) Handle(ctx context.Context, m queue.Message) error {
+func (c *Controller) Handle(ctx context.Context, m cloudprovider.InterruptionEvent) error {
 	typ := MessageType(&m)
 	c.metrics.Received.WithLabelValues(typ).Inc()
-	if m.Parsed != nil {
+	if m.Malformed == nil {
 		var errs []error
-		for _, id := range m.Parsed.InstanceIDs {
-			errs = append(errs, c.handleInstance(ctx, m.Parsed, typ, id))
+		for _, id := range m.InstanceIDs {
+			errs = append(errs, c.handleInstance(ctx, &m, typ, id))
 		}
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
 	} else {
-		c.log.Info("deleting a malformed interruption message", "id", m.ID, "error", m.ParseErr)
+		c.log.Info("deleting a malformed interruption message", "id", m.ID, "error", m.Malformed)
 	}
 	if err := c.queue.Delete(ctx, m); err != nil {
 		return err
 	}
 	c.metrics.Deleted.Inc()
-	if m.Parsed != nil && !m.Parsed.Time.IsZero() {
-		c.metrics.QueueDuration.Observe(max(c.clock.Since(m.Parsed.Time), 0).Seconds())
+	if m.Malformed == nil && !m.Time.IsZero() {
+		c.metrics.QueueDuration.Observe(max(c.clock.Since(m.Time), 0).Seconds())
 	}
 	return nil
 }
@@ -209,7 +198,7 @@ func (c *Controller) nodeClaimFor(ctx context.Context, instanceID string) (*karp
 	return nil, nil
 }
 
-func (c *Controller) handleInstance(ctx context.Context, msg *messages.Message, typ, id string) error {
+func (c *Controller) handleInstance(ctx context.Context, msg *cloudprovider.InterruptionEvent, typ, id string) error {
 	nc, err := c.nodeClaimFor(ctx, id)
 	if err != nil {
 		return err
@@ -218,7 +207,7 @@ func (c *Controller) handleInstance(ctx context.Context, msg *messages.Message, 
 		c.log.V(1).Info("no NodeClaim for the instance", "instance", id, "type", typ)
 		return nil
 	}
-	if msg.Kind == messages.KindSpotInterruption && nc.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot && c.unavailable != nil {
+	if msg.Kind == cloudprovider.InterruptionSpot && nc.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot && c.unavailable != nil {
 		c.unavailable.MarkUnavailable(cloudprovider.OfferingKey{
 			InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
 			Zone:         nc.Labels[corev1.LabelTopologyZone],
@@ -233,21 +222,21 @@ func (c *Controller) handleInstance(ctx context.Context, msg *messages.Message, 
 		reason, note := disruptiveEvent(msg, id)
 		c.event(ctx, nc, corev1.EventTypeWarning, reason, note)
 		return c.disrupt(ctx, nc)
-	case msg.Kind == messages.KindRebalanceRecommendation:
+	case msg.Kind == cloudprovider.InterruptionRebalance:
 		return c.rebalance(ctx, nc, id)
 	default:
 		return nil
 	}
 }
 
-func disruptiveEvent(msg *messages.Message, id string) (reason, note string) {
+func disruptiveEvent(msg *cloudprovider.InterruptionEvent, id string) (reason, note string) {
 	switch msg.Kind {
-	case messages.KindSpotInterruption:
+	case cloudprovider.InterruptionSpot:
 		return ReasonSpotInterrupted, fmt.Sprintf("Spot interruption warning for %s: replacing the node, then draining it", id)
-	case messages.KindScheduledChange:
+	case cloudprovider.InterruptionScheduledChange:
 		return ReasonScheduledChange, fmt.Sprintf("Scheduled maintenance of %s: replacing the node, then draining it", id)
 	}
-	if msg.State == messages.StateStopping || msg.State == messages.StateStopped {
+	if msg.Kind == cloudprovider.InterruptionStopping {
 		return ReasonInstanceStopping, fmt.Sprintf("Instance %s is %s: replacing the node, then draining it", id, msg.State)
 	}
 	return ReasonInstanceTerminating, fmt.Sprintf("Instance %s is %s: replacing the node, then draining it", id, msg.State)

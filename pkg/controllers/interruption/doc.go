@@ -1,9 +1,12 @@
-// Package interruption acts on the EC2 interruption queue: it long-polls
-// the SQS queue named by INTERRUPTION_QUEUE (through the provider's queue
-// wrapper, package queue), finds the NodeClaim of each affected instance,
-// replaces its node, and deletes the message.
+// Package interruption acts on the cloud's interruption queue: it receives
+// provider-neutral events (cloudprovider.InterruptionQueue; on AWS the SQS
+// queue named by INTERRUPTION_QUEUE, adapted by the provider's queue
+// package), finds the NodeClaim of each affected instance, replaces its
+// node, and deletes the event. It imports no cloud's package: a second
+// provider implements cloudprovider.InterruptionQueue and nothing here
+// changes.
 //
-//	SQS ──Receive──▶ message (parsed by package messages)
+//	queue ──Receive──▶ cloudprovider.InterruptionEvent
 //	    spot interruption warning ─┐ mark the spot offering unavailable
 //	    scheduled change           ├▶ Replace(node) ─▶ cordon + taint ─▶ delete NodeClaim
 //	    state change: stopping,    │   (new capacity      (termination drains,
@@ -16,7 +19,7 @@
 //	                                       replacement is Initialized: cordon,
 //	                                       taint, delete the NodeClaim
 //	                                  no:  record an event only (the peer's behaviour)
-//	    ──Delete──▶ SQS
+//	    ──Delete──▶ queue
 //
 // # Why replace before draining
 //

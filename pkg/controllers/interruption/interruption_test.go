@@ -81,7 +81,7 @@ func setup(t *testing.T) *fixture {
 			lifecycle.Options{LaunchTimeout: 24 * time.Hour, RegistrationTimeout: 24 * time.Hour}),
 		nctermination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),
 		nodetermination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, nodetermination.Options{}),
-		interruption.New(kube, q, prov, env.Clock, env.Recorder(), im, env.Unavailable),
+		interruption.New(kube, q.Events(), prov, env.Clock, env.Recorder(), im, env.Unavailable),
 	)
 	env.StartKubelet(controllerstest.KubeletOptions{})
 	return &fixture{t: t, env: env, emu: emu, sqs: client, m: im, ns: env.Namespace()}

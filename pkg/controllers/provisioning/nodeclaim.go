@@ -59,6 +59,9 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 	maps.Copy(annotations, tmpl.Annotations)
 	maps.Copy(annotations, hash.Annotations(np))
 	annotations[nodeclaimutil.CreationReasonAnnotationKey] = reason
+	if o := planned.Offering; o.InstanceType != "" {
+		annotations[karpv1.AnnotationPlannedOffering] = o.InstanceType + "/" + o.Zone + "/" + o.CapacityType
+	}
 
 	reqs := planned.Requirements
 	options := truncateOptions(planned.InstanceTypeOptions, reqs, types, maxTypes)

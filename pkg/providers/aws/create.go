@@ -57,7 +57,13 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		return nil, &cloudprovider.CreateError{Reason: ReasonInvalidRequirements, Err: err}
 	}
 	options, _ := apireq.OrderedValues(nodeClaim.Spec.Requirements, karpv1.LabelInstanceType)
-	plan, err := PlanLaunch(types, reqs, options, nodeClaim.Spec.Resources.Requests, p.region, p.o.MaxInstanceTypes)
+	plannedCT := ""
+	if o := nodeClaim.Annotations[karpv1.AnnotationPlannedOffering]; o != "" {
+		if i := strings.LastIndexByte(o, '/'); i >= 0 {
+			plannedCT = o[i+1:]
+		}
+	}
+	plan, err := PlanLaunchAt(types, reqs, options, plannedCT, nodeClaim.Spec.Resources.Requests, p.region, p.o.MaxInstanceTypes)
 	if err != nil {
 		return nil, err
 	}

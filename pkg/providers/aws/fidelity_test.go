@@ -139,7 +139,7 @@ func TestMinValuesReachCreateFleet(t *testing.T) {
 // are sent with price-capacity-optimized, on-demand with lowest-price.
 func TestLaunchIsTheEnginesDecision(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	const n = 300
+	const n = 200
 	rng := rand.New(rand.NewPCG(42, 7))
 	uniform := func() {
 		if err := e.emu.SetCapacity(awsemu.CapacityRule{Spare: 50}); err != nil {

@@ -144,6 +144,16 @@ func fits(it *cloudprovider.InstanceType, requests corev1.ResourceList) bool {
 // offerings are all unavailable is a *cloudprovider.InsufficientCapacityError
 // listing them.
 func PlanLaunch(types []*cloudprovider.InstanceType, reqs requirements.Requirements, options []string, requests corev1.ResourceList, region string, maxTypes int) (Plan, error) {
+	return PlanLaunchAt(types, reqs, options, "", requests, region, maxTypes)
+}
+
+// PlanLaunchAt is PlanLaunch with the capacity type the engine priced the
+// NodeClaim at (its dovetail.sh/planned-offering annotation; "" when
+// unknown). While an option still has an available offering of that
+// capacity type, the launch keeps it; when none has, it fails with insufficient
+// capacity, so that the engine re-plans, instead of switching capacity type
+// on its own.
+func PlanLaunchAt(types []*cloudprovider.InstanceType, reqs requirements.Requirements, options []string, plannedCT string, requests corev1.ResourceList, region string, maxTypes int) (Plan, error) {
 	if !allows(reqs, karpv1.LabelTopologyRegion, region) {
 		return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes, Err: fmt.Errorf("the requirements exclude region %s", region)}
 	}
@@ -211,6 +221,24 @@ func PlanLaunch(types []*cloudprovider.InstanceType, reqs requirements.Requireme
 			ct = c.avail[0].CapacityType
 		}
 		cands = append(cands, c)
+	}
+	if plannedCT != "" && options != nil && allowedCT[plannedCT] && ct != plannedCT {
+		keep := false
+		var gone []cloudprovider.OfferingKey
+		for _, c := range cands {
+			keep = keep || slices.ContainsFunc(c.avail, func(o cloudprovider.Offering) bool { return o.CapacityType == plannedCT })
+			for _, o := range c.gone {
+				if o.CapacityType == plannedCT {
+					gone = append(gone, cloudprovider.OfferingKey{InstanceType: c.it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
+				}
+			}
+		}
+		if !keep {
+			return Plan{}, cloudprovider.NewInsufficientCapacityError(
+				fmt.Errorf("every %s offering of the planned instance types became unavailable since the plan", plannedCT), gone...)
+		}
+		ct = plannedCT
+		narrowed = append(narrowed, "the cheapest "+plannedCT+" offerings (unavailable since the plan)")
 	}
 	if ct == "" {
 		var unavailable []cloudprovider.OfferingKey

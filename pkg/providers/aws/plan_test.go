@@ -222,3 +222,44 @@ func TestPlanLaunchMinValues(t *testing.T) {
 		t.Errorf("err = %v, want a CreateError with reason %s", err, ReasonMinValues)
 	}
 }
+
+// With the engine's planned capacity type known, the launch keeps it while
+// any option still sells it, and fails with insufficient capacity when
+// none does, instead of switching capacity type behind the engine's back.
+func TestPlanLaunchKeepsThePlannedCapacityType(t *testing.T) {
+	a := mkType("a", "amd64", 4, 0.10, 0.03) // the engine priced a's spot
+	b := mkType("b", "amd64", 4, 0.20, 0.05)
+	for i := range a.Offerings {
+		if a.Offerings[i].CapacityType == "spot" {
+			a.Offerings[i].Available = false // gone since the plan
+		}
+	}
+	rs := reqs(t)
+	rs.Add(requirements.MustNew("karpenter.sh/capacity-type", requirements.In, []string{"spot", "on-demand"}, nil))
+	types := []*cloudprovider.InstanceType{a, b}
+	if plan, err := PlanLaunch(types, rs, []string{"a", "b"}, nil, "r-1", 60); err != nil || plan.CapacityType != "on-demand" {
+		t.Fatalf("without the planned capacity type: %v %v (the first option's cheapest available is on-demand)", plan.CapacityType, err)
+	}
+	plan, err := PlanLaunchAt(types, rs, []string{"a", "b"}, "spot", nil, "r-1", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.CapacityType != "spot" || fmt.Sprint(planNames(plan)) != "[b]" || len(plan.Narrowed) == 0 {
+		t.Errorf("plan = %s %v narrowed %v; want spot on b, narrowed", plan.CapacityType, planNames(plan), plan.Narrowed)
+	}
+	for i := range b.Offerings {
+		if b.Offerings[i].CapacityType == "spot" {
+			b.Offerings[i].Available = false
+		}
+	}
+	_, err = PlanLaunchAt(types, rs, []string{"a", "b"}, "spot", nil, "r-1", 60)
+	var ice *cloudprovider.InsufficientCapacityError
+	if !errors.As(err, &ice) || len(ice.Offerings) != 4 {
+		t.Errorf("no spot left: %v, want InsufficientCapacityError for the 4 spot offerings", err)
+	}
+	// An on-demand plan is launched on-demand even where spot is cheaper.
+	plan, err = PlanLaunchAt(types, rs, []string{"b", "a"}, "on-demand", nil, "r-1", 60)
+	if err != nil || plan.CapacityType != "on-demand" {
+		t.Errorf("on-demand plan: %v %v", plan.CapacityType, err)
+	}
+}

@@ -2,6 +2,7 @@ package nodeclass_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -274,3 +275,42 @@ func TestCapacityReservationsNotSupported(t *testing.T) {
 		t.Errorf("the class is not Ready: %+v", out.Status.Conditions)
 	}
 }
+
+// Fields the peer has and dovetail does not act on are marked on the class
+// (SpecSupported=False naming each), including kubelet keys outside the
+// typed set; the class stays Ready.
+func TestUnsupportedFieldsMarked(t *testing.T) {
+	_, r := newResolver(t)
+	nc := discoveryClass()
+	out, err := r.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(out, awsv1.ConditionTypeSpecSupported); c.Status != metav1.ConditionTrue {
+		t.Errorf("plain class: %+v", c)
+	}
+	var kubelet awsv1.KubeletConfiguration
+	if err := json.Unmarshal([]byte(`{"maxPods": 20, "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort"}`), &kubelet); err != nil {
+		t.Fatal(err)
+	}
+	nc.Spec.Kubelet = &kubelet
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "pg"}
+	nc.Spec.IPPrefixCount = ptr(int32(2))
+	out, err = r.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cond(out, awsv1.ConditionTypeSpecSupported)
+	for _, f := range []string{"spec.placementGroupSelector", "spec.ipPrefixCount", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy"} {
+		if !strings.Contains(c.Message, f) {
+			t.Errorf("SpecSupported message %q does not name %s", c.Message, f)
+		}
+	}
+	if c.Status != metav1.ConditionFalse || strings.Contains(c.Message, "maxPods") {
+		t.Errorf("SpecSupported = %+v", c)
+	}
+	if !out.IsTrue(awsv1.ConditionTypeReady) {
+		t.Error("the class is not Ready")
+	}
+}
+func ptr[T any](v T) *T { return &v }

@@ -37,6 +37,8 @@ const (
 	// ReasonNotSupported: the class asks for something dovetail does not
 	// do (launching into capacity reservations).
 	ReasonNotSupported = "NotSupported"
+	// ReasonSupported: every field the class sets is acted on.
+	ReasonSupported = "Supported"
 	// ReasonSpotPricesLive and ReasonSpotPricesUnavailable are the
 	// reasons of SpotPricesReady.
 	ReasonSpotPricesLive        = "LiveSpotPrices"
@@ -138,7 +140,40 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonResolved, "", now)
 	}
 	r.spotPricesCondition(nc, out, now)
+	if fields := UnsupportedFields(&nc.Spec); len(fields) > 0 {
+		out.SetCondition(awsv1.ConditionTypeSpecSupported, metav1.ConditionFalse, ReasonNotSupported,
+			"dovetail accepts but does not act on "+strings.Join(fields, ", ")+"; nodes launch without them", now)
+	} else {
+		out.SetCondition(awsv1.ConditionTypeSpecSupported, metav1.ConditionTrue, ReasonSupported, "", now)
+	}
 	return out, nil
+}
+
+// UnsupportedFields lists, as field paths, the fields of a class spec that
+// dovetail accepts (the peer's manifests apply unchanged) but does not act
+// on.
+func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
+	var out []string
+	add := func(set bool, path string) {
+		if set {
+			out = append(out, path)
+		}
+	}
+	add(len(spec.NetworkInterfaces) > 0, "spec.networkInterfaces")
+	add(spec.PlacementGroupSelector != nil, "spec.placementGroupSelector")
+	add(spec.CPUOptions != nil, "spec.cpuOptions")
+	add(spec.EnclaveOptions != nil, "spec.enclaveOptions")
+	add(spec.ConnectionTracking != nil, "spec.connectionTracking")
+	add(spec.IPPrefixCount != nil, "spec.ipPrefixCount")
+	for i, b := range spec.BlockDeviceMappings {
+		add(b != nil && b.EBS != nil && b.EBS.VolumeInitializationRate != nil, fmt.Sprintf("spec.blockDeviceMappings[%d].ebs.volumeInitializationRate", i))
+	}
+	if k := spec.Kubelet; k != nil {
+		for _, key := range k.UnknownKeys {
+			out = append(out, "spec.kubelet."+key)
+		}
+	}
+	return out
 }
 
 // spotPricesCondition sets SpotPricesReady from r.SpotPrices and warns

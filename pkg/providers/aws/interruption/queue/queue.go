@@ -2,12 +2,14 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/messages"
 )
 
@@ -106,4 +108,59 @@ func (q *Queue) Delete(ctx context.Context, m Message) error {
 		return fmt.Errorf("deleting message %s from %q: %w", m.ID, q.name, err)
 	}
 	return nil
+}
+
+// Events is the queue as a provider-neutral cloudprovider.InterruptionQueue.
+func (q *Queue) Events() cloudprovider.InterruptionQueue { return events{q} }
+
+type events struct{ q *Queue }
+
+func (e events) Receive(ctx context.Context) ([]cloudprovider.InterruptionEvent, error) {
+	msgs, err := e.q.Receive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cloudprovider.InterruptionEvent, len(msgs))
+	for i := range msgs {
+		out[i] = ToEvent(msgs[i])
+	}
+	return out, nil
+}
+
+func (e events) Delete(ctx context.Context, ev cloudprovider.InterruptionEvent) error {
+	return e.q.Delete(ctx, Message{ID: ev.ID, ReceiptHandle: ev.Receipt})
+}
+
+// ToEvent converts a queue message into a provider-neutral event.
+func ToEvent(m Message) cloudprovider.InterruptionEvent {
+	ev := cloudprovider.InterruptionEvent{ID: m.ID, Receipt: m.ReceiptHandle}
+	if m.Parsed == nil {
+		ev.Malformed = m.ParseErr
+		if ev.Malformed == nil {
+			ev.Malformed = errors.New("unparsed message")
+		}
+		return ev
+	}
+	p := m.Parsed
+	ev.State, ev.InstanceIDs, ev.Time = p.State, p.InstanceIDs, p.Time
+	switch p.Kind {
+	case messages.KindSpotInterruption:
+		ev.Kind = cloudprovider.InterruptionSpot
+	case messages.KindRebalanceRecommendation:
+		ev.Kind = cloudprovider.InterruptionRebalance
+	case messages.KindScheduledChange:
+		ev.Kind = cloudprovider.InterruptionScheduledChange
+	case messages.KindStateChange:
+		switch p.State {
+		case messages.StateStopping, messages.StateStopped:
+			ev.Kind = cloudprovider.InterruptionStopping
+		case messages.StateShuttingDown, messages.StateTerminated:
+			ev.Kind = cloudprovider.InterruptionTerminating
+		default:
+			ev.Kind = cloudprovider.InterruptionOther
+		}
+	default:
+		ev.Kind = cloudprovider.InterruptionOther
+	}
+	return ev
 }

@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/messages"
@@ -142,5 +143,30 @@ func TestReceiveEmptyAndDelete(t *testing.T) {
 	}
 	if _, err := queue.New(awstest.Clients(e).SQS, "no-such-queue", queue.Options{}).Receive(ctx); err == nil || !strings.Contains(err.Error(), "no-such-queue") {
 		t.Errorf("missing queue: %v", err)
+	}
+}
+
+// The EventBridge messages become provider-neutral events.
+func TestToEvent(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		kind cloudprovider.InterruptionKind
+		bad  bool
+	}{
+		{`{"version":"0","id":"1","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","time":"2025-01-01T00:00:00Z","detail":{"instance-id":"i-0123456789abcdef0","instance-action":"terminate"}}`, cloudprovider.InterruptionSpot, false},
+		{`{"version":"0","id":"2","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","time":"2025-01-01T00:00:00Z","detail":{"instance-id":"i-0123456789abcdef0","state":"stopping"}}`, cloudprovider.InterruptionStopping, false},
+		{`{"version":"0","id":"3","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","time":"2025-01-01T00:00:00Z","detail":{"instance-id":"i-0123456789abcdef0","state":"terminated"}}`, cloudprovider.InterruptionTerminating, false},
+		{`{"version":"0","id":"4","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","time":"2025-01-01T00:00:00Z","detail":{"instance-id":"i-0123456789abcdef0","state":"running"}}`, cloudprovider.InterruptionOther, false},
+		{`{"version":"0","id":"5","detail-type":"EC2 Instance Rebalance Recommendation","source":"aws.ec2","time":"2025-01-01T00:00:00Z","detail":{"instance-id":"i-0123456789abcdef0"}}`, cloudprovider.InterruptionRebalance, false},
+		{`not an event`, "", true},
+	} {
+		parsed, err := messages.Parse([]byte(tc.body))
+		ev := queue.ToEvent(queue.Message{ID: "m", ReceiptHandle: "r", Body: tc.body, Parsed: parsed, ParseErr: err})
+		if (ev.Malformed != nil) != tc.bad || ev.Kind != tc.kind || ev.Receipt != "r" {
+			t.Errorf("%.40s: event %+v, want kind %q malformed %v", tc.body, ev, tc.kind, tc.bad)
+		}
+		if !tc.bad && (len(ev.InstanceIDs) != 1 || ev.InstanceIDs[0] != "i-0123456789abcdef0" || ev.Time.IsZero()) {
+			t.Errorf("%.40s: event %+v", tc.body, ev)
+		}
 	}
 }
