@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 
 generated() {
-  { git ls-files -co --exclude-standard -- 'api/**/zz_generated.deepcopy.go' 'api/crds/*.yaml' 'pkg/catalog/data/*' 'pkg/catalog/testdata/karpenter-allocatable.json'; } | sort -u
+  { git ls-files -co --exclude-standard -- 'api/**/zz_generated.deepcopy.go' 'api/crds/*.yaml' 'charts/dovetail/crds/*.yaml' 'charts/dovetail-crd/templates/karpenter*.yaml' 'pkg/catalog/data/*' 'pkg/catalog/testdata/karpenter-allocatable.json'; } | sort -u
 }
 snapshot() { for f in $(generated); do printf '%s %s\n' "$(sha256sum <"$f" | cut -d' ' -f1)" "$f"; done; }
 
@@ -16,6 +16,9 @@ CONTROLLER_GEN="go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0"
 echo "verify-generated: regenerating deepcopy and CRDs" >&2
 $CONTROLLER_GEN object paths=./api/...
 $CONTROLLER_GEN crd paths=./api/... output:crd:artifacts:config=api/crds
+# The charts carry copies of the CRDs (make charts).
+cp api/crds/*.yaml charts/dovetail/crds/
+cp api/crds/*.yaml charts/dovetail-crd/templates/
 if [ -d ../shared/data/ec2 ] && [ -d pkg/catalog/internal/gen ]; then
   echo "verify-generated: regenerating the built-in catalog" >&2
   go run ./pkg/catalog/internal/gen -data ../shared/data/ec2 -out pkg/catalog/data
