@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestRenderPlacesTheLease(t *testing.T) {
 			}
 			named := 0
 			for _, r := range rules {
-				if rn, ok := r.(map[string]any)["resourceNames"]; ok {
+				if rn, ok := r.(map[string]any)["resourceNames"]; ok && slices.Contains(r.(map[string]any)["resources"].([]any), any("leases")) {
 					named++
 					if len(rn.([]any)) != 1 || rn.([]any)[0] != "my-lease" {
 						t.Errorf("the Role names %v, want [my-lease]", rn)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +106,7 @@ func Render(p Params) ([]byte, error) {
 	o.Role.Namespace, o.Role.Name = p.LeaseNamespace, p.Name
 	leaseRules := 0
 	for i, r := range o.Role.Rules {
-		if len(r.ResourceNames) > 0 {
+		if len(r.ResourceNames) > 0 && slices.Contains(r.Resources, "leases") {
 			o.Role.Rules[i].ResourceNames = []string{p.LeaseName}
 			leaseRules++
 		}
