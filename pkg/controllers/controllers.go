@@ -119,12 +119,10 @@ type Config struct {
 	// CostNamespace holds the ConfigMaps of the cost record and of the
 	// published unavailable offerings (the controller's namespace).
 	CostNamespace string
-	// FeatureGates as parsed by the operator (name -> enabled).
-	FeatureGates map[string]bool
 	// Disruption are the disruption controller's tunables (the validation
 	// period already scaled); its snapshot options and the
 	// SpotToSpotConsolidation gate are filled in from Provisioning and
-	// FeatureGates.
+	// SpotToSpotConsolidation.
 	Disruption disruption.Options
 	// SpotToSpotConsolidation (feature gate SpotToSpotConsolidation) lets
 	// consolidation replace a spot node with a cheaper spot node; off, a

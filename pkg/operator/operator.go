@@ -210,7 +210,6 @@ func ControllerConfig(opts Options) controllers.Config {
 		},
 		InterruptionQueue: opts.InterruptionQueue,
 		CostNamespace:     opts.LeaderElection.Namespace,
-		FeatureGates:      opts.FeatureGates,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.
 		Disruption:              disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
