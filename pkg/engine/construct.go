@@ -148,7 +148,10 @@ func (s *solver) zoneQuotas() {
 		for _, r := range pc.zoneG {
 			switch {
 			case r.own && r.member && r.g.kind == gSpread && r.g.maxSkew == 1 && g == nil &&
-				r.g.filterTerms == nil && !r.g.honorTaints && members[r.g.idx] == 1 && slices.Contains(c.sc.hard, r.g.idx):
+				members[r.g.idx] == 1 && slices.Contains(c.sc.hard, r.g.idx):
+				// Node inclusion policies do not matter: the class's pods
+				// land only on nodes that match its own node affinity and
+				// whose taints it tolerates, so every one of them counts.
 				g = r.g
 			default:
 				ok = false
