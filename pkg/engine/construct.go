@@ -1212,10 +1212,13 @@ type knobs struct {
 
 var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true, retarget: true}
 
-// knobVariants are the settings tried for small problems, default first.
-func knobVariants(seed uint64) []knobs {
-	return []knobs{
-		defaultKnobs,
+// knobVariants are the settings bigRepack tries, default first. With
+// priced, each setting also values pods at the resource prices and
+// retargets claims a pod pins to a zone (what the default does): large
+// problems, which try only the first few settings before the budget or the
+// gains run out, get those; small ones the plain settings.
+func knobVariants(seed uint64, priced bool) []knobs {
+	base := []knobs{
 		{tol: targetTolerance, fillAlpha: 1, trial: true},
 		{tol: targetTolerance, fillAlpha: 0.25, trial: true, shuffle: seed*2 + 3},
 		{tol: 0.02, fillAlpha: 0.25, trial: true, gate: 0.9},
@@ -1224,6 +1227,15 @@ func knobVariants(seed uint64) []knobs {
 		{tol: 0.05, fillAlpha: 0.5, trial: true, shuffle: seed*2 + 1, gate: 0.85},
 		{tol: 0.01, fillAlpha: 0.25, trial: false, zoneFirst: true, gate: 0.8},
 	}
+	if !priced {
+		return append([]knobs{defaultKnobs}, base...)
+	}
+	out := []knobs{defaultKnobs}
+	for _, k := range base {
+		k.lambda, k.retarget = true, true
+		out = append(out, k)
+	}
+	return out
 }
 
 // splitmix is a seeded hash (SplitMix64), for deterministic tie-breaks.

@@ -51,17 +51,17 @@ func costLimit(pods int) float64 {
 	return 1.05
 }
 
-// knownCostGaps are family cases whose plans are valid but above the rule;
-// they are reported, not asserted (see the notes of issue 14).
+// knownCostGaps are family cases whose plans are valid but above the rule
+// (issue 14): reported, not asserted, until the plans or the bound close
+// them. Most are small workloads (under 100 pods over a few nodes per zone)
+// where the bound, a linear relaxation, is far from any whole-node plan;
+// many-spread/2 is the one large case. The lead decides on them.
 var knownCostGaps = map[string]bool{
 	"uneven-spread/1": true,
 	"uneven-spread/2": true,
 	"uneven-spread/3": true,
 	"uneven-spread/5": true,
 	"many-spread/2":   true,
-	"many-spread/3":   true,
-	"many-spread/4":   true,
-	"many-spread/5":   true,
 	"spot-fallback/5": true,
 	"big-daemons/2":   true,
 	"big-daemons/3":   true,
@@ -69,7 +69,11 @@ var knownCostGaps = map[string]bool{
 	"arm-weighted/1":  true,
 	"arm-weighted/3":  true,
 	"arm-weighted/5":  true,
-	"team-taint/5":    true,
+	// Held-out (looked at once, after tuning; not tuned on).
+	"heldout-uneven-spread/70002": true,
+	"heldout-arm-weighted/70501":  true,
+	"heldout-team-taint/70601":    true,
+	"heldout-team-taint/70602":    true,
 }
 
 // runFamilyCosts solves every case, checks the plan and the rule, and logs
@@ -117,3 +121,7 @@ func runFamilyCosts(t *testing.T, cases []workload.FamilyCase) {
 
 // TestCostFamilies solves the tuning families (workload.TuningFamilies).
 func TestCostFamilies(t *testing.T) { runFamilyCosts(t, workload.TuningFamilies()) }
+
+// TestCostHeldOut solves the held-out family (workload.HeldOutFamily):
+// shapes and seeds no tuning looked at.
+func TestCostHeldOut(t *testing.T) { runFamilyCosts(t, workload.HeldOutFamily()) }
