@@ -957,7 +957,7 @@ func (s *solver) pendingShapes(pc *pclass, p *cpool, zones zmask) (counts []int,
 				v = s.trialValue(cp, p, zones)
 				gateClass = cp
 			}
-			n += s.trialCap(cp, len(c.pods)-c.next+len(c.back), zones)
+			n += s.trialCap(cp, len(c.pods)-c.next+len(c.back))
 		}
 		if pc != nil && sh.req == pc.req && n > 0 && slices.Contains(sh.classes, pc.cls) {
 			n-- // the seed itself
@@ -1046,12 +1046,8 @@ func (s *solver) retarget(n *snode) {
 // trialCap bounds how many of a class's pending pods one claim can take,
 // as far as its topology says: a zone spread leaves a zone about its share,
 // hostname anti-affinity or spread among themselves maxSkew per node.
-// With one zone in zones, a zone quota leaves what the zone still takes.
-func (s *solver) trialCap(pc *pclass, n int, zones zmask) int {
+func (s *solver) trialCap(pc *pclass, n int) int {
 	if c := pc.cls; c.quotaG != nil {
-		if z, ok := zones.only(); ok && z < len(c.quota) {
-			return min(n, int(max(c.quota[z]-c.quotaUsed[z], 0)))
-		}
 		most := int32(0)
 		for z := range c.quota {
 			most = max(most, c.quota[z]-c.quotaUsed[z])

@@ -64,10 +64,8 @@ var knownCostGaps = map[string]bool{
 	"many-spread/2":   true,
 	"spot-fallback/5": true,
 	"big-daemons/2":   true,
-	"big-daemons/3":   true,
 	"big-daemons/5":   true,
 	"arm-weighted/1":  true,
-	"arm-weighted/3":  true,
 	"arm-weighted/5":  true,
 	// Held-out (looked at once, after tuning; not tuned on).
 	"heldout-uneven-spread/70002": true,
