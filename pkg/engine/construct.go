@@ -814,10 +814,6 @@ func (s *solver) chooseTarget(pc *pclass, p *cpool, a *classAlt, zones zmask, ct
 	for d := range nres {
 		dfree[d] = max(demand[d], 0)
 	}
-	if t := s.forceType; t != nil && s.forcePool == p && a.types.has(t.idx) && pc.req.fits(t.alloc) &&
-		!math.IsInf(t.priceIn(zones, cts), 1) && s.limitsAllow(p, t) {
-		return t, fwNone
-	}
 	k := math.Max(1, s.forcedNodes(p))
 	costs := s.costBuf[:0]
 	best := inf

@@ -98,13 +98,11 @@
 // is pinned to one) against the price; a claim made for a pod whose zone
 // does not matter and then pinned by one whose zone does has its target
 // chosen again at the zone's prices (spot prices differ by zone).
-// Improvement re-packs (pool, zone) groups with other heuristic settings,
-// claims one at a time and lopsided claims in pairs, and finally each
-// (pool, zone) group with every claim's target forced to one of the types
-// that serve the group's total request most cheaply in whole nodes,
-// keeping only cheaper results. Work is bounded by
-// Options.ImprovementBudget (DefaultImprovementBudget scales with the
-// input; the forced-type re-packs get an eighth more). Plan.LowerBound,
+// Improvement re-packs (pool, zone) groups with other heuristic settings
+// (for large inputs, first those with resource prices and retargeting),
+// claims one at a time and lopsided claims in pairs, keeping only cheaper
+// results. Work is bounded by Options.ImprovementBudget
+// (DefaultImprovementBudget scales with the input). Plan.LowerBound,
 // from pkg/engine/bound, bounds every plan for the pods put on new claims;
 // per independent part it is the larger of the linear relaxation and a
 // zone floor (every zone with pods a spread forces into it pays at least

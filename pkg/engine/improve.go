@@ -337,9 +337,6 @@ func (s *solver) improve() {
 			break
 		}
 	}
-	// The uniform re-packs get their own share of work on top, so they
-	// run even when the passes above spent the budget.
-	s.uniformRepack(max(budget, s.evals) + budget/uniformShare)
 	s.stats.ImproveEvaluations = s.evals
 }
 
@@ -605,102 +602,6 @@ func (s *solver) bigRepack(budget int) {
 		}
 	}
 	s.knobs = base
-}
-
-// uniformCandidates is how many instance types uniformRepack tries per
-// group of claims.
-const uniformCandidates = 4
-
-// uniformShare: uniformRepack may spend 1/uniformShare of the
-// improvement budget beyond it.
-const uniformShare = 8
-
-// uniformSlack is the packing loss uniformRepack allows for when it
-// counts the nodes of one type a group needs.
-const uniformSlack = 1.03
-
-// uniformRepack re-packs each (pool, zone) group of claims with every new
-// claim's target forced to one instance type, for the few types densest in
-// that serve the group's pods' total request most cheaply in whole nodes
-// of one type at their prices in the zone, keeping each result
-// that is cheaper. The construction picks each target on its own, against
-// the pool's whole demand and prices over every zone; a group that one
-// type (or the right-sized last claims) serves better, say where spot
-// prices in the zone favour another family, is found this way.
-func (s *solver) uniformRepack(budget int) {
-	defer func() { s.forceType, s.forcePool = nil, nil }()
-	for _, p := range s.pools {
-		if len(p.limits) > 0 {
-			continue
-		}
-		for z := -1; z < len(s.zones); z++ {
-			if s.evals >= budget {
-				return
-			}
-			group := func() []*snode {
-				var set []*snode
-				for _, n := range s.liveClaims() {
-					if n.pool == p && n.zone == z {
-						set = append(set, n)
-					}
-				}
-				return set
-			}
-			set := group()
-			if len(set) == 0 {
-				continue
-			}
-			var demand rvec
-			cts := ctmask(0)
-			for _, n := range set {
-				demand = demand.add(n.used)
-				cts |= n.cts
-			}
-			zones := p.zones
-			if z >= 0 {
-				zones = 1 << uint(z)
-			}
-			price := func(t *ctype) float64 { return t.priceIn(zones, cts) }
-			type cand struct {
-				t    *ctype
-				cost float64
-			}
-			var cands []cand
-			for _, t := range p.types {
-				pr := price(t)
-				if math.IsInf(pr, 1) || !(pr > 0) {
-					continue
-				}
-				nodes := 1.0
-				for d := range nres {
-					if demand[d] > 0 {
-						if t.alloc[d] <= 0 {
-							nodes = math.Inf(1)
-							break
-						}
-						nodes = math.Max(nodes, math.Ceil(uniformSlack*float64(demand[d])/float64(t.alloc[d])))
-					}
-				}
-				if !math.IsInf(nodes, 1) {
-					cands = append(cands, cand{t, pr * nodes})
-				}
-			}
-			slices.SortStableFunc(cands, func(x, y cand) int {
-				if c := cmp.Compare(x.cost, y.cost); c != 0 {
-					return c
-				}
-				return cmp.Compare(y.t.alloc[rCPU], x.t.alloc[rCPU])
-			})
-			for i := 0; i < len(cands) && i < uniformCandidates && s.evals < budget; i++ {
-				set = group()
-				if len(set) == 0 {
-					break
-				}
-				s.forceType, s.forcePool = cands[i].t, p
-				s.repackWith(set, false)
-			}
-		}
-	}
 }
 
 // pricedVariants is the size (pending pods) from which bigRepack tries the

@@ -55,13 +55,9 @@ type solver struct {
 	// podNode is the node each pending pod is on (-1: none).
 	podNode []int32
 
-	demand  []rvec
-	lambda  [][2]float64
-	lambdaZ [][][2]float64
-	// forceType, when set, is the target of every new claim of forcePool
-	// that can take it (uniformRepack).
-	forceType   *ctype
-	forcePool   *cpool
+	demand      []rvec
+	lambda      [][2]float64
+	lambdaZ     [][][2]float64
 	poolAnchors [][]*tgroup
 	knobs       knobs
 	window      int
