@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 
 	"github.com/dovetail-sh/dovetail/pkg/engine/bound"
@@ -120,9 +121,77 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 		if err != nil {
 			return 0
 		}
-		total += res.LowerBound
+		total += max(res.LowerBound, zoneFloor(sub))
 	}
 	return total
+}
+
+// zoneFloor is a second lower bound on the cost of any plan for p, from
+// the zone minimums alone, which the linear relaxation can miss when the
+// pods forced into a zone fill only a fraction of a node: nodes in
+// different zones are distinct, so the plan pays, in every zone z with a
+// minimum, at least
+//
+//   - one node that holds a pod forced into z: the cheapest offering in z
+//     that such a pod's group allows (each allows only offerings one of
+//     its pods fits), and
+//   - for each resource r, the forced pods' total request of r at the
+//     lowest price per unit of r among the offerings in z any group
+//     allows (whatever nodes hold them provide that much r),
+//
+// so at least the larger of the two. The sum over the zones bounds the
+// plan; the relaxation's optimum is a bound as well, and the caller takes
+// the larger.
+func zoneFloor(p *bound.Problem) float64 {
+	type zoneNeed struct {
+		cheapest float64
+		demand   [bound.NumResources]float64
+	}
+	need := map[int]*zoneNeed{}
+	for _, g := range p.Groups {
+		for z, m := range g.MinPerZone {
+			if m <= 0 {
+				continue
+			}
+			zn := need[z]
+			if zn == nil {
+				zn = &zoneNeed{cheapest: math.Inf(1)}
+				need[z] = zn
+			}
+			for _, oi := range g.Allowed {
+				if o := p.Offerings[oi]; o.Zone == z && o.Price < zn.cheapest {
+					zn.cheapest = o.Price
+				}
+			}
+			for r := range bound.NumResources {
+				zn.demand[r] += float64(m) * g.Request[r]
+			}
+		}
+	}
+	total := 0.0
+	for z, zn := range need {
+		if math.IsInf(zn.cheapest, 1) {
+			return 0 // a minimum no allowed offering serves: leave it to the relaxation
+		}
+		floor := zn.cheapest
+		for r := range bound.NumResources {
+			if zn.demand[r] <= 0 {
+				continue
+			}
+			unit := math.Inf(1)
+			for _, o := range p.Offerings {
+				if o.Zone == z && o.Alloc[r] > 0 {
+					unit = math.Min(unit, o.Price/o.Alloc[r])
+				}
+			}
+			if !math.IsInf(unit, 1) {
+				floor = math.Max(floor, zn.demand[r]*unit)
+			}
+		}
+		total += floor
+	}
+	// Rounding in the sums above must not lift the floor over a plan.
+	return total * (1 - 1e-9)
 }
 
 // splitProblem cuts a bound problem into independent parts: groups that
@@ -202,7 +271,12 @@ func (s *solver) boundConstraints(pc *pclass, count int, allowed []int, prob *bo
 			continue
 		}
 		switch {
-		case tg.kind == gSpread && (tg.kk == kindZone) && tg.filterTerms == nil && !tg.honorTaints:
+		// Node inclusion policies (filterTerms, honorTaints) do not matter
+		// here: the class is the group's only member and owns it, so its
+		// pods land only on nodes that match its own node affinity and
+		// whose taints it tolerates, and every one of them counts; the
+		// universe already holds only the zones such nodes can be in.
+		case tg.kind == gSpread && (tg.kk == kindZone):
 			m := tg.univZones.count()
 			if m < 2 || int(tg.minDomains) > m {
 				continue

@@ -148,7 +148,10 @@ func (s *solver) zoneQuotas() {
 		for _, r := range pc.zoneG {
 			switch {
 			case r.own && r.member && r.g.kind == gSpread && r.g.maxSkew == 1 && g == nil &&
-				r.g.filterTerms == nil && !r.g.honorTaints && members[r.g.idx] == 1 && slices.Contains(c.sc.hard, r.g.idx):
+				members[r.g.idx] == 1 && slices.Contains(c.sc.hard, r.g.idx):
+				// Node inclusion policies do not matter: the class's pods
+				// land only on nodes that match its own node affinity and
+				// whose taints it tolerates, so every one of them counts.
 				g = r.g
 			default:
 				ok = false
@@ -467,8 +470,17 @@ func (s *solver) fill(n *snode) {
 		if best == nil {
 			return
 		}
+		unpinned := n.zone < 0
 		if !s.fillFrom(n, best, gen) {
 			best.blocked = gen
+		}
+		if unpinned && n.zone >= 0 {
+			s.retarget(n)
+			for d := range nres {
+				if n.alloc[d] > 0 {
+					inv[d] = 1 / float64(n.alloc[d])
+				}
+			}
 		}
 	}
 }
@@ -898,41 +910,8 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 			break
 		}
 	}
-	// Pending pods per shape for this pool, and their worth.
-	counts := s.trialCounts[:0]
-	values := s.trialValues[:0]
-	gates := s.gateValues[:0]
-	for _, sh := range s.shapes {
-		n := 0
-		v := 0.0
-		var gateClass *pclass
-		for _, c := range sh.classes {
-			if !s.pending(c) {
-				continue
-			}
-			cp := s.curPC(c)
-			if !cp.inFirstTier(p) {
-				continue
-			}
-			if v == 0 {
-				v = s.trialValue(cp, p)
-				gateClass = cp
-			}
-			n += s.trialCap(cp, len(c.pods)-c.next+len(c.back))
-		}
-		if sh.req == pc.req && n > 0 && slices.Contains(sh.classes, pc.cls) {
-			n-- // the seed itself
-		}
-		counts = append(counts, n)
-		values = append(values, v)
-		gv := 0.0
-		if gateClass != nil {
-			gv = s.podValue(gateClass, p)
-		}
-		gates = append(gates, gv)
-	}
-	s.trialCounts, s.trialValues, s.gateValues = counts, values, gates
-	seedValue := s.trialValue(pc, p)
+	counts, values := s.pendingShapes(pc, p, zones)
+	seedValue := s.trialValue(pc, p, zones)
 	var pick *ctype
 	pickRatio := 0.0
 	left := s.trialLeft
@@ -949,6 +928,115 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 	}
 	s.trialLeft = left
 	return pick
+}
+
+// pendingShapes counts the pending pods per shape whose first tier holds
+// pool p (less the seed pod of pc, if any), with their worth, and sets the
+// gate values trialFill reads.
+func (s *solver) pendingShapes(pc *pclass, p *cpool, zones zmask) (counts []int, values []float64) {
+	counts = s.trialCounts[:0]
+	values = s.trialValues[:0]
+	gates := s.gateValues[:0]
+	for _, sh := range s.shapes {
+		n := 0
+		v := 0.0
+		var gateClass *pclass
+		for _, c := range sh.classes {
+			if !s.pending(c) {
+				continue
+			}
+			cp := s.curPC(c)
+			if !cp.inFirstTier(p) {
+				continue
+			}
+			if v == 0 {
+				v = s.trialValue(cp, p, zones)
+				gateClass = cp
+			}
+			n += s.trialCap(cp, len(c.pods)-c.next+len(c.back))
+		}
+		if pc != nil && sh.req == pc.req && n > 0 && slices.Contains(sh.classes, pc.cls) {
+			n-- // the seed itself
+		}
+		counts = append(counts, n)
+		values = append(values, v)
+		gv := 0.0
+		if gateClass != nil {
+			gv = s.podValue(gateClass, p)
+		}
+		gates = append(gates, gv)
+	}
+	s.trialCounts, s.trialValues, s.gateValues = counts, values, gates
+	return counts, values
+}
+
+// retargetCandidates bounds how many instance types retarget fills.
+const retargetCandidates = 8
+
+// retarget chooses a claim's target again once a pod pinned it to one
+// zone: the target was chosen at the cheapest prices over every zone, and
+// in the pinned zone another type (spot prices differ by zone) may serve
+// the claim's pods and the pending ones better. Candidates are the types
+// that hold what the claim has, densest in value per dollar at the zone's
+// resource prices, judged like chooseByTrial by filling each on paper; the
+// current target stays unless another is worth more per dollar.
+func (s *solver) retarget(n *snode) {
+	p := n.pool
+	if !s.knobs.retarget || !s.knobs.trial || !s.knobs.lambda || s.lambdaZ == nil || len(p.limits) > 0 || n.zone < 0 {
+		return
+	}
+	l := s.lambdaZ[p.idx][n.zone]
+	type cand struct {
+		t       *ctype
+		density float64
+	}
+	var cands []cand
+	n.types.each(func(i int) {
+		t := p.types[i]
+		if !n.used.fits(t.alloc) {
+			return
+		}
+		pr := t.priceIn(n.zones, n.cts)
+		if math.IsInf(pr, 1) || !(pr > 0) {
+			return
+		}
+		cands = append(cands, cand{t, (l[0]*float64(t.alloc[rCPU]) + l[1]*float64(t.alloc[rMem])) / pr})
+	})
+	if len(cands) <= 1 {
+		return
+	}
+	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(y.density, x.density) })
+	if len(cands) > retargetCandidates {
+		cands = cands[:retargetCandidates]
+	}
+	if !slices.ContainsFunc(cands, func(c cand) bool { return c.t == n.target }) && n.types.has(n.target.idx) && n.used.fits(n.target.alloc) {
+		cands = append(cands, cand{t: n.target})
+	}
+	counts, values := s.pendingShapes(nil, p, n.zones)
+	cur := 0.0
+	for _, pc := range n.podPC {
+		cur += s.trialValue(pc, p, n.zones)
+	}
+	left := s.trialLeft
+	ratioOf := func(t *ctype) float64 {
+		left = append(left[:0], counts...)
+		pr := t.priceIn(n.zones, n.cts)
+		return (cur + s.trialFill(t, pr, n.used, left, values)) / pr
+	}
+	pick, best := n.target, -1.0
+	if n.types.has(n.target.idx) && n.used.fits(n.target.alloc) {
+		best = ratioOf(n.target)
+	}
+	for _, c := range cands {
+		if c.t == n.target {
+			continue
+		}
+		if r := ratioOf(c.t); r > best*(1+s.knobs.tol) {
+			pick, best = c.t, r
+		}
+	}
+	s.trialLeft = left
+	n.target, n.alloc = pick, pick.alloc
 }
 
 // trialCap bounds how many of a class's pending pods one claim can take,
@@ -1111,14 +1199,18 @@ type knobs struct {
 	shuffle   uint64  // seeded tie-break of the class order (0: none)
 	gate      float64 // worthIt threshold (0: off)
 	lambda    bool    // value pods at the pools' resource prices
+	retarget  bool    // choose a claim's target again when a pod pins its zone
 }
 
-var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true}
+var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true, retarget: true}
 
-// knobVariants are the settings tried for small problems, default first.
-func knobVariants(seed uint64) []knobs {
-	return []knobs{
-		defaultKnobs,
+// knobVariants are the settings bigRepack tries, default first. With
+// priced, each setting also values pods at the resource prices and
+// retargets claims a pod pins to a zone (what the default does): large
+// problems, which try only the first few settings before the budget or the
+// gains run out, get those; small ones the plain settings.
+func knobVariants(seed uint64, priced bool) []knobs {
+	base := []knobs{
 		{tol: targetTolerance, fillAlpha: 1, trial: true},
 		{tol: targetTolerance, fillAlpha: 0.25, trial: true, shuffle: seed*2 + 3},
 		{tol: 0.02, fillAlpha: 0.25, trial: true, gate: 0.9},
@@ -1127,6 +1219,15 @@ func knobVariants(seed uint64) []knobs {
 		{tol: 0.05, fillAlpha: 0.5, trial: true, shuffle: seed*2 + 1, gate: 0.85},
 		{tol: 0.01, fillAlpha: 0.25, trial: false, zoneFirst: true, gate: 0.8},
 	}
+	if !priced {
+		return append([]knobs{defaultKnobs}, base...)
+	}
+	out := []knobs{defaultKnobs}
+	for _, k := range base {
+		k.lambda, k.retarget = true, true
+		out = append(out, k)
+	}
+	return out
 }
 
 // splitmix is a seeded hash (SplitMix64), for deterministic tie-breaks.
@@ -1140,9 +1241,9 @@ func splitmix(x uint64) uint64 {
 // trialValue is what a pod is worth when judging targets: its share of the
 // pool's cheapest mix of types (λ·request) when resource prices are on,
 // else its cheapest fractional price on a single type.
-func (s *solver) trialValue(pc *pclass, p *cpool) float64 {
+func (s *solver) trialValue(pc *pclass, p *cpool, zones zmask) float64 {
 	if s.knobs.lambda && s.lambda != nil {
-		if v := s.lambdaValue(pc.req, p); v > 0 {
+		if v := s.lambdaValue(pc.req, p, zones); v > 0 {
 			return v
 		}
 	}

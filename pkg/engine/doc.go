@@ -77,7 +77,9 @@
 //     spread among its own kind); anchors seed claims first, and the claims
 //     are sized so the rest of the pods fill them.
 //   - Zone quota: for a zone spread that counts only its own class, the
-//     final per-zone counts are fixed up front (floor or ceil of the total).
+//     final per-zone counts are fixed up front (floor or ceil of the total),
+//     whatever its node inclusion policies (the class's pods always count
+//     where they land).
 //
 // # Zones and domains of new nodes
 //
@@ -92,9 +94,17 @@
 //
 // Construction fills each new claim to balance cpu and memory, choosing the
 // target type by filling candidates on paper and comparing what the fill is
-// worth against the price; improvement re-packs (pool, zone) groups with
-// other heuristic settings and lopsided claims in pairs, keeping only
-// cheaper results. Work is bounded by Options.ImprovementBudget
-// (DefaultImprovementBudget scales with the input). Plan.LowerBound, from
-// pkg/engine/bound, bounds every plan for the pods put on new claims.
+// worth (pods valued at the pool's resource prices, per zone once the claim
+// is pinned to one) against the price; a claim made for a pod whose zone
+// does not matter and then pinned by one whose zone does has its target
+// chosen again at the zone's prices (spot prices differ by zone).
+// Improvement re-packs (pool, zone) groups with other heuristic settings
+// (for large inputs, first those with resource prices and retargeting),
+// claims one at a time and lopsided claims in pairs, keeping only cheaper
+// results. Work is bounded by Options.ImprovementBudget
+// (DefaultImprovementBudget scales with the input). Plan.LowerBound,
+// from pkg/engine/bound, bounds every plan for the pods put on new claims;
+// per independent part it is the larger of the linear relaxation and a
+// zone floor (every zone with pods a spread forces into it pays at least
+// one node and their requests at the zone's cheapest unit prices).
 package engine

@@ -575,7 +575,7 @@ func (s *solver) pairComplements(budget int) bool {
 func (s *solver) bigRepack(budget int) {
 	base := s.knobs
 	idle := 0
-	for _, k := range knobVariants(s.opts.Seed)[1:] {
+	for _, k := range knobVariants(s.opts.Seed, len(s.in.Pods) >= pricedVariants)[1:] {
 		if s.evals+s.constructEvals > budget || idle >= 2 {
 			break
 		}
@@ -603,3 +603,7 @@ func (s *solver) bigRepack(budget int) {
 	}
 	s.knobs = base
 }
+
+// pricedVariants is the size (pending pods) from which bigRepack tries the
+// priced heuristic settings.
+const pricedVariants = 500

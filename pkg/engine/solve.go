@@ -57,6 +57,7 @@ type solver struct {
 
 	demand      []rvec
 	lambda      [][2]float64
+	lambdaZ     [][][2]float64
 	poolAnchors [][]*tgroup
 	knobs       knobs
 	window      int

@@ -16,27 +16,37 @@ import (
 // lopsided mix, is worth less. Targets and fills are judged by that worth.
 
 // computeLambdas sets each pool's resource prices from its pending demand.
+// Each zone gets its own prices too (the types at their prices in that
+// zone), for claims pinned to one zone: spot prices differ by zone, so the
+// cheapest mix does.
 func (s *solver) computeLambdas() {
 	s.lambda = make([][2]float64, len(s.pools))
+	s.lambdaZ = make([][][2]float64, len(s.pools))
 	for _, p := range s.pools {
-		s.lambda[p.idx] = poolLambda(p, s.demand[p.idx])
+		s.lambda[p.idx] = poolLambda(p, s.demand[p.idx], func(t *ctype) float64 { return t.minPrice })
+		s.lambdaZ[p.idx] = make([][2]float64, len(s.zones))
+		for z := range s.zones {
+			zm := zmask(1) << uint(z)
+			s.lambdaZ[p.idx][z] = poolLambda(p, s.demand[p.idx], func(t *ctype) float64 { return t.priceIn(zm, p.cts) })
+		}
 	}
 }
 
 type rpoint struct{ x, y float64 } // cpu and memory per dollar
 
 // poolLambda solves the two-resource dual over the pool's types.
-func poolLambda(p *cpool, d rvec) [2]float64 {
+func poolLambda(p *cpool, d rvec, price func(*ctype) float64) [2]float64 {
 	dc, dm := float64(max(d[rCPU], 0)), float64(max(d[rMem], 0))
 	if dc == 0 && dm == 0 {
 		return [2]float64{}
 	}
 	pts := make([]rpoint, 0, len(p.types))
 	for _, t := range p.types {
-		if !(t.minPrice > 0) || math.IsInf(t.minPrice, 1) || t.alloc[rCPU] <= 0 || t.alloc[rMem] <= 0 {
+		pr := price(t)
+		if !(pr > 0) || math.IsInf(pr, 1) || t.alloc[rCPU] <= 0 || t.alloc[rMem] <= 0 {
 			continue
 		}
-		pts = append(pts, rpoint{float64(t.alloc[rCPU]) / t.minPrice, float64(t.alloc[rMem]) / t.minPrice})
+		pts = append(pts, rpoint{float64(t.alloc[rCPU]) / pr, float64(t.alloc[rMem]) / pr})
 	}
 	if len(pts) == 0 {
 		return [2]float64{}
@@ -104,7 +114,11 @@ func poolLambda(p *cpool, d rvec) [2]float64 {
 }
 
 // lambdaValue is a pod's worth in its pool at the pool's resource prices.
-func (s *solver) lambdaValue(req rvec, p *cpool) float64 {
+// With one zone in zones, the zone's prices.
+func (s *solver) lambdaValue(req rvec, p *cpool, zones zmask) float64 {
 	l := s.lambda[p.idx]
+	if z, ok := zones.only(); ok && s.lambdaZ != nil && z < len(s.lambdaZ[p.idx]) {
+		l = s.lambdaZ[p.idx][z]
+	}
 	return l[0]*float64(req[rCPU]) + l[1]*float64(req[rMem])
 }

@@ -15,6 +15,14 @@
 //     weight 10), optional tainted team NodePools, daemonsets, and a chosen
 //     mix of zone and hostname spread, anti-affinity, arm64/amd64 splits and
 //     zonal volumes. MixedScenarios lists the 21 the cost tests assert on.
+//   - Families: seeded Shapes unlike the Mixed ones (few uneven Deployments
+//     under zone spread, many Deployments of different sizes under spread,
+//     spot pools with an on-demand fallback and a pool with no capacity
+//     type requirement, small pods beside half-node pods, large DaemonSets,
+//     arm64-preferring weighted pools, team-tainted Deployments).
+//     TuningFamilies are what tuning looks at; HeldOutFamily builds the same
+//     shapes with other seeds and parameters (HeldOutKnobs), is checked by
+//     the cost tests in CI, and is never looked at while tuning.
 //
 // Everything is deterministic: the same arguments give the same input.
 // Randomness comes from math/rand/v2 PCG seeded by the caller.
