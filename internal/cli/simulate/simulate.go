@@ -134,8 +134,51 @@ on bad input.`,
 	return cmd
 }
 
-// Run reads the inputs, simulates, and prints the plan.
-func Run(_ context.Context, opts *Options) error {
+// Run reads the inputs, simulates, and prints the plan. Reading and
+// solving stop when ctx is done (the binary's SIGINT/SIGTERM context): Run
+// then returns an error wrapping ctx's cause and prints nothing on stdout.
+// The abandoned read or solve finishes in the background (a blocked read
+// of a FIFO or a terminal never does); the process exits without waiting.
+func Run(ctx context.Context, opts *Options) error {
+	if err := ctx.Err(); err != nil {
+		return interrupted(ctx)
+	}
+	type outcome struct {
+		out []byte
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var buf bytes.Buffer
+		err := run(opts, &buf)
+		done <- outcome{buf.Bytes(), err}
+	}()
+	select {
+	case <-ctx.Done():
+		return interrupted(ctx)
+	case o := <-done:
+		if o.err != nil {
+			return o.err
+		}
+		if ctx.Err() != nil {
+			return interrupted(ctx)
+		}
+		_, err := opts.Stdout.Write(o.out)
+		return err
+	}
+}
+
+// interrupted is the error of a run stopped by ctx.
+func interrupted(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause != nil && !errors.Is(cause, ctx.Err()) {
+		return fmt.Errorf("simulate interrupted (%v), nothing printed: %w", cause, ctx.Err())
+	}
+	return fmt.Errorf("simulate interrupted, nothing printed: %w", ctx.Err())
+}
+
+// run does the work of Run, rendering the plan into out.
+func run(opts *Options, out *bytes.Buffer) error {
 	m := &simulate.Manifests{}
 	files, err := opts.inputs()
 	if err != nil {
@@ -187,7 +230,7 @@ func Run(_ context.Context, opts *Options) error {
 	}
 	if opts.Disruption {
 		sopts.SpotToSpotConsolidation = opts.SpotToSpot
-		return runDisruption(m, sopts, opts, len(files))
+		return runDisruption(m, sopts, opts, len(files), out)
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))
 	res, err := simulate.Run(m, sopts)
@@ -203,16 +246,14 @@ func Run(_ context.Context, opts *Options) error {
 	fmt.Fprintf(opts.Stderr, "simulate: %d pods: %d on new nodes, %d on existing nodes, %d unschedulable (%d classes, solved in %.3fs)\n",
 		res.Stats.Pods, res.Stats.PlacedNew, res.Stats.PlacedExisting, res.Stats.Unschedulable, res.Stats.Classes, res.DurationSeconds)
 	// Render into a buffer so that a failure leaves stdout untouched.
-	var buf bytes.Buffer
-	if err := simulate.Render(&buf, res, opts.Output); err != nil {
+	if err := simulate.Render(out, res, opts.Output); err != nil {
 		return fmt.Errorf("rendering the plan: %w", err)
 	}
-	_, err = opts.Stdout.Write(buf.Bytes())
-	return err
+	return nil
 }
 
 // runDisruption plans a disruption pass and prints it.
-func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options, inputs int) error {
+func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options, inputs int, out *bytes.Buffer) error {
 	at := opts.Now()
 	if opts.At != "" {
 		t, err := time.Parse(time.RFC3339, opts.At)
@@ -234,12 +275,10 @@ func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options,
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: %d nodes: %d commands, %d kept (%d candidates, %d what-ifs, planned in %.3fs)\n",
 		len(res.Nodes), len(res.Commands), len(res.Kept), res.Stats.Candidates, res.Stats.WhatIfs, res.DurationSeconds)
-	var buf bytes.Buffer
-	if err := simulate.RenderDisruption(&buf, res, opts.Output); err != nil {
+	if err := simulate.RenderDisruption(out, res, opts.Output); err != nil {
 		return fmt.Errorf("rendering the plan: %w", err)
 	}
-	_, err = opts.Stdout.Write(buf.Bytes())
-	return err
+	return nil
 }
 
 func regionsWithZones(cat *catalog.Catalog) []string {
