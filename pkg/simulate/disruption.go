@@ -55,7 +55,7 @@ const NominationHold = 20 * time.Second
 // Errors are InputErrors naming the object (a NodeClaim's unreadable
 // dovetail.sh annotations), or those of Input.
 func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Input, []string, error) {
-	cluster, warnings, err := m.Cluster()
+	cluster, warnings, err := m.cluster(opts.maxPods())
 	if err != nil {
 		return nil, warnings, err
 	}

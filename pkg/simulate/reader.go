@@ -54,6 +54,9 @@ type Manifests struct {
 // cluster-scoped) and name.
 type ObjectKey struct{ Kind, Namespace, Name string }
 
+// Objects is how many objects were read.
+func (m *Manifests) Objects() int { return len(m.origins) }
+
 // Origin returns where the object was read from.
 func (m *Manifests) Origin(k ObjectKey) (Origin, bool) {
 	o, ok := m.origins[k]

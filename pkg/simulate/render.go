@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -39,12 +38,7 @@ func ValidateFormat(f string) *field.Error {
 func Render(w io.Writer, r *Result, format string) error {
 	switch format {
 	case FormatJSON:
-		data, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(data, '\n'))
-		return err
+		return writeJSON(w, r)
 	case FormatYAML:
 		data, err := yaml.Marshal(r)
 		if err != nil {

@@ -37,12 +37,14 @@ type Options struct {
 	At         string
 	// SpotToSpot is the planner's SpotToSpotConsolidation gate.
 	SpotToSpot bool
+	// MaxPods bounds the pods the input may make (--max-pods).
+	MaxPods int
 
 	Stdin  io.Reader
 	Stdout io.Writer // the plan
 	Stderr io.Writer // notices and warnings
 	Now    func() time.Time
-	// ReadFile and ReadDir read the inputs (os.ReadFile, os.ReadDir).
+	// ReadFile and ReadDir read the inputs (ReadFileLimited, os.ReadDir).
 	ReadFile func(string) ([]byte, error)
 	ReadDir  func(string) ([]os.DirEntry, error)
 	Stat     func(string) (os.FileInfo, error)
@@ -51,7 +53,7 @@ type Options struct {
 // NewCmd builds `dovetail simulate`. runF replaces Run in tests; nil runs
 // it.
 func NewCmd(runF func(context.Context, *Options) error) *cobra.Command {
-	opts := &Options{Now: time.Now, ReadFile: os.ReadFile, ReadDir: os.ReadDir, Stat: os.Stat}
+	opts := &Options{Now: time.Now, ReadFile: ReadFileLimited, ReadDir: os.ReadDir, Stat: os.Stat}
 	cmd := &cobra.Command{
 		Use:           "simulate -f FILE [-f FILE ...]",
 		SilenceUsage:  true,
@@ -105,6 +107,9 @@ on bad input.`,
 			if fe := simulate.ValidateFormat(opts.Output); fe != nil {
 				return cmdutil.BadInputf("-o: %s", fe.ErrorBody())
 			}
+			if opts.MaxPods < 1 {
+				return cmdutil.BadInputf("--max-pods: %d: must be at least 1", opts.MaxPods)
+			}
 			if cmd.Flags().Changed("spot-to-spot-consolidation") && !opts.Disruption {
 				return cmdutil.BadInputf("--spot-to-spot-consolidation applies only with --disruption")
 			}
@@ -130,6 +135,7 @@ on bad input.`,
 	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
 	f.BoolVar(&opts.Disruption, "disruption", false, "plan a disruption pass over the cluster in the files: what dovetail would remove or replace, and why it keeps each other node")
 	f.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (the SpotToSpotConsolidation gate)")
+	f.IntVar(&opts.MaxPods, "max-pods", simulate.DefaultMaxPods, "refuse inputs that make more pods than this (listed pods, replicas, DaemonSet pods), checked before any is made")
 	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
 	return cmd
 }
@@ -201,7 +207,7 @@ func run(opts *Options, out *bytes.Buffer) error {
 		return cmdutil.BadInput(readErrs)
 	}
 
-	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now}
+	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now, MaxPods: opts.MaxPods}
 	if opts.InstanceTypes != BuiltinCatalog {
 		data, err := opts.ReadFile(opts.InstanceTypes)
 		if err != nil {
@@ -227,6 +233,13 @@ func run(opts *Options, out *bytes.Buffer) error {
 			}
 		}
 		sopts.Catalog = cat
+	}
+	if m.Objects() == 0 {
+		names := make([]string, len(files))
+		for i, in := range files {
+			names[i] = in.name
+		}
+		return cmdutil.BadInputf("the input is empty: %s has no objects (NodePools, pods, workloads, ...)", strings.Join(names, ", "))
 	}
 	if opts.Disruption {
 		sopts.SpotToSpotConsolidation = opts.SpotToSpot
@@ -307,7 +320,10 @@ func (opts *Options) inputs() ([]input, error) {
 				return nil, cmdutil.BadInputf("-f -: stdin can be read only once")
 			}
 			stdinUsed = true
-			data, err := io.ReadAll(opts.Stdin)
+			data, err := readLimited(opts.Stdin, MaxInputBytes)
+			if errors.Is(err, errTooLarge) {
+				return nil, cmdutil.BadInputf("-f -: %v", err)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("reading stdin: %w", err)
 			}
@@ -349,6 +365,34 @@ func (opts *Options) inputs() ([]input, error) {
 		}
 	}
 	return out, nil
+}
+
+// MaxInputBytes bounds each input file (and stdin): a larger one is bad
+// input, read no further.
+const MaxInputBytes = 256 << 20
+
+var errTooLarge = fmt.Errorf("larger than %d MiB, the limit of an input", MaxInputBytes>>20)
+
+// ReadFileLimited reads a file of at most MaxInputBytes (a device or FIFO
+// too: it stops reading at the limit).
+func ReadFileLimited(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, MaxInputBytes)
+}
+
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
 }
 
 func unwrapPathError(err error) error {

@@ -1,0 +1,197 @@
+package simulate
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// writeJSON writes r exactly as json.MarshalIndent(r, "", "  ") and a
+// newline would, in one pass and without building the document in memory
+// twice: a plan of 100,000 pods is tens of megabytes (every NodeClaim
+// lists its instance-type options), and the generic encoder's indent pass
+// costs more than the solve. A price or duration that is NaN or infinite is
+// an error, as with encoding/json. TestWriteJSONMatchesEncodingJSON holds
+// the two to the same bytes.
+func writeJSON(w io.Writer, r *Result) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	e := &jsonWriter{w: bw}
+	e.raw("{\n")
+	e.key(1, "nodeClaims")
+	e.list(1, len(r.NodeClaims), r.NodeClaims == nil, func(i int) {
+		c := &r.NodeClaims[i]
+		e.raw("{\n")
+		e.key(3, "name")
+		e.str(c.Name)
+		e.raw(",\n")
+		e.key(3, "nodePool")
+		e.str(c.NodePool)
+		e.raw(",\n")
+		e.key(3, "instanceType")
+		e.str(c.InstanceType)
+		e.raw(",\n")
+		e.key(3, "instanceTypeOptions")
+		e.strings(3, c.InstanceTypeOptions)
+		e.raw(",\n")
+		e.key(3, "capacityType")
+		e.str(c.CapacityType)
+		e.raw(",\n")
+		e.key(3, "zone")
+		e.str(c.Zone)
+		e.raw(",\n")
+		e.key(3, "pricePerHour")
+		e.float(c.PricePerHour)
+		e.raw(",\n")
+		e.key(3, "pods")
+		e.strings(3, c.Pods)
+		e.raw("\n")
+		e.indent(2)
+		e.raw("}")
+	})
+	e.raw(",\n")
+	e.key(1, "existingNodes")
+	e.list(1, len(r.ExistingNodes), r.ExistingNodes == nil, func(i int) {
+		n := &r.ExistingNodes[i]
+		e.raw("{\n")
+		e.key(3, "name")
+		e.str(n.Name)
+		e.raw(",\n")
+		e.key(3, "pods")
+		e.strings(3, n.Pods)
+		e.raw("\n")
+		e.indent(2)
+		e.raw("}")
+	})
+	e.raw(",\n")
+	e.key(1, "unschedulable")
+	e.list(1, len(r.Unschedulable), r.Unschedulable == nil, func(i int) {
+		u := &r.Unschedulable[i]
+		e.raw("{\n")
+		e.key(3, "pod")
+		e.str(u.Pod)
+		e.raw(",\n")
+		e.key(3, "code")
+		e.str(u.Code)
+		e.raw(",\n")
+		e.key(3, "reason")
+		e.str(u.Reason)
+		e.raw("\n")
+		e.indent(2)
+		e.raw("}")
+	})
+	e.raw(",\n")
+	e.key(1, "totalPricePerHour")
+	e.float(r.TotalPricePerHour)
+	e.raw(",\n")
+	e.key(1, "lowerBoundPricePerHour")
+	e.float(r.LowerBoundPricePerHour)
+	e.raw(",\n")
+	e.key(1, "durationSeconds")
+	e.float(r.DurationSeconds)
+	e.raw("\n}\n")
+	if e.err != nil {
+		return e.err
+	}
+	return bw.Flush()
+}
+
+type jsonWriter struct {
+	w   *bufio.Writer
+	buf []byte
+	err error
+}
+
+func (e *jsonWriter) raw(s string) {
+	if e.err == nil {
+		_, e.err = e.w.WriteString(s)
+	}
+}
+
+func (e *jsonWriter) indent(level int) {
+	for range level {
+		e.raw("  ")
+	}
+}
+
+// key writes `"name": ` at the indentation level.
+func (e *jsonWriter) key(level int, name string) {
+	e.indent(level)
+	e.str(name)
+	e.raw(": ")
+}
+
+// list writes a list at level (its opening bracket already placed), item i
+// written by item at level+1.
+func (e *jsonWriter) list(level, n int, isNil bool, item func(i int)) {
+	switch {
+	case isNil:
+		e.raw("null")
+		return
+	case n == 0:
+		e.raw("[]")
+		return
+	}
+	e.raw("[\n")
+	for i := range n {
+		e.indent(level + 1)
+		item(i)
+		if i < n-1 {
+			e.raw(",")
+		}
+		e.raw("\n")
+	}
+	e.indent(level)
+	e.raw("]")
+}
+
+func (e *jsonWriter) strings(level int, ss []string) {
+	e.list(level, len(ss), ss == nil, func(i int) { e.str(ss[i]) })
+}
+
+// str writes s quoted as encoding/json does (HTML characters escaped):
+// plain ASCII directly, anything else through encoding/json.
+func (e *jsonWriter) str(s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, err := json.Marshal(s)
+			if err != nil && e.err == nil {
+				e.err = err
+			}
+			e.raw(string(b))
+			return
+		}
+	}
+	e.raw(`"`)
+	e.raw(s)
+	e.raw(`"`)
+}
+
+// float writes f as encoding/json does; NaN and infinities are errors.
+func (e *jsonWriter) float(f float64) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		if e.err == nil {
+			e.err = fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
+		}
+		return
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(e.buf[:0], f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json does.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	e.buf = b
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
