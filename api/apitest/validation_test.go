@@ -236,11 +236,11 @@ func TestBasesAccepted(t *testing.T) {
 	}
 }
 
-func TestValidEdgeCasesAccepted(t *testing.T) {
+type validCase struct{ name, base, patch string }
+
+func validCases() []validCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	cases := []struct {
-		name, base, patch string
-	}{
+	return []validCase{
 		{name: "Exists with minValues 5", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 5}]`)},
 		{name: "In with minValues equal to values", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r], minValues: 3}]`)},
 		{name: "minValues 50", base: np, patch: reqs(`[{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 50}]`)},
@@ -301,9 +301,12 @@ spec:
     cpuCFSQuota: true
 `},
 	}
+}
+
+func TestValidEdgeCasesAccepted(t *testing.T) {
 	c := newClient(t)
 	ctx := testContext(t)
-	for _, tc := range cases {
+	for _, tc := range validCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := object(t, tc.base, "valid", tc.patch)
 			if err := c.Create(ctx, obj, client.DryRunAll); err != nil {

@@ -267,6 +267,14 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	strict, err := sjson.UnmarshalStrict(raw, obj)
 	name := nameOf(raw)
 	if err != nil {
+		// The CRD's schema names every field it refuses (a bad duration,
+		// an enum, a pattern); the decoder only the first.
+		if fes := validateAgainstCRD(tm.APIVersion, tm.Kind, raw); len(fes) > 0 {
+			if path != nil {
+				fes = prefix(path, fes)
+			}
+			return InputErrors{o.errorf(tm.Kind, name, fes, nil)}
+		}
 		return InputErrors{o.errorf(tm.Kind, name, decodeErrors(raw, err, path, info.newObj()), nil)}
 	}
 	if len(strict) > 0 {
@@ -290,7 +298,13 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	if meta.Name == "" {
 		return InputErrors{o.errorf(tm.Kind, "", field.ErrorList{field.Required(pathOr(path, "metadata").Child("name"), "every object needs a name (generateName is not supported)")}, nil)}
 	}
-	if fes := validate(tm.Kind, obj); len(fes) > 0 {
+	// dovetail's own checks first (their paths are the more precise), then
+	// everything else the CRD refuses.
+	fes := validate(tm.Kind, obj)
+	if len(fes) == 0 {
+		fes = validateAgainstCRD(tm.APIVersion, tm.Kind, raw)
+	}
+	if len(fes) > 0 {
 		if path != nil {
 			fes = prefix(path, fes)
 		}

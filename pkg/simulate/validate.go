@@ -18,11 +18,11 @@ import (
 )
 
 // validate checks what the API server would refuse and the simulation
-// depends on. For NodePool, NodeClaim and EC2NodeClass these are the CRD
-// rules that can be checked without an API server (mirrored here from the
-// schema markers in api/karpenter/v1 and api/aws/v1) plus the api
-// packages' RuntimeValidate; for workloads, that there is something to
-// run. Paths are rooted at the object.
+// depends on. For NodePool, NodeClaim and EC2NodeClass these are some CRD
+// rules mirrored by hand for their more precise paths and messages (the
+// whole CRD is then checked by validateAgainstCRD) plus the api packages'
+// RuntimeValidate; for workloads, that there is something to run. Paths
+// are rooted at the object.
 func validate(kind string, obj any) field.ErrorList {
 	switch o := obj.(type) {
 	case *karpv1.NodePool:
