@@ -33,6 +33,9 @@ func validate(kind string, obj any) field.ErrorList {
 		return validateNodeClass(o)
 	case *corev1.Pod:
 		return validatePodSpec(&o.Spec, field.NewPath("spec"))
+	case *corev1.Node:
+		return append(checkAmounts(o.Status.Capacity, field.NewPath("status", "capacity")),
+			checkAmounts(o.Status.Allocatable, field.NewPath("status", "allocatable"))...)
 	case *appsv1.Deployment:
 		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
 	case *appsv1.ReplicaSet:

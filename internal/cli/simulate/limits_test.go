@@ -3,6 +3,7 @@ package simulate_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -82,4 +83,26 @@ spec:
 			}
 		}
 	})
+}
+
+// TestOutOfRangeCatalog: a catalog value or price the engine cannot use
+// exits 2 naming the field, with nothing on stdout (never $+Inf).
+func TestOutOfRangeCatalog(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ catalog, field string }{
+		"cpu":   {`{"instanceTypes": [{"name": "t", "capacity": {"cpu": "9223372036854775807", "memory": "1Gi", "pods": "10"}, "offerings": [{"zone": "z1", "capacityType": "spot", "price": 0.1}]}]}`, "instanceTypes[0].capacity[cpu]"},
+		"price": {`{"instanceTypes": [{"name": "t", "capacity": {"cpu": "2", "memory": "1Gi", "pods": "10"}, "offerings": [{"zone": "z1", "capacityType": "spot", "price": 1e307}]}]}`, "instanceTypes[0].offerings[0].price"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := dir + "/" + name + ".json"
+			if err := os.WriteFile(path, []byte(tc.catalog), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n"
+			stdout, stderr, code, _ := runDeadline(t, 30*time.Second, in, "simulate", "-f", "-", "--instance-types", path, "-o", "table")
+			if code != 2 || stdout != "" || !strings.Contains(stderr, tc.field) {
+				t.Fatalf("exit %d stdout %q stderr %q, want 2 naming %s", code, stdout, stderr, tc.field)
+			}
+		})
+	}
 }
