@@ -61,8 +61,12 @@ func ReadCatalog(file string, data []byte, zones []string) ([]*cloudprovider.Ins
 		o := Origin{File: file, Document: 1, Line: 1}
 		var generic any
 		if yaml.Unmarshal(data, &generic) == nil {
-			if p, v, qerr := findBadQuantity(generic, nil); p != nil {
-				return nil, InputErrors{o.errorf("", "", field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}, nil)}
+			if bqs := findBadQuantities(generic, nil); len(bqs) > 0 {
+				var fes field.ErrorList
+				for _, bq := range bqs {
+					fes = append(fes, field.Invalid(segmentsPath(nil, bq.at, true), bq.value, "not a quantity: "+bq.err.Error()))
+				}
+				return nil, InputErrors{o.errorf("", "", fes, nil)}
 			}
 		}
 		return nil, InputErrors{o.errorf("", "", nil, fmt.Errorf("not a valid instance-type catalog: %w", err))}

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sjson "sigs.k8s.io/json"
@@ -275,7 +274,7 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 			}
 			return InputErrors{o.errorf(tm.Kind, name, fes, nil)}
 		}
-		return InputErrors{o.errorf(tm.Kind, name, decodeErrors(raw, err, path, info.newObj()), nil)}
+		return InputErrors{o.errorf(tm.Kind, name, decodeErrors(raw, err, path, info.newObj), nil)}
 	}
 	if len(strict) > 0 {
 		var fes field.ErrorList
@@ -390,75 +389,8 @@ func nameOf(raw []byte) string {
 	return ""
 }
 
-// decodeErrors turns a decoding error into field errors: type mismatches
-// carry their field, and a bad quantity is located by walking the
-// document for the string that does not parse.
-func decodeErrors(raw []byte, err error, path *field.Path, fresh any) field.ErrorList {
-	// The strict decoder's error types are internal; the standard decoder
-	// reports the same type mismatch with its field path.
-	var te *json.UnmarshalTypeError
-	if stdErr := json.Unmarshal(raw, fresh); errors.As(stdErr, &te) && te.Field != "" {
-		p := field.NewPath(te.Field)
-		if path != nil {
-			p = path.Child(te.Field)
-		}
-		return field.ErrorList{field.Invalid(p, te.Value, fmt.Sprintf("must be of type %s", te.Type))}
-	}
-	var generic any
-	if json.Unmarshal(raw, &generic) == nil {
-		if p, v, qerr := findBadQuantity(generic, path); p != nil {
-			return field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}
-		}
-	}
-	return field.ErrorList{field.Invalid(pathOr(path, "<document>"), nil, err.Error())}
-}
-
 // quantityParents are the map keys whose values are quantities in the
 // accepted kinds.
 var quantityParents = map[string]bool{
 	"requests": true, "limits": true, "capacity": true, "allocatable": true, "overhead": true, "hard": true,
-}
-
-func findBadQuantity(v any, p *field.Path) (*field.Path, string, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			child := v[k]
-			if m, ok := child.(map[string]any); ok && quantityParents[k] {
-				names := make([]string, 0, len(m))
-				for n := range m {
-					names = append(names, n)
-				}
-				slices.Sort(names)
-				for _, n := range names {
-					s := fmt.Sprint(m[n])
-					if _, err := resource.ParseQuantity(s); err != nil {
-						return pathOr(p, k).Key(n), s, err
-					}
-				}
-			}
-			if k == "storage" || k == "volumeSize" {
-				if s, ok := child.(string); ok {
-					if _, err := resource.ParseQuantity(s); err != nil {
-						return pathOr(p, k), s, err
-					}
-				}
-			}
-			if bp, bv, err := findBadQuantity(child, pathOr(p, k)); bp != nil {
-				return bp, bv, err
-			}
-		}
-	case []any:
-		for i, e := range v {
-			if bp, bv, err := findBadQuantity(e, indexOr(p, i)); bp != nil {
-				return bp, bv, err
-			}
-		}
-	}
-	return nil, "", nil
 }
