@@ -254,4 +254,3 @@ func findBadQuantities(v any, at []any) []badQuantity {
 	}
 	return out
 }
-
