@@ -39,3 +39,19 @@ spec:
 		t.Errorf("want one located error for the document: %s", msg)
 	}
 }
+
+// TestYAMLErrorLines: a YAML syntax error is located by the file's line,
+// in the position and in the message alike.
+func TestYAMLErrorLines(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n   bad: indent\n",
+			"in.yaml:10 (document 2): not valid YAML: yaml: line 10: "},
+		{"apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n   bad: indent\n", "in.yaml:5 (document 1): not valid YAML: yaml: line 5: "},
+		{"# c\n--- {a: 1}\n---\n\n\nkind: [\n", "in.yaml:6 (document 3): not valid YAML: yaml: line 6: "},
+	} {
+		err := (&simulate.Manifests{}).Read("in.yaml", []byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}

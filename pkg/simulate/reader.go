@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -134,7 +136,10 @@ func Kinds() []string {
 type document struct {
 	index int // from 1
 	line  int // first line, from 1
-	data  []byte
+	// dataLine is the file's line of data's first line (the marker's own
+	// line when content follows "--- " on it).
+	dataLine int
+	data     []byte
 }
 
 // splitDocuments splits a multi-document YAML stream on "---" lines. Every
@@ -142,7 +147,7 @@ type document struct {
 // but chunks holding only comments and blank lines are dropped afterwards.
 func splitDocuments(data []byte) []document {
 	var docs []document
-	cur := document{index: 1, line: 1}
+	cur := document{index: 1, line: 1, dataLine: 1}
 	var buf bytes.Buffer
 	flush := func() {
 		cur.data = append([]byte(nil), buf.Bytes()...)
@@ -166,9 +171,11 @@ func splitDocuments(data []byte) []document {
 			} else {
 				cur.line = line
 			}
+			cur.dataLine = line + 1
 			if rest := strings.TrimSpace(t[3:]); rest != "" && !strings.HasPrefix(rest, "#") {
 				buf.WriteString(rest)
 				buf.WriteByte('\n')
+				cur.dataLine = line
 			}
 			continue
 		}
@@ -178,6 +185,9 @@ func splitDocuments(data []byte) []document {
 	flush()
 	return docs
 }
+
+// yamlLine finds the line number in a YAML parser's error.
+var yamlLine = regexp.MustCompile(`\bline (\d+)`)
 
 func blank(data []byte) bool {
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -202,7 +212,7 @@ func (m *Manifests) Read(file string, data []byte) error {
 	var errs InputErrors
 	for _, doc := range splitDocuments(data) {
 		o := Origin{File: file, Document: doc.index, Line: doc.line}
-		errs = append(errs, m.readDocument(o, doc.data)...)
+		errs = append(errs, m.readDocument(o, doc.dataLine, doc.data)...)
 	}
 	if len(errs) > 0 {
 		return errs
@@ -210,10 +220,20 @@ func (m *Manifests) Read(file string, data []byte) error {
 	return nil
 }
 
-func (m *Manifests) readDocument(o Origin, data []byte) InputErrors {
+func (m *Manifests) readDocument(o Origin, dataLine int, data []byte) InputErrors {
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return InputErrors{o.errorf("", "", nil, fmt.Errorf("not valid YAML: %w", err))}
+		// The parser counts lines from the document's start: locate the
+		// error by the file's line, in the position and the message.
+		msg := err.Error()
+		if sub := yamlLine.FindStringSubmatchIndex(msg); sub != nil {
+			if n, aerr := strconv.Atoi(msg[sub[2]:sub[3]]); aerr == nil {
+				o.Line = dataLine + n - 1
+				msg = msg[:sub[2]] + strconv.Itoa(o.Line) + msg[sub[3]:]
+			}
+		}
+		msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+		return InputErrors{o.errorf("", "", nil, fmt.Errorf("not valid YAML: %s", msg))}
 	}
 	raw = bytes.TrimSpace(raw)
 	if bytes.Equal(raw, []byte("null")) {

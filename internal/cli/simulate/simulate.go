@@ -185,6 +185,11 @@ func interrupted(ctx context.Context) error {
 
 // run does the work of Run, rendering the plan into out.
 func run(opts *Options, out *bytes.Buffer) error {
+	for _, z := range opts.Zones {
+		if strings.TrimSpace(z) == "" {
+			return cmdutil.BadInputf("--zones: an empty zone name in %q (a comma-separated list of zones, e.g. us-east-1a,us-east-1b)", strings.Join(opts.Zones, ","))
+		}
+	}
 	m := &simulate.Manifests{}
 	files, err := opts.inputs()
 	if err != nil {
@@ -213,9 +218,30 @@ func run(opts *Options, out *bytes.Buffer) error {
 		if err != nil {
 			return cmdutil.BadInputf("--instance-types: %v", err)
 		}
-		types, err := simulate.ReadCatalog(opts.InstanceTypes, data, opts.Zones)
+		types, err := simulate.ReadCatalog(opts.InstanceTypes, data, nil)
 		if err != nil {
 			return cmdutil.BadInput(err)
+		}
+		if len(opts.Zones) > 0 {
+			known := map[string]bool{}
+			var names []string
+			for _, it := range types {
+				for _, o := range it.Offerings {
+					if !known[o.Zone] {
+						names = append(names, o.Zone)
+					}
+					known[o.Zone] = true
+				}
+			}
+			slices.Sort(names)
+			for _, z := range opts.Zones {
+				if !known[z] {
+					return cmdutil.BadInputf("--zones: %q is not a zone of %s (its zones: %s)", z, opts.InstanceTypes, strings.Join(names, ", "))
+				}
+			}
+			if types, err = simulate.ReadCatalog(opts.InstanceTypes, data, opts.Zones); err != nil {
+				return cmdutil.BadInput(err)
+			}
 		}
 		sopts.InstanceTypes = types
 	} else {
