@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
