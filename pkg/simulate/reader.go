@@ -317,12 +317,9 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	if meta.Name == "" {
 		return InputErrors{o.errorf(tm.Kind, "", field.ErrorList{field.Required(pathOr(path, "metadata").Child("name"), "every object needs a name (generateName is not supported)")}, nil)}
 	}
-	// dovetail's own checks first (their paths are the more precise), then
-	// everything else the CRD refuses.
-	fes := validate(tm.Kind, obj)
-	if len(fes) == 0 {
-		fes = validateAgainstCRD(tm.APIVersion, tm.Kind, raw)
-	}
+	// dovetail's own checks and the CRD's, the most precise of each
+	// problem kept.
+	fes := mostPrecise(append(validate(tm.Kind, obj), validateAgainstCRD(tm.APIVersion, tm.Kind, raw)...))
 	if len(fes) > 0 {
 		if path != nil {
 			fes = prefix(path, fes)
@@ -342,6 +339,30 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 		m.pdbAllowed[key] = true
 	}
 	return nil
+}
+
+// mostPrecise drops an error when another names a field inside its field
+// (the same problem, located better) or the same field before it.
+func mostPrecise(fes field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for i, e := range fes {
+		keep := true
+		for j, f := range fes {
+			if i == j {
+				continue
+			}
+			inside := strings.HasPrefix(f.Field, e.Field) && len(f.Field) > len(e.Field) &&
+				(f.Field[len(e.Field)] == '.' || f.Field[len(e.Field)] == '[')
+			if inside || (f.Field == e.Field && j < i) {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // statesDisruptionsAllowed reports whether an object's JSON has
