@@ -35,8 +35,8 @@
 // all wrap ErrBadInput. NodePools, NodeClaims and EC2NodeClasses are also
 // checked against the embedded CRDs (api/crds) with the API server's
 // schema and CEL validator (crdvalidate.go). Reading, expanding and the
-// whole plan path never panic on any input (FuzzRead, FuzzExpand,
-// FuzzSimulate; `make fuzz`). Pods
+// whole plan path never panic on any input (FuzzExpand reads and
+// expands, FuzzSimulate plans and renders; `make fuzz`). Pods
 // the engine cannot place are not errors: they are listed in
 // Result.Unschedulable with the engine's reason code.
 //
