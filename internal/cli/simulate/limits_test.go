@@ -10,7 +10,9 @@ import (
 	"time"
 )
 
-// runDeadline is run with a deadline: the command is killed after d.
+// runDeadline is run with a deadline: the command is killed after d. It
+// also returns the CPU time the command used (user and system): on a busy
+// machine that, not the wall clock, is what the command costs.
 func runDeadline(t *testing.T, d time.Duration, stdin string, args ...string) (string, string, int, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
@@ -25,6 +27,7 @@ func runDeadline(t *testing.T, d time.Duration, stdin string, args ...string) (s
 	defer timer.Stop()
 	err := cmd.Wait()
 	elapsed := time.Since(start)
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	var ee *exec.ExitError
 	code := 0
 	if errors.As(err, &ee) {
@@ -35,7 +38,7 @@ func runDeadline(t *testing.T, d time.Duration, stdin string, args ...string) (s
 	if elapsed >= d {
 		t.Fatalf("%v did not finish within %v", args, d)
 	}
-	return stdout.String(), stderr.String(), code, elapsed
+	return stdout.String(), stderr.String(), code, cpu
 }
 
 func TestInputLimits(t *testing.T) {
@@ -56,12 +59,12 @@ spec:
     metadata: {labels: {app: a}}
     spec: {containers: [{name: c, image: i, resources: {requests: {cpu: 100m}}}]}
 `
-		stdout, stderr, code, elapsed := runDeadline(t, 30*time.Second, in, "simulate", "-f", "-")
+		stdout, stderr, code, cpu := runDeadline(t, 30*time.Second, in, "simulate", "-f", "-")
 		if code != 2 || stdout != "" || !strings.Contains(stderr, `(document 1, Deployment "huge")`) || !strings.Contains(stderr, "--max-pods") {
 			t.Fatalf("exit %d stdout %q stderr %q, want 2 naming the document and --max-pods", code, stdout, stderr)
 		}
-		if elapsed > time.Second {
-			t.Errorf("took %v, want under 1s", elapsed)
+		if cpu > time.Second {
+			t.Errorf("took %v of CPU, want under 1s", cpu)
 		}
 	})
 	t.Run("--max-pods", func(t *testing.T) {
