@@ -35,11 +35,26 @@ func TestSignalStopsFIFORead(t *testing.T) {
 			go func() { done <- cmd.Wait() }()
 			// Opening the FIFO for writing returns once the command has
 			// opened it for reading: it is then blocked in the read.
-			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
+			opened := make(chan *os.File, 1)
+			go func() {
+				w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+				if err != nil {
+					w = nil
+				}
+				opened <- w
+			}()
+			select {
+			case w := <-opened:
+				if w == nil {
+					t.Fatal("opening the FIFO for writing failed")
+				}
+				defer w.Close()
+			case err := <-done:
+				t.Fatalf("simulate exited before reading the FIFO: %v; stderr %s", err, stderr.String())
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("simulate did not open the FIFO within 30s")
 			}
-			defer w.Close()
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
