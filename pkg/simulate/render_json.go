@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -19,6 +20,8 @@ import (
 func writeJSON(w io.Writer, r *Result) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	e := &jsonWriter{w: bw}
+	var lastOptions []string
+	var lastOptionsJSON []byte
 	e.raw("{\n")
 	e.key(1, "nodeClaims")
 	e.list(1, len(r.NodeClaims), r.NodeClaims == nil, func(i int) {
@@ -34,7 +37,15 @@ func writeJSON(w io.Writer, r *Result) error {
 		e.str(c.InstanceType)
 		e.raw(",\n")
 		e.key(3, "instanceTypeOptions")
-		e.strings(3, c.InstanceTypeOptions)
+		// NodeClaims of one class list the same options: write them once
+		// and copy the bytes.
+		if c.InstanceTypeOptions != nil && lastOptions != nil && slices.Equal(c.InstanceTypeOptions, lastOptions) {
+			e.rawBytes(lastOptionsJSON)
+		} else {
+			start := e.mark()
+			e.strings(3, c.InstanceTypeOptions)
+			lastOptions, lastOptionsJSON = c.InstanceTypeOptions, e.since(start)
+		}
 		e.raw(",\n")
 		e.key(3, "capacityType")
 		e.str(c.CapacityType)
@@ -102,12 +113,38 @@ type jsonWriter struct {
 	w   *bufio.Writer
 	buf []byte
 	err error
+	// capturing copies what is written into captured (mark, since).
+	capturing bool
+	captured  []byte
 }
 
 func (e *jsonWriter) raw(s string) {
+	if e.capturing {
+		e.captured = append(e.captured, s...)
+	}
 	if e.err == nil {
 		_, e.err = e.w.WriteString(s)
 	}
+}
+
+func (e *jsonWriter) rawBytes(b []byte) {
+	if e.capturing {
+		e.captured = append(e.captured, b...)
+	}
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+// mark starts copying what is written; since stops and returns the copy.
+func (e *jsonWriter) mark() struct{} {
+	e.capturing, e.captured = true, e.captured[:0]
+	return struct{}{}
+}
+
+func (e *jsonWriter) since(struct{}) []byte {
+	e.capturing = false
+	return append([]byte(nil), e.captured...)
 }
 
 func (e *jsonWriter) indent(level int) {
@@ -191,7 +228,5 @@ func (e *jsonWriter) float(f float64) {
 		}
 	}
 	e.buf = b
-	if e.err == nil {
-		_, e.err = e.w.Write(b)
-	}
+	e.rawBytes(b)
 }
