@@ -42,7 +42,7 @@ test: controlplane fmt-check verify-generated vet
 
 ## fuzz: run each fuzz target for FUZZ_TIME (default 60s); not part of `make test` (their seed corpora are)
 FUZZ_TIME ?= 60s
-FUZZ_TARGETS := ./pkg/simulate:FuzzExpand ./pkg/simulate:FuzzSimulate
+FUZZ_TARGETS := ./pkg/simulate:FuzzExpand ./pkg/simulate:FuzzSimulate ./pkg/simulate:FuzzJSONString
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; \

@@ -2,12 +2,12 @@ package simulate
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // writeJSON writes r exactly as json.MarshalIndent(r, "", "  ") and a
@@ -188,23 +188,64 @@ func (e *jsonWriter) strings(level int, ss []string) {
 	e.list(level, len(ss), ss == nil, func(i int) { e.str(ss[i]) })
 }
 
-// str writes s quoted as encoding/json does (HTML characters escaped):
-// plain ASCII directly, anything else through encoding/json.
+// str writes s quoted as encoding/json does (HTML characters, U+2028
+// and U+2029 escaped; invalid UTF-8 as U+FFFD).
 func (e *jsonWriter) str(s string) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, err := json.Marshal(s)
-			if err != nil && e.err == nil {
-				e.err = err
+	e.buf = appendJSONString(e.buf[:0], s)
+	e.rawBytes(e.buf)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
 			}
-			e.raw(string(b))
-			return
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	e.raw(`"`)
-	e.raw(s)
-	e.raw(`"`)
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // float writes f as encoding/json does; NaN and infinities are errors.

@@ -26,7 +26,7 @@ func TestWriteJSONMatchesEncodingJSON(t *testing.T) {
 		"empty lists": {NodeClaims: []simulate.NodeClaim{}, ExistingNodes: []simulate.ExistingNode{}, Unschedulable: []simulate.Unschedulable{}},
 		"nil lists":   {NodeClaims: []simulate.NodeClaim{{Name: "a"}}, ExistingNodes: []simulate.ExistingNode{{Name: "n"}}},
 		"odd strings and numbers": {
-			NodeClaims: []simulate.NodeClaim{{Name: `q"uo\te`, NodePool: "<&>", InstanceType: "ü", CapacityType: "\x01\n\t", Zone: "\u2028\xff",
+			NodeClaims: []simulate.NodeClaim{{Name: `q"uo\te`, NodePool: "<&>", InstanceType: "ü", CapacityType: "\x01\n\t\b\f\r\x7f\x1f", Zone: "\u2028\xff\u2029 é 日本 \xed\xa0\x80",
 				InstanceTypeOptions: []string{""}, Pods: []string{"a/b"}, PricePerHour: 1e-7}},
 			ExistingNodes:          []simulate.ExistingNode{{Name: "n", Pods: []string{"x/y", "x/z"}}},
 			Unschedulable:          []simulate.Unschedulable{{Pod: "x/w", Code: "C", Reason: "nodepool \"a\": 3 < 4 & more"}},
@@ -58,4 +58,26 @@ func TestWriteJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("total %v rendered without an error: %s", f, out.String())
 		}
 	}
+}
+
+// FuzzJSONString: any string in a plan is quoted as encoding/json quotes
+// it.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "a", `q"\`, "<&>", "\x00\x1f\x7f", "\u2028\u2029", "\xff\xed\xa0\x80", "日本", "\b\f\n\r\t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := &simulate.Result{Unschedulable: []simulate.Unschedulable{{Pod: s, Code: s, Reason: s}}}
+		want, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := simulate.Render(&got, r, simulate.FormatJSON); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+			t.Fatalf("%q: got\n%s\nwant\n%s", s, got.Bytes(), want)
+		}
+	})
 }
