@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 22m
 
-.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long
+.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz
 
 all: build
 
@@ -53,6 +53,16 @@ test-e2e-long: controlplane
 	go vet -tags e2elong ./test/e2e/
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	  go test -tags e2elong -run 'ScaleDown' -timeout 30m -v ./test/e2e/
+
+## fuzz: run each fuzz target for FUZZ_TIME (default 60s); not part of `make test` (their seed corpora are)
+FUZZ_TIME ?= 60s
+FUZZ_TARGETS := ./pkg/simulate:FuzzExpand ./pkg/simulate:FuzzSimulate ./pkg/simulate:FuzzJSONString
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "fuzz $$pkg $$name for $(FUZZ_TIME)"; \
+	  go test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME); \
+	done
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane

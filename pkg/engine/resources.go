@@ -27,16 +27,58 @@ const (
 // other resource in its base unit, rounded up.
 type rvec [nres]int64
 
+// MaxQuantity is the largest amount of one resource the engine represents
+// (in its unit: millicores for cpu, the base unit otherwise): 2^50, a
+// million times the largest instance type (2^50 millicores are a trillion
+// cores; 2^50 bytes are 1 PiB). A larger quantity, on a pod or anywhere
+// else, counts as MaxQuantity: a pod asking for that much fits no instance
+// type and is left unschedulable as any too-large pod is. Sums saturate at
+// MaxQuantity too, so that no arithmetic on amounts can overflow. Inputs
+// that state capacities (catalog files, Nodes) should refuse values above
+// it (QuantityInRange).
+const MaxQuantity int64 = 1 << 50
+
+var (
+	maxMilliQuantity = resource.NewMilliQuantity(MaxQuantity, resource.DecimalSI)
+	maxBaseQuantity  = resource.NewQuantity(MaxQuantity, resource.DecimalSI)
+)
+
+// QuantityInRange reports whether a quantity of the named resource is
+// between -MaxQuantity and MaxQuantity in the engine's unit.
+func QuantityInRange(name corev1.ResourceName, q resource.Quantity) bool {
+	limit := maxBaseQuantity
+	if name == corev1.ResourceCPU {
+		limit = maxMilliQuantity
+	}
+	if q.Sign() < 0 {
+		q = q.DeepCopy()
+		q.Neg()
+	}
+	return q.Cmp(*limit) <= 0
+}
+
+// satAdd adds two amounts in [-MaxQuantity, MaxQuantity], saturating.
+func satAdd(a, b int64) int64 {
+	switch s := a + b; {
+	case s > MaxQuantity:
+		return MaxQuantity
+	case s < -MaxQuantity:
+		return -MaxQuantity
+	default:
+		return s
+	}
+}
+
 func (a rvec) add(b rvec) rvec {
 	for i := range a {
-		a[i] += b[i]
+		a[i] = satAdd(a[i], b[i])
 	}
 	return a
 }
 
 func (a rvec) sub(b rvec) rvec {
 	for i := range a {
-		a[i] -= b[i]
+		a[i] = satAdd(a[i], -b[i])
 	}
 	return a
 }
@@ -118,8 +160,15 @@ func (t *resTable) track(names []corev1.ResourceName) {
 }
 
 // quantityValue converts a quantity of the named resource to the engine's
-// unit: millicores for cpu, the base unit (rounded up) otherwise.
+// unit: millicores for cpu, the base unit (rounded up) otherwise; clamped
+// to [-MaxQuantity, MaxQuantity] (the conversion itself would overflow).
 func quantityValue(name corev1.ResourceName, q *resource.Quantity) int64 {
+	if !QuantityInRange(name, *q) {
+		if q.Sign() < 0 {
+			return -MaxQuantity
+		}
+		return MaxQuantity
+	}
 	if name == corev1.ResourceCPU {
 		return q.MilliValue()
 	}
@@ -131,7 +180,7 @@ func (t *resTable) vec(l corev1.ResourceList) rvec {
 	var v rvec
 	for name, q := range l {
 		if i := t.index(name); i >= 0 {
-			v[i] += quantityValue(name, &q)
+			v[i] = satAdd(v[i], quantityValue(name, &q))
 		}
 	}
 	return v
@@ -204,7 +253,7 @@ func (t *resTable) podRequests(pod *corev1.Pod) (v rvec, unknown corev1.Resource
 				}
 				continue
 			}
-			dst[i] += quantityValue(name, &q)
+			dst[i] = satAdd(dst[i], quantityValue(name, &q))
 		}
 	}
 	for i := range pod.Spec.Containers {

@@ -1,10 +1,15 @@
 package simulate_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
 )
 
@@ -32,4 +37,68 @@ func BenchmarkReadAndExpand(b *testing.B) {
 			b.Fatalf("%v, %d pods", err, len(c.Pods))
 		}
 	}
+}
+
+// BenchmarkEndToEnd100k measures what `dovetail simulate -o json` does with
+// one Deployment of 100,000 replicas over the example NodePools and the
+// built-in catalog: read, expand and snapshot (Input), engine.Solve, and
+// the JSON rendering, and reports the whole (e2e-s, without the solve's
+// own share counted twice) against the solve alone (solve-s) as ratio,
+// the issue's target being at most 2. Run with
+//
+//	go test ./pkg/simulate -run XX -bench EndToEnd100k -benchtime 3x
+func BenchmarkEndToEnd100k(b *testing.B) {
+	var data []byte
+	for _, f := range []string{"ec2nodeclass.yaml", "nodepool-arm64-default.yaml", "nodepool-multi-default.yaml"} {
+		doc, err := os.ReadFile("../../examples/" + f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data = append(append(data, doc...), "\n---\n"...)
+	}
+	data = append(data, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 100000\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec: {containers: [{name: c, image: i, resources: {requests: {cpu: 250m, memory: 512Mi}}}]}\n"...)
+	var read, solve, render, cpuAll, cpuSolve time.Duration
+	for b.Loop() {
+		c0, t0 := cpuTime(), time.Now()
+		m := &simulate.Manifests{}
+		if err := m.Read("in.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+		in, _, err := simulate.Input(m, simulate.Options{Region: "us-east-1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c1, t1 := cpuTime(), time.Now()
+		plan, err := engine.Solve(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c2, t2 := cpuTime(), time.Now()
+		var out bytes.Buffer
+		if err := simulate.Render(&out, simulate.FromPlan(plan), simulate.FormatJSON); err != nil {
+			b.Fatal(err)
+		}
+		c3, t3 := cpuTime(), time.Now()
+		read += t1.Sub(t0)
+		solve += t2.Sub(t1)
+		render += t3.Sub(t2)
+		cpuAll += c3 - c0
+		cpuSolve += c2 - c1
+		b.ReportMetric(float64(out.Len())/1e6, "json-MB")
+	}
+	n := float64(b.N)
+	b.ReportMetric(read.Seconds()/n, "read+expand-s")
+	b.ReportMetric(solve.Seconds()/n, "solve-s")
+	b.ReportMetric(render.Seconds()/n, "render-s")
+	b.ReportMetric((read+solve+render).Seconds()/solve.Seconds(), "ratio")
+	b.ReportMetric(cpuAll.Seconds()/cpuSolve.Seconds(), "cpu-ratio")
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +54,7 @@ const NominationHold = 20 * time.Second
 // Errors are InputErrors naming the object (a NodeClaim's unreadable
 // dovetail.sh annotations), or those of Input.
 func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Input, []string, error) {
-	cluster, warnings, err := m.Cluster()
+	cluster, warnings, err := m.cluster(opts.maxPods())
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -275,8 +274,8 @@ func nodeState(n *corev1.Node, nc *karpv1.NodeClaim, pods []*corev1.Pod, pr *pri
 		}
 		if v, ok := nc.Annotations[karpv1.AnnotationPricePerHour]; ok {
 			p, err := strconv.ParseFloat(v, 64)
-			if err != nil || p < 0 || math.IsInf(p, 0) || math.IsNaN(p) {
-				errs = append(errs, field.Invalid(annotations.Key(karpv1.AnnotationPricePerHour), v, "must be a non-negative decimal price per hour"))
+			if err != nil || !validPrice(p) {
+				errs = append(errs, field.Invalid(annotations.Key(karpv1.AnnotationPricePerHour), v, fmt.Sprintf("must be a non-negative decimal price per hour, at most %g", MaxPricePerHour)))
 			} else {
 				st.PricePerHour = p
 			}

@@ -108,7 +108,7 @@ func TestDisruptionInputNodeStates(t *testing.T) {
 	const head = `apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata: {name: default}
-spec: {amiSelectorTerms: [{alias: al2023@latest}], role: r}
+spec: {amiSelectorTerms: [{alias: al2023@latest}], role: r, subnetSelectorTerms: [{tags: {a: b}}], securityGroupSelectorTerms: [{tags: {a: b}}]}
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -217,6 +217,7 @@ metadata:
   name: c1
   annotations: {dovetail.sh/price-per-hour: cheap, dovetail.sh/offering: m5.large}
 spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
   requirements: []
 status: {nodeName: n1}
 ---
@@ -245,7 +246,7 @@ func TestRunDisruptionSpotToSpotGate(t *testing.T) {
 	const in = `apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata: {name: default}
-spec: {amiSelectorTerms: [{alias: al2023@latest}], role: r}
+spec: {amiSelectorTerms: [{alias: al2023@latest}], role: r, subnetSelectorTerms: [{tags: {a: b}}], securityGroupSelectorTerms: [{tags: {a: b}}]}
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool

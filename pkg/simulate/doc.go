@@ -32,9 +32,21 @@
 // Everything wrong with the input is reported, as InputErrors: each
 // *InputError names the file, the document, its first line, the object and,
 // where possible, the field path (spec.template.spec.requirements[0].key);
-// all wrap ErrBadInput. Reading never panics on any input (FuzzRead). Pods
+// all wrap ErrBadInput. NodePools, NodeClaims and EC2NodeClasses are also
+// checked against the embedded CRDs (api/crds) with the API server's
+// schema and CEL validator (crdvalidate.go). Reading, expanding and the
+// whole plan path never panic on any input (FuzzExpand reads and
+// expands, FuzzSimulate plans and renders; `make fuzz`). Pods
 // the engine cannot place are not errors: they are listed in
 // Result.Unschedulable with the engine's reason code.
+//
+// # Bounds
+//
+// Expansion is counted before any pod is made (Options.MaxPods, default
+// DefaultMaxPods); a workload's pods share its template, so expanding costs
+// a small Pod per replica. Quantities beyond engine.MaxQuantity and prices
+// above MaxPricePerHour in catalog files, Nodes and annotations are input
+// errors; no output holds NaN or an infinity.
 //
 // # Determinism
 //

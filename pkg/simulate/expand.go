@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"strconv"
@@ -39,12 +40,87 @@ const (
 //     required node affinity, taints), a pod <daemonset>-<node> is bound,
 //     unless the input already binds a pod of that DaemonSet there.
 //
+// Pods of one workload share their template's spec, labels and
+// annotations: callers must treat the pods as read-only.
+//
 // It checks references: a NodePool's EC2NodeClass, a pod's spec.nodeName
 // and pod-name collisions between generated and listed pods are errors
 // (InputErrors naming the referring object's file and document); a claim a
 // pod uses but the input lacks is a warning (the claim then constrains no
 // zone).
+//
+// Before making any pod it counts them: more than DefaultMaxPods is an
+// InputError naming the document that goes over (see Options.MaxPods).
 func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error) {
+	return m.cluster(DefaultMaxPods)
+}
+
+// PodCount is how many pods Cluster makes: the listed pods, the workloads'
+// replicas and a DaemonSet pod on every existing node (at most; the
+// DaemonSet's node selection is not applied).
+func (m *Manifests) PodCount() int {
+	n, _ := m.countPods(-1)
+	return n
+}
+
+// countPods counts the pods the input makes; when limit >= 0 and the count
+// goes over it, it stops and returns the error naming the document that
+// did.
+func (m *Manifests) countPods(limit int) (int, *InputError) {
+	total := 0
+	over := func(kind, ns, name string, p *field.Path, v any) *InputError {
+		if limit < 0 || total <= limit {
+			return nil
+		}
+		o, _ := m.Origin(ObjectKey{Kind: kind, Namespace: ns, Name: name})
+		return o.errorf(kind, name, field.ErrorList{field.Invalid(p, v,
+			fmt.Sprintf("the input makes at least %d pods, more than the limit of %d (--max-pods)", total, limit))}, nil)
+	}
+	for _, p := range m.Pods {
+		total++
+		if e := over("Pod", p.Namespace, p.Name, field.NewPath("metadata", "name"), p.Name); e != nil {
+			return total, e
+		}
+	}
+	replicasPath := field.NewPath("spec", "replicas")
+	for _, d := range m.Deployments {
+		total += replicas(d.Spec.Replicas)
+		if e := over("Deployment", d.Namespace, d.Name, replicasPath, replicas(d.Spec.Replicas)); e != nil {
+			return total, e
+		}
+	}
+	for _, rs := range m.ReplicaSets {
+		total += replicas(rs.Spec.Replicas)
+		if e := over("ReplicaSet", rs.Namespace, rs.Name, replicasPath, replicas(rs.Spec.Replicas)); e != nil {
+			return total, e
+		}
+	}
+	for _, s := range m.StatefulSets {
+		total += replicas(s.Spec.Replicas)
+		if e := over("StatefulSet", s.Namespace, s.Name, replicasPath, replicas(s.Spec.Replicas)); e != nil {
+			return total, e
+		}
+	}
+	for _, j := range m.Jobs {
+		total += jobPods(j)
+		if e := over("Job", j.Namespace, j.Name, field.NewPath("spec", "parallelism"), jobPods(j)); e != nil {
+			return total, e
+		}
+	}
+	for _, ds := range m.DaemonSets {
+		total += len(m.Nodes)
+		if e := over("DaemonSet", ds.Namespace, ds.Name, field.NewPath("spec"), fmt.Sprintf("%d existing nodes", len(m.Nodes))); e != nil {
+			return total, e
+		}
+	}
+	return total, nil
+}
+
+func (m *Manifests) cluster(maxPods int) (c *snapshot.Cluster, warnings []string, err error) {
+	total, ie := m.countPods(maxPods)
+	if ie != nil {
+		return nil, nil, InputErrors{ie}
+	}
 	c = &snapshot.Cluster{
 		NodePools: m.NodePools, NodeClasses: m.NodeClasses, Nodes: m.Nodes, NodeClaims: m.NodeClaims,
 		DaemonSets: m.DaemonSets, PersistentVolumes: m.PersistentVolumes, StorageClasses: m.StorageClasses,
@@ -69,8 +145,8 @@ func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error
 		}
 	}
 
-	pods := make([]*corev1.Pod, 0, len(m.Pods))
-	podOwner := map[string]string{} // ns/name -> "Kind ns/name" of the generator
+	pods := make([]*corev1.Pod, 0, total)
+	podOwner := make(map[string]string, total-len(m.Nodes)*len(m.DaemonSets)) // ns/name -> "Kind ns/name" of the generator
 	claims := append([]*corev1.PersistentVolumeClaim(nil), m.PersistentVolumeClaims...)
 	claimSeen := map[string]bool{}
 	for _, pvc := range claims {
@@ -80,18 +156,27 @@ func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error
 		podOwner[p.Namespace+"/"+p.Name] = "Pod"
 		pods = append(pods, p)
 	}
+	// The pods of one workload share one copy of its template (spec,
+	// labels, annotations) and owner reference: the cost of expanding is
+	// a small Pod per replica, not a deep copy. mut gets a pod whose
+	// fields it may replace (not modify in place).
 	generate := func(kind string, owner metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec, n int, mut func(i int, p *corev1.Pod)) {
-		ref := metav1.OwnerReference{APIVersion: apiVersionOf(kind), Kind: kind, Name: owner.Name, UID: owner.UID,
-			Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+		refs := []metav1.OwnerReference{{APIVersion: apiVersionOf(kind), Kind: kind, Name: owner.Name, UID: owner.UID,
+			Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}}
+		spec := tmpl.Spec.DeepCopy()
+		labels, annotations := copyMap(tmpl.Labels), copyMap(tmpl.Annotations)
+		from := fmt.Sprintf("%s %s/%s", kind, owner.Namespace, owner.Name)
+		block := make([]corev1.Pod, n)
 		for i := range n {
-			p := &corev1.Pod{
+			p := &block[i]
+			*p = corev1.Pod{
 				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{
 					Name: owner.Name + "-" + strconv.Itoa(i), Namespace: owner.Namespace,
-					Labels: copyMap(tmpl.Labels), Annotations: copyMap(tmpl.Annotations),
-					OwnerReferences: []metav1.OwnerReference{ref},
+					Labels: labels, Annotations: annotations,
+					OwnerReferences: refs,
 				},
-				Spec: *tmpl.Spec.DeepCopy(),
+				Spec: *spec,
 			}
 			if mut != nil {
 				mut(i, p)
@@ -102,7 +187,7 @@ func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error
 					fmt.Errorf("pod %s it makes collides with a pod from %s", key, prev)))
 				return
 			}
-			podOwner[key] = fmt.Sprintf("%s %s/%s", kind, owner.Namespace, owner.Name)
+			podOwner[key] = from
 			pods = append(pods, p)
 		}
 	}
@@ -114,9 +199,12 @@ func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error
 	}
 	for _, s := range m.StatefulSets {
 		generate("StatefulSet", s.ObjectMeta, &s.Spec.Template, replicas(s.Spec.Replicas), func(i int, p *corev1.Pod) {
+			// Per-pod labels and volumes: replace the shared ones.
+			p.Labels = copyMap(p.Labels)
 			if p.Labels == nil {
 				p.Labels = map[string]string{}
 			}
+			p.Spec.Volumes = slices.Clip(p.Spec.Volumes)
 			p.Labels[labelStatefulSetPodName] = p.Name
 			p.Labels[labelPodIndex] = strconv.Itoa(i)
 			for _, vct := range s.Spec.VolumeClaimTemplates {

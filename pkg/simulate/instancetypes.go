@@ -2,14 +2,15 @@ package simulate
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
 )
 
 // CatalogFile is the format of an --instance-types file (JSON, or the same
@@ -60,8 +61,12 @@ func ReadCatalog(file string, data []byte, zones []string) ([]*cloudprovider.Ins
 		o := Origin{File: file, Document: 1, Line: 1}
 		var generic any
 		if yaml.Unmarshal(data, &generic) == nil {
-			if p, v, qerr := findBadQuantity(generic, nil); p != nil {
-				return nil, InputErrors{o.errorf("", "", field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}, nil)}
+			if bqs := findBadQuantities(generic, nil); len(bqs) > 0 {
+				var fes field.ErrorList
+				for _, bq := range bqs {
+					fes = append(fes, field.Invalid(segmentsPath(nil, bq.at, true), bq.value, "not a quantity: "+bq.err.Error()))
+				}
+				return nil, InputErrors{o.errorf("", "", fes, nil)}
 			}
 		}
 		return nil, InputErrors{o.errorf("", "", nil, fmt.Errorf("not a valid instance-type catalog: %w", err))}
@@ -84,16 +89,8 @@ func ReadCatalog(file string, data []byte, zones []string) ([]*cloudprovider.Ins
 		if len(ct.Capacity) == 0 {
 			errs = append(errs, field.Required(p.Child("capacity"), "an instance type needs a capacity (cpu, memory, pods, ...)"))
 		}
-		for _, name := range sortedResources(ct.Capacity) {
-			if q := ct.Capacity[name]; q.Sign() < 0 {
-				errs = append(errs, field.Invalid(p.Child("capacity").Key(string(name)), q.String(), "must not be negative"))
-			}
-		}
-		for _, name := range sortedResources(ct.Overhead) {
-			if q := ct.Overhead[name]; q.Sign() < 0 {
-				errs = append(errs, field.Invalid(p.Child("overhead").Key(string(name)), q.String(), "must not be negative"))
-			}
-		}
+		errs = append(errs, checkAmounts(ct.Capacity, p.Child("capacity"))...)
+		errs = append(errs, checkAmounts(ct.Overhead, p.Child("overhead"))...)
 		it := &cloudprovider.InstanceType{
 			Name:     ct.Name,
 			Labels:   map[string]string{},
@@ -114,8 +111,8 @@ func ReadCatalog(file string, data []byte, zones []string) ([]*cloudprovider.Ins
 			if !slices.Contains(capacityTypes, o.CapacityType) {
 				errs = append(errs, field.NotSupported(op.Child("capacityType"), o.CapacityType, capacityTypes))
 			}
-			if o.Price < 0 || math.IsNaN(o.Price) || math.IsInf(o.Price, 0) {
-				errs = append(errs, field.Invalid(op.Child("price"), o.Price, "must be a non-negative price per hour"))
+			if !validPrice(o.Price) {
+				errs = append(errs, field.Invalid(op.Child("price"), o.Price, fmt.Sprintf("must be a price per hour between 0 and %g", MaxPricePerHour)))
 			}
 			if len(zones) > 0 && !slices.Contains(zones, o.Zone) {
 				continue
@@ -131,6 +128,35 @@ func ReadCatalog(file string, data []byte, zones []string) ([]*cloudprovider.Ins
 		return nil, InputErrors{Origin{File: file, Document: 1, Line: 1}.errorf("", "", errs, nil)}
 	}
 	return out, nil
+}
+
+// MaxPricePerHour bounds a price a catalog file or an annotation may state
+// (the dearest EC2 instance costs a few hundred dollars an hour): sums of
+// such prices stay finite and exact enough to print.
+const MaxPricePerHour = 1e6
+
+func validPrice(p float64) bool {
+	return p >= 0 && p <= MaxPricePerHour // false for NaN
+}
+
+// checkAmounts refuses negative amounts and amounts the engine cannot
+// represent (engine.QuantityInRange).
+func checkAmounts(l corev1.ResourceList, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range sortedResources(l) {
+		q := l[name]
+		switch {
+		case q.Sign() < 0:
+			errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "must not be negative"))
+		case !engine.QuantityInRange(name, q):
+			limit := resource.NewQuantity(engine.MaxQuantity, resource.BinarySI)
+			if name == corev1.ResourceCPU {
+				limit = resource.NewMilliQuantity(engine.MaxQuantity, resource.DecimalSI)
+			}
+			errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "out of range: at most "+limit.String()))
+		}
+	}
+	return errs
 }
 
 func sortedResources(l corev1.ResourceList) []corev1.ResourceName {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sjson "sigs.k8s.io/json"
@@ -53,6 +54,9 @@ type Manifests struct {
 // ObjectKey identifies an object: its kind, namespace ("" when
 // cluster-scoped) and name.
 type ObjectKey struct{ Kind, Namespace, Name string }
+
+// Objects is how many objects were read.
+func (m *Manifests) Objects() int { return len(m.origins) }
 
 // Origin returns where the object was read from.
 func (m *Manifests) Origin(k ObjectKey) (Origin, bool) {
@@ -132,7 +136,10 @@ func Kinds() []string {
 type document struct {
 	index int // from 1
 	line  int // first line, from 1
-	data  []byte
+	// dataLine is the file's line of data's first line (the marker's own
+	// line when content follows "--- " on it).
+	dataLine int
+	data     []byte
 }
 
 // splitDocuments splits a multi-document YAML stream on "---" lines. Every
@@ -140,7 +147,7 @@ type document struct {
 // but chunks holding only comments and blank lines are dropped afterwards.
 func splitDocuments(data []byte) []document {
 	var docs []document
-	cur := document{index: 1, line: 1}
+	cur := document{index: 1, line: 1, dataLine: 1}
 	var buf bytes.Buffer
 	flush := func() {
 		cur.data = append([]byte(nil), buf.Bytes()...)
@@ -164,9 +171,11 @@ func splitDocuments(data []byte) []document {
 			} else {
 				cur.line = line
 			}
+			cur.dataLine = line + 1
 			if rest := strings.TrimSpace(t[3:]); rest != "" && !strings.HasPrefix(rest, "#") {
 				buf.WriteString(rest)
 				buf.WriteByte('\n')
+				cur.dataLine = line
 			}
 			continue
 		}
@@ -176,6 +185,9 @@ func splitDocuments(data []byte) []document {
 	flush()
 	return docs
 }
+
+// yamlLine finds the line number in a YAML parser's error.
+var yamlLine = regexp.MustCompile(`\bline (\d+)`)
 
 func blank(data []byte) bool {
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -200,7 +212,7 @@ func (m *Manifests) Read(file string, data []byte) error {
 	var errs InputErrors
 	for _, doc := range splitDocuments(data) {
 		o := Origin{File: file, Document: doc.index, Line: doc.line}
-		errs = append(errs, m.readDocument(o, doc.data)...)
+		errs = append(errs, m.readDocument(o, doc.dataLine, doc.data)...)
 	}
 	if len(errs) > 0 {
 		return errs
@@ -208,10 +220,20 @@ func (m *Manifests) Read(file string, data []byte) error {
 	return nil
 }
 
-func (m *Manifests) readDocument(o Origin, data []byte) InputErrors {
+func (m *Manifests) readDocument(o Origin, dataLine int, data []byte) InputErrors {
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return InputErrors{o.errorf("", "", nil, fmt.Errorf("not valid YAML: %w", err))}
+		// The parser counts lines from the document's start: locate the
+		// error by the file's line, in the position and the message.
+		msg := err.Error()
+		if sub := yamlLine.FindStringSubmatchIndex(msg); sub != nil {
+			if n, aerr := strconv.Atoi(msg[sub[2]:sub[3]]); aerr == nil {
+				o.Line = dataLine + n - 1
+				msg = msg[:sub[2]] + strconv.Itoa(o.Line) + msg[sub[3]:]
+			}
+		}
+		msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+		return InputErrors{o.errorf("", "", nil, fmt.Errorf("not valid YAML: %s", msg))}
 	}
 	raw = bytes.TrimSpace(raw)
 	if bytes.Equal(raw, []byte("null")) {
@@ -264,7 +286,15 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	strict, err := sjson.UnmarshalStrict(raw, obj)
 	name := nameOf(raw)
 	if err != nil {
-		return InputErrors{o.errorf(tm.Kind, name, decodeErrors(raw, err, path, info.newObj()), nil)}
+		// The CRD's schema names every field it refuses (a bad duration,
+		// an enum, a pattern); the decoder only the first.
+		if fes := validateAgainstCRD(tm.APIVersion, tm.Kind, raw); len(fes) > 0 {
+			if path != nil {
+				fes = prefix(path, fes)
+			}
+			return InputErrors{o.errorf(tm.Kind, name, fes, nil)}
+		}
+		return InputErrors{o.errorf(tm.Kind, name, decodeErrors(raw, err, path, info.newObj), nil)}
 	}
 	if len(strict) > 0 {
 		var fes field.ErrorList
@@ -287,7 +317,10 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	if meta.Name == "" {
 		return InputErrors{o.errorf(tm.Kind, "", field.ErrorList{field.Required(pathOr(path, "metadata").Child("name"), "every object needs a name (generateName is not supported)")}, nil)}
 	}
-	if fes := validate(tm.Kind, obj); len(fes) > 0 {
+	// dovetail's own checks and the CRD's, the most precise of each
+	// problem kept.
+	fes := mostPrecise(append(validate(tm.Kind, obj), validateAgainstCRD(tm.APIVersion, tm.Kind, raw)...))
+	if len(fes) > 0 {
 		if path != nil {
 			fes = prefix(path, fes)
 		}
@@ -306,6 +339,30 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 		m.pdbAllowed[key] = true
 	}
 	return nil
+}
+
+// mostPrecise drops an error when another names a field inside its field
+// (the same problem, located better) or the same field before it.
+func mostPrecise(fes field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for i, e := range fes {
+		keep := true
+		for j, f := range fes {
+			if i == j {
+				continue
+			}
+			inside := strings.HasPrefix(f.Field, e.Field) && len(f.Field) > len(e.Field) &&
+				(f.Field[len(e.Field)] == '.' || f.Field[len(e.Field)] == '[')
+			if inside || (f.Field == e.Field && j < i) {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // statesDisruptionsAllowed reports whether an object's JSON has
@@ -373,75 +430,8 @@ func nameOf(raw []byte) string {
 	return ""
 }
 
-// decodeErrors turns a decoding error into field errors: type mismatches
-// carry their field, and a bad quantity is located by walking the
-// document for the string that does not parse.
-func decodeErrors(raw []byte, err error, path *field.Path, fresh any) field.ErrorList {
-	// The strict decoder's error types are internal; the standard decoder
-	// reports the same type mismatch with its field path.
-	var te *json.UnmarshalTypeError
-	if stdErr := json.Unmarshal(raw, fresh); errors.As(stdErr, &te) && te.Field != "" {
-		p := field.NewPath(te.Field)
-		if path != nil {
-			p = path.Child(te.Field)
-		}
-		return field.ErrorList{field.Invalid(p, te.Value, fmt.Sprintf("must be of type %s", te.Type))}
-	}
-	var generic any
-	if json.Unmarshal(raw, &generic) == nil {
-		if p, v, qerr := findBadQuantity(generic, path); p != nil {
-			return field.ErrorList{field.Invalid(p, v, "not a quantity: "+qerr.Error())}
-		}
-	}
-	return field.ErrorList{field.Invalid(pathOr(path, "<document>"), nil, err.Error())}
-}
-
 // quantityParents are the map keys whose values are quantities in the
 // accepted kinds.
 var quantityParents = map[string]bool{
 	"requests": true, "limits": true, "capacity": true, "allocatable": true, "overhead": true, "hard": true,
-}
-
-func findBadQuantity(v any, p *field.Path) (*field.Path, string, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			child := v[k]
-			if m, ok := child.(map[string]any); ok && quantityParents[k] {
-				names := make([]string, 0, len(m))
-				for n := range m {
-					names = append(names, n)
-				}
-				slices.Sort(names)
-				for _, n := range names {
-					s := fmt.Sprint(m[n])
-					if _, err := resource.ParseQuantity(s); err != nil {
-						return pathOr(p, k).Key(n), s, err
-					}
-				}
-			}
-			if k == "storage" || k == "volumeSize" {
-				if s, ok := child.(string); ok {
-					if _, err := resource.ParseQuantity(s); err != nil {
-						return pathOr(p, k), s, err
-					}
-				}
-			}
-			if bp, bv, err := findBadQuantity(child, pathOr(p, k)); bp != nil {
-				return bp, bv, err
-			}
-		}
-	case []any:
-		for i, e := range v {
-			if bp, bv, err := findBadQuantity(e, indexOr(p, i)); bp != nil {
-				return bp, bv, err
-			}
-		}
-	}
-	return nil, "", nil
 }

@@ -1,9 +1,9 @@
 package simulate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -36,15 +36,16 @@ func ValidateFormat(f string) *field.Error {
 // document), or table (one line per new node, the pods planned onto
 // existing nodes, the unschedulable pods with reasons, then the totals, the
 // lower bound and the gap between them).
+//
+// A price or duration that is NaN or infinite is an error in every format
+// (the input checks keep them out; this is the last guard).
 func Render(w io.Writer, r *Result, format string) error {
+	if err := r.checkFinite(); err != nil {
+		return err
+	}
 	switch format {
 	case FormatJSON:
-		data, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(data, '\n'))
-		return err
+		return writeJSON(w, r)
 	case FormatYAML:
 		data, err := yaml.Marshal(r)
 		if err != nil {
@@ -56,6 +57,21 @@ func Render(w io.Writer, r *Result, format string) error {
 		return renderTable(w, r)
 	}
 	return ValidateFormat(format)
+}
+
+func (r *Result) checkFinite() error {
+	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
+	for _, c := range r.NodeClaims {
+		if bad(c.PricePerHour) {
+			return fmt.Errorf("the plan's price of NodeClaim %s is %v", c.Name, c.PricePerHour)
+		}
+	}
+	for name, f := range map[string]float64{"total price": r.TotalPricePerHour, "lower bound": r.LowerBoundPricePerHour, "duration": r.DurationSeconds} {
+		if bad(f) {
+			return fmt.Errorf("the plan's %s is %v", name, f)
+		}
+	}
+	return nil
 }
 
 // Gap is plan/bound - 1, or ok=false when there is no bound to compare to.

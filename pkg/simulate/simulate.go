@@ -42,6 +42,20 @@ type Options struct {
 	// SpotToSpotConsolidation is the disruption planner's gate (used by
 	// DisruptionInput only).
 	SpotToSpotConsolidation bool
+	// MaxPods bounds the pods the input may make (listed pods, workload
+	// replicas, DaemonSet pods on existing nodes), checked before any is
+	// made; 0 means DefaultMaxPods.
+	MaxPods int
+}
+
+// DefaultMaxPods is the default bound on the pods of one simulation.
+const DefaultMaxPods = 200_000
+
+func (o Options) maxPods() int {
+	if o.MaxPods <= 0 {
+		return DefaultMaxPods
+	}
+	return o.MaxPods
 }
 
 // Result is the outcome of a simulation, in the shape `dovetail simulate
@@ -97,7 +111,7 @@ type Unschedulable struct {
 // Errors about the input wrap ErrBadInput and name the file and document
 // of the object at fault; other errors are internal.
 func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
-	cluster, warnings, err := m.Cluster()
+	cluster, warnings, err := m.cluster(opts.maxPods())
 	if err != nil {
 		return nil, warnings, err
 	}

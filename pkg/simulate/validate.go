@@ -18,11 +18,11 @@ import (
 )
 
 // validate checks what the API server would refuse and the simulation
-// depends on. For NodePool, NodeClaim and EC2NodeClass these are the CRD
-// rules that can be checked without an API server (mirrored here from the
-// schema markers in api/karpenter/v1 and api/aws/v1) plus the api
-// packages' RuntimeValidate; for workloads, that there is something to
-// run. Paths are rooted at the object.
+// depends on. For NodePool, NodeClaim and EC2NodeClass these are some CRD
+// rules mirrored by hand for their more precise paths and messages (the
+// whole CRD is then checked by validateAgainstCRD) plus the api packages'
+// RuntimeValidate; for workloads, that there is something to run. Paths
+// are rooted at the object.
 func validate(kind string, obj any) field.ErrorList {
 	switch o := obj.(type) {
 	case *karpv1.NodePool:
@@ -33,6 +33,9 @@ func validate(kind string, obj any) field.ErrorList {
 		return validateNodeClass(o)
 	case *corev1.Pod:
 		return validatePodSpec(&o.Spec, field.NewPath("spec"))
+	case *corev1.Node:
+		return append(checkAmounts(o.Status.Capacity, field.NewPath("status", "capacity")),
+			checkAmounts(o.Status.Allocatable, field.NewPath("status", "allocatable"))...)
 	case *appsv1.Deployment:
 		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
 	case *appsv1.ReplicaSet:

@@ -127,6 +127,8 @@ func (g *gen) nodeClass() {
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: g.w.ID}}
 	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
 	nc.Spec.Role = "oracle"
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "oracle"}}}
+	nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "oracle"}}}
 	if g.chance(0.3) {
 		maxPods := int32(8 + g.r.IntN(20))
 		nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: &maxPods}

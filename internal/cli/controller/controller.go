@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -246,15 +247,49 @@ func (v *gatesValue) Set(s string) error {
 func (v *gatesValue) Type() string { return "gates" }
 
 // restConfig loads the kubeconfig: the flag, else $KUBECONFIG or
-// ~/.kube/config, else the in-cluster configuration.
+// ~/.kube/config, else the in-cluster configuration. A --kubeconfig or
+// $KUBECONFIG naming no file, or a kubeconfig that does not parse, is bad
+// input naming the path.
 func restConfig(path string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
+	where := ""
+	switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
+	case path != "":
+		if _, err := os.Stat(path); err != nil {
+			return nil, cmdutil.BadInputf("--kubeconfig %s: %v", path, unwrapPathError(err))
+		}
 		rules.ExplicitPath = path
+		where = path
+	case env != "":
+		found := false
+		for _, p := range filepath.SplitList(env) {
+			if _, err := os.Stat(p); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			return nil, cmdutil.BadInputf("$KUBECONFIG=%s: no such file (pass --kubeconfig PATH or fix $KUBECONFIG)", env)
+		}
+		where = "$KUBECONFIG=" + env
+	default:
+		if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
+			where = clientcmd.RecommendedHomeFile
+		}
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		if where != "" {
+			return nil, cmdutil.BadInputf("kubeconfig %s: %v", where, err)
+		}
+		return nil, fmt.Errorf("loading the kubeconfig (none found, and not in a cluster): %w", err)
 	}
 	return cfg, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -117,6 +117,9 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 			map[string]string{"BATCH_IDLE_DURATION": "1m"}, []string{"--log-level", "loud", "BATCH_IDLE_DURATION", "batchMaxDuration"}},
 		{"bad bool variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"DISABLE_LEADER_ELECTION": "perhaps"}, []string{"DISABLE_LEADER_ELECTION"}},
 		{"arguments", []string{"controller", "--cluster-name", "x", "extra"}, nil, []string{"takes no arguments"}},
+		{"missing --kubeconfig file", []string{"controller", "--cluster-name", "x", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, []string{"--kubeconfig /nonexistent/kubeconfig"}},
+		{"missing $KUBECONFIG file", []string{"controller", "--cluster-name", "x"}, map[string]string{"KUBECONFIG": "/nonexistent/kc"}, []string{"$KUBECONFIG=/nonexistent/kc"}},
+		{"unreadable kubeconfig", []string{"controller", "--cluster-name", "x", "--kubeconfig", "doc.go"}, nil, []string{"kubeconfig doc.go"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

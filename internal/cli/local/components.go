@@ -1,6 +1,9 @@
 package local
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/spf13/pflag"
 
 	"github.com/dovetail-sh/dovetail/config/rbac"
@@ -27,8 +30,36 @@ func defaultComponents() []stack.Component {
 type controllerFlags struct{ *ctrlproc.Component }
 
 func (c controllerFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&c.Replicas, "controller-replicas", 1, "controller processes to run (more than one elect a leader)")
+	c.Replicas = 1
+	fs.Var(replicasValue{c.Component}, "controller-replicas", "controller processes to run (more than one elect a leader; 0: none, to run another controller against the stack)")
 }
+
+// NoController reports whether --controller-replicas 0 was given.
+func (c controllerFlags) NoController() bool { return c.None }
+
+// replicasValue is --controller-replicas: a count, 0 meaning no controller.
+type replicasValue struct{ c *ctrlproc.Component }
+
+func (v replicasValue) String() string {
+	if v.c == nil {
+		return "1"
+	}
+	if v.c.None {
+		return "0"
+	}
+	return strconv.Itoa(v.c.Replicas)
+}
+
+func (v replicasValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want a count, 0 or more (0: no controller)", s)
+	}
+	v.c.None, v.c.Replicas = n == 0, n
+	return nil
+}
+
+func (v replicasValue) Type() string { return "int" }
 
 // addComponentFlags lets components that have flags (such as the AWS
 // emulator's --time-scale) register them on `local up`.

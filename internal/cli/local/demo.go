@@ -85,6 +85,11 @@ completed), 1 failure, 2 bad flags.`,
 			default:
 				return cmdutil.BadInputf("--tty %q: valid values are always, auto, never", tty)
 			}
+			for _, c := range opts.Components {
+				if nc, ok := c.(interface{ NoController() bool }); ok && nc.NoController() {
+					return cmdutil.BadInputf("--controller-replicas 0: the demo needs dovetail's controller (use 'local up --controller-replicas 0' to run another one)")
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}

@@ -85,7 +85,7 @@ Exit codes: 0 done, 1 the emulator could not be reached, 2 bad flags.`,
 			if !cmd.Flags().Changed("fraction") {
 				return cmdutil.BadInputf("--fraction is required\nSee '%s --help'", cmd.CommandPath())
 			}
-			if thr.Fraction < 0 || thr.Fraction > 1 {
+			if !(thr.Fraction >= 0 && thr.Fraction <= 1) { // NaN too
 				return cmdutil.BadInputf("--fraction %v: must be between 0 and 1", thr.Fraction)
 			}
 			return run(cmd, thr)

@@ -123,6 +123,8 @@ func TestFaultCommands(t *testing.T) {
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--spare") }},
 		{name: "fraction out of range", args: []string{"local", "fault", "throttle", "--dir", dir, "--fraction", "2"}, code: cmdutil.ExitBadInput,
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--fraction") }},
+		{name: "fraction NaN", args: []string{"local", "fault", "throttle", "--dir", dir, "--fraction", "NaN"}, code: cmdutil.ExitBadInput,
+			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--fraction") }},
 		{name: "no stack in the directory", args: []string{"local", "fault", "clear", "--dir", t.TempDir()}, code: cmdutil.ExitError,
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "dovetail local up") }},
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
+	stack "github.com/dovetail-sh/dovetail/pkg/local"
+	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
 )
 
 // TestUpFlags checks how `local up` parses its flags into UpOptions,
@@ -46,5 +48,49 @@ func TestUpFlags(t *testing.T) {
 				t.Error("stdout/stderr not wired to the command's streams")
 			}
 		})
+	}
+}
+
+// TestUpControllerReplicasZero: --controller-replicas 0 means no
+// controller at all (to run another controller against the stack): the
+// controller component starts nothing. A negative count is refused.
+func TestUpControllerReplicasZero(t *testing.T) {
+	var got *local.UpOptions
+	cmd := local.NewCmdUp(func(_ context.Context, o *local.UpOptions) error { got = o; return nil })
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--controller-replicas", "0"})
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var ctrl stack.Component
+	for _, c := range got.Components {
+		if c.Name() == "controller" {
+			ctrl = c
+		}
+	}
+	if ctrl == nil {
+		t.Fatal("no controller component")
+	}
+	var progress bytes.Buffer
+	if err := ctrl.Start(t.Context(), stack.Env{Dir: t.TempDir(), Progress: &progress}); err != nil {
+		t.Fatalf("Start with no controller: %v", err)
+	}
+	if r, ok := ctrl.(interface{ Replica(int) *ctrlproc.Replica }); !ok || r.Replica(0) != nil {
+		t.Errorf("a replica runs (or the component has no replicas): %v", ok)
+	}
+	if !strings.Contains(progress.String(), "no controller") {
+		t.Errorf("Start said %q, want a word that no controller runs", progress.String())
+	}
+	if err := ctrl.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd = local.NewCmdUp(func(context.Context, *local.UpOptions) error { return nil })
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--controller-replicas", "-1"})
+	if err := cmd.ExecuteContext(t.Context()); err == nil || !strings.Contains(err.Error(), "--controller-replicas") {
+		t.Fatalf("--controller-replicas -1: %v", err)
 	}
 }

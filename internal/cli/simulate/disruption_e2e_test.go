@@ -178,7 +178,7 @@ func TestEndToEndDisruptionBadInput(t *testing.T) {
 		{name: "bad --now", args: []string{"--disruption", "-f", disruptionCluster, "--now", "tomorrow"}, want: "--now"},
 		{name: "--now without --disruption", args: []string{"-f", disruptionCluster, "--now", "2026-12-01T10:00:00Z"}, want: "only with --disruption"},
 		{name: "bad annotation", args: []string{"--disruption", "-f", "-"},
-			stdin: "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: c, annotations: {dovetail.sh/price-per-hour: lots}}\nspec: {requirements: []}\nstatus: {nodeName: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
+			stdin: "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: c, annotations: {dovetail.sh/price-per-hour: lots}}\nspec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: []}\nstatus: {nodeName: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
 			want:  `-:1 (document 1, NodeClaim "c"): metadata.annotations[dovetail.sh/price-per-hour]`},
 		{name: "bad PDB", args: []string{"--disruption", "-f", "-"},
 			stdin: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {minAvailable: 1, maxUnavailable: 1}\n",

@@ -37,12 +37,14 @@ type Options struct {
 	At         string
 	// SpotToSpot is the planner's SpotToSpotConsolidation gate.
 	SpotToSpot bool
+	// MaxPods bounds the pods the input may make (--max-pods).
+	MaxPods int
 
 	Stdin  io.Reader
 	Stdout io.Writer // the plan
 	Stderr io.Writer // notices and warnings
 	Now    func() time.Time
-	// ReadFile and ReadDir read the inputs (os.ReadFile, os.ReadDir).
+	// ReadFile and ReadDir read the inputs (ReadFileLimited, os.ReadDir).
 	ReadFile func(string) ([]byte, error)
 	ReadDir  func(string) ([]os.DirEntry, error)
 	Stat     func(string) (os.FileInfo, error)
@@ -51,7 +53,7 @@ type Options struct {
 // NewCmd builds `dovetail simulate`. runF replaces Run in tests; nil runs
 // it.
 func NewCmd(runF func(context.Context, *Options) error) *cobra.Command {
-	opts := &Options{Now: time.Now, ReadFile: os.ReadFile, ReadDir: os.ReadDir, Stat: os.Stat}
+	opts := &Options{Now: time.Now, ReadFile: ReadFileLimited, ReadDir: os.ReadDir, Stat: os.Stat}
 	cmd := &cobra.Command{
 		Use:           "simulate -f FILE [-f FILE ...]",
 		SilenceUsage:  true,
@@ -105,6 +107,9 @@ on bad input.`,
 			if fe := simulate.ValidateFormat(opts.Output); fe != nil {
 				return cmdutil.BadInputf("-o: %s", fe.ErrorBody())
 			}
+			if opts.MaxPods < 1 {
+				return cmdutil.BadInputf("--max-pods: %d: must be at least 1", opts.MaxPods)
+			}
 			if cmd.Flags().Changed("spot-to-spot-consolidation") && !opts.Disruption {
 				return cmdutil.BadInputf("--spot-to-spot-consolidation applies only with --disruption")
 			}
@@ -130,12 +135,61 @@ on bad input.`,
 	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
 	f.BoolVar(&opts.Disruption, "disruption", false, "plan a disruption pass over the cluster in the files: what dovetail would remove or replace, and why it keeps each other node")
 	f.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (the SpotToSpotConsolidation gate)")
+	f.IntVar(&opts.MaxPods, "max-pods", simulate.DefaultMaxPods, "refuse inputs that make more pods than this (listed pods, replicas, DaemonSet pods), checked before any is made")
 	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
 	return cmd
 }
 
-// Run reads the inputs, simulates, and prints the plan.
-func Run(_ context.Context, opts *Options) error {
+// Run reads the inputs, simulates, and prints the plan. Reading and
+// solving stop when ctx is done (the binary's SIGINT/SIGTERM context): Run
+// then returns an error wrapping ctx's cause and prints nothing on stdout.
+// The abandoned read or solve finishes in the background (a blocked read
+// of a FIFO or a terminal never does); the process exits without waiting.
+func Run(ctx context.Context, opts *Options) error {
+	if err := ctx.Err(); err != nil {
+		return interrupted(ctx)
+	}
+	type outcome struct {
+		out []byte
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var buf bytes.Buffer
+		err := run(opts, &buf)
+		done <- outcome{buf.Bytes(), err}
+	}()
+	select {
+	case <-ctx.Done():
+		return interrupted(ctx)
+	case o := <-done:
+		if o.err != nil {
+			return o.err
+		}
+		if ctx.Err() != nil {
+			return interrupted(ctx)
+		}
+		_, err := opts.Stdout.Write(o.out)
+		return err
+	}
+}
+
+// interrupted is the error of a run stopped by ctx.
+func interrupted(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause != nil && !errors.Is(cause, ctx.Err()) {
+		return fmt.Errorf("simulate interrupted (%v), nothing printed: %w", cause, ctx.Err())
+	}
+	return fmt.Errorf("simulate interrupted, nothing printed: %w", ctx.Err())
+}
+
+// run does the work of Run, rendering the plan into out.
+func run(opts *Options, out *bytes.Buffer) error {
+	for _, z := range opts.Zones {
+		if strings.TrimSpace(z) == "" {
+			return cmdutil.BadInputf("--zones: an empty zone name in %q (a comma-separated list of zones, e.g. us-east-1a,us-east-1b)", strings.Join(opts.Zones, ","))
+		}
+	}
 	m := &simulate.Manifests{}
 	files, err := opts.inputs()
 	if err != nil {
@@ -158,15 +212,36 @@ func Run(_ context.Context, opts *Options) error {
 		return cmdutil.BadInput(readErrs)
 	}
 
-	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now}
+	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now, MaxPods: opts.MaxPods}
 	if opts.InstanceTypes != BuiltinCatalog {
 		data, err := opts.ReadFile(opts.InstanceTypes)
 		if err != nil {
 			return cmdutil.BadInputf("--instance-types: %v", err)
 		}
-		types, err := simulate.ReadCatalog(opts.InstanceTypes, data, opts.Zones)
+		types, err := simulate.ReadCatalog(opts.InstanceTypes, data, nil)
 		if err != nil {
 			return cmdutil.BadInput(err)
+		}
+		if len(opts.Zones) > 0 {
+			known := map[string]bool{}
+			var names []string
+			for _, it := range types {
+				for _, o := range it.Offerings {
+					if !known[o.Zone] {
+						names = append(names, o.Zone)
+					}
+					known[o.Zone] = true
+				}
+			}
+			slices.Sort(names)
+			for _, z := range opts.Zones {
+				if !known[z] {
+					return cmdutil.BadInputf("--zones: %q is not a zone of %s (its zones: %s)", z, opts.InstanceTypes, strings.Join(names, ", "))
+				}
+			}
+			if types, err = simulate.ReadCatalog(opts.InstanceTypes, data, opts.Zones); err != nil {
+				return cmdutil.BadInput(err)
+			}
 		}
 		sopts.InstanceTypes = types
 	} else {
@@ -185,9 +260,16 @@ func Run(_ context.Context, opts *Options) error {
 		}
 		sopts.Catalog = cat
 	}
+	if m.Objects() == 0 {
+		names := make([]string, len(files))
+		for i, in := range files {
+			names[i] = in.name
+		}
+		return cmdutil.BadInputf("the input is empty: %s has no objects (NodePools, pods, workloads, ...)", strings.Join(names, ", "))
+	}
 	if opts.Disruption {
 		sopts.SpotToSpotConsolidation = opts.SpotToSpot
-		return runDisruption(m, sopts, opts, len(files))
+		return runDisruption(m, sopts, opts, len(files), out)
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))
 	res, err := simulate.Run(m, sopts)
@@ -203,16 +285,14 @@ func Run(_ context.Context, opts *Options) error {
 	fmt.Fprintf(opts.Stderr, "simulate: %d pods: %d on new nodes, %d on existing nodes, %d unschedulable (%d classes, solved in %.3fs)\n",
 		res.Stats.Pods, res.Stats.PlacedNew, res.Stats.PlacedExisting, res.Stats.Unschedulable, res.Stats.Classes, res.DurationSeconds)
 	// Render into a buffer so that a failure leaves stdout untouched.
-	var buf bytes.Buffer
-	if err := simulate.Render(&buf, res, opts.Output); err != nil {
+	if err := simulate.Render(out, res, opts.Output); err != nil {
 		return fmt.Errorf("rendering the plan: %w", err)
 	}
-	_, err = opts.Stdout.Write(buf.Bytes())
-	return err
+	return nil
 }
 
 // runDisruption plans a disruption pass and prints it.
-func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options, inputs int) error {
+func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options, inputs int, out *bytes.Buffer) error {
 	at := opts.Now()
 	if opts.At != "" {
 		t, err := time.Parse(time.RFC3339, opts.At)
@@ -234,12 +314,10 @@ func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options,
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: %d nodes: %d commands, %d kept (%d candidates, %d what-ifs, planned in %.3fs)\n",
 		len(res.Nodes), len(res.Commands), len(res.Kept), res.Stats.Candidates, res.Stats.WhatIfs, res.DurationSeconds)
-	var buf bytes.Buffer
-	if err := simulate.RenderDisruption(&buf, res, opts.Output); err != nil {
+	if err := simulate.RenderDisruption(out, res, opts.Output); err != nil {
 		return fmt.Errorf("rendering the plan: %w", err)
 	}
-	_, err = opts.Stdout.Write(buf.Bytes())
-	return err
+	return nil
 }
 
 func regionsWithZones(cat *catalog.Catalog) []string {
@@ -268,7 +346,10 @@ func (opts *Options) inputs() ([]input, error) {
 				return nil, cmdutil.BadInputf("-f -: stdin can be read only once")
 			}
 			stdinUsed = true
-			data, err := io.ReadAll(opts.Stdin)
+			data, err := readLimited(opts.Stdin, MaxInputBytes)
+			if errors.Is(err, errTooLarge) {
+				return nil, cmdutil.BadInputf("-f -: %v", err)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("reading stdin: %w", err)
 			}
@@ -310,6 +391,34 @@ func (opts *Options) inputs() ([]input, error) {
 		}
 	}
 	return out, nil
+}
+
+// MaxInputBytes bounds each input file (and stdin): a larger one is bad
+// input, read no further.
+const MaxInputBytes = 256 << 20
+
+var errTooLarge = fmt.Errorf("larger than %d MiB, the limit of an input", MaxInputBytes>>20)
+
+// ReadFileLimited reads a file of at most MaxInputBytes (a device or FIFO
+// too: it stops reading at the limit).
+func ReadFileLimited(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, MaxInputBytes)
+}
+
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
 }
 
 func unwrapPathError(err error) error {

@@ -72,6 +72,12 @@ func TestRunBadInputs(t *testing.T) {
 			want: "-:1 (document 1, Pod \"p\"): spec.containers[0].resources.requests[cpu]"},
 		{name: "unknown region", files: []string{"-"}, stdin: "", extra: func(o *simulate.Options) { o.Region = "mars-1" }, want: "--region"},
 		{name: "unknown zone", files: []string{"-"}, extra: func(o *simulate.Options) { o.Zones = []string{"us-east-1a", "eu-west-1a"} }, want: `--zones: "eu-west-1a"`},
+		{name: "empty zone (--zones ,)", files: []string{"-"}, extra: func(o *simulate.Options) { o.Zones = []string{"", ""} }, want: "--zones: an empty zone name"},
+		{name: "unknown zone of a catalog file", files: []string{"-"}, stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			extra: func(o *simulate.Options) {
+				o.InstanceTypes = "../../../pkg/simulate/testdata/golden/catalog.json"
+				o.Zones = []string{"z1", "z9"}
+			}, want: `--zones: "z9" is not a zone of`},
 		{name: "missing catalog file", files: []string{"-"}, extra: func(o *simulate.Options) { o.InstanceTypes = "testdata/nope.json" }, want: "--instance-types"},
 	}
 	for _, tc := range tests {

@@ -51,6 +51,9 @@ type Component struct {
 	// Replicas is how many controller processes run (1 when zero); with
 	// more than one they elect a leader.
 	Replicas int
+	// None runs no controller at all (`local up --controller-replicas 0`:
+	// the stack for another controller): Start and Stop do nothing.
+	None bool
 	// TimeScale returns the liveness time scale passed to the controller
 	// (the emulator's time scale, read at Start); nil means 1.
 	TimeScale func() float64
@@ -157,6 +160,12 @@ func (r *Replica) PeakRSS() (int64, error) {
 // replicas with the AWS emulator's settings (DIR/aws.env), returning once
 // each answers its readiness probe.
 func (c *Component) Start(ctx context.Context, env stack.Env) error {
+	if c.None {
+		if env.Progress != nil {
+			fmt.Fprintln(env.Progress, "controller: none started (--controller-replicas 0): no controller runs against this stack")
+		}
+		return nil
+	}
 	if len(c.RBAC) == 0 && c.Kubeconfig == nil {
 		return errors.New("controller: no RBAC manifests to apply")
 	}
@@ -289,7 +298,9 @@ func (c *Component) start(ctx context.Context, i int) error {
 		return err
 	}
 	defer logFile.Close()
-	args := append([]string{"controller", "--liveness-time-scale", strconv.FormatFloat(c.scale, 'g', -1, 64)}, c.leaderArgs()...)
+	// The metrics and probe servers listen on loopback only: the stack is
+	// a developer's machine, not a cluster network.
+	args := append([]string{"controller", "--bind-address", "127.0.0.1", "--liveness-time-scale", strconv.FormatFloat(c.scale, 'g', -1, 64)}, c.leaderArgs()...)
 	args = append(args, c.Args...)
 	cmd := exec.Command(c.Binary, args...)
 	cmd.Env = append(append([]string(nil), c.baseEnv...),

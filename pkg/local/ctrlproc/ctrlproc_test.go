@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +62,30 @@ func processEnv(t *testing.T, pid int) map[string]string {
 	return out
 }
 
+// listeners returns the local addresses (hex, as /proc/net/tcp and tcp6
+// write them) of the sockets listening on port.
+func listeners(t *testing.T, port int) []string {
+	t.Helper()
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 || fields[3] != "0A" { // LISTEN
+				continue
+			}
+			addr, p, ok := strings.Cut(fields[1], ":")
+			if n, err := strconv.ParseInt(p, 16, 32); ok && err == nil && int(n) == port {
+				out = append(out, addr)
+			}
+		}
+	}
+	return out
+}
+
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestControllerProcessLifecycle(t *testing.T) {
@@ -102,6 +127,20 @@ func TestControllerProcessLifecycle(t *testing.T) {
 		// The role grants no access to Secrets.
 		if _, err := cs.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{}); err == nil {
 			t.Error("the controller's identity may list Secrets")
+		}
+	})
+
+	t.Run("metrics and health listen on loopback only", func(t *testing.T) {
+		for _, port := range []int{r.MetricsPort, r.HealthPort} {
+			addrs := listeners(t, port)
+			if len(addrs) == 0 {
+				t.Errorf("nothing listens on port %d", port)
+			}
+			for _, a := range addrs {
+				if a != "0100007F" {
+					t.Errorf("port %d listens on %s (hex, /proc/net/tcp*), want 127.0.0.1 only", port, a)
+				}
+			}
 		}
 	})
 
