@@ -11,8 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -429,3 +432,128 @@ func TestExplainNodeSimulateInput(t *testing.T) {
 		t.Errorf("bad --now: %v", err)
 	}
 }
+
+// TestExplainNodeReasonsLive: on the real API server, one node per
+// planner reason (each node with its NodeClaim, labels and pods as a
+// cluster has them), and explain node reads the cluster and names each
+// reason.
+func TestExplainNodeReasonsLive(t *testing.T) {
+	ctx := context.Background()
+	c, err := client.New(cp.RESTConfig(), client.Options{Scheme: controllerstest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "keep"
+	create := func(o client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err := c.Get(ctx, client.ObjectKey{Name: "default"}, &awsv1.EC2NodeClass{}); err != nil {
+		class := controllerstest.EC2NodeClass("default")
+		create(class)
+	}
+	young := controllerstest.NodePool("keep-young")
+	young.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1h")
+	create(young)
+	pool := controllerstest.NodePool("keep")
+	pool.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("0s")
+	create(pool)
+	started := metav1.NewTime(time.Now().Add(-2 * time.Hour))
+	node := func(name, poolName string, mutate func(*corev1.Node)) {
+		t.Helper()
+		labels := map[string]string{corev1.LabelInstanceTypeStable: "m5.xlarge", corev1.LabelTopologyZone: "us-east-1a",
+			corev1.LabelTopologyRegion: "us-east-1", karpv1.CapacityTypeLabelKey: "on-demand", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}
+		if poolName != "" {
+			labels[karpv1.NodePoolLabelKey] = poolName
+		}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		if mutate != nil {
+			mutate(n)
+		}
+		create(n)
+		n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("14Gi"), corev1.ResourcePods: resource.MustParse("58")}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := c.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if poolName == "" {
+			return
+		}
+		nc := controllerstest.NodeClaim(name+"-claim", poolName, controllerstest.Requirement(corev1.LabelInstanceTypeStable, "m5.xlarge"))
+		create(nc)
+		nc.Status.NodeName, nc.Status.ProviderID = name, "aws:///us-east-1a/i-"+name
+		nc.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", started.Time)
+		if err := c.Status().Update(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(name, nodeName string, labels, annotations map[string]string) {
+		t.Helper()
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs-" + name, UID: k8stypes.UID("uid-" + name), Controller: ptrTrue()}}},
+			Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "app", Resources: corev1.ResourceRequirements{Requests: cpu("500m")}}}}}
+		create(p)
+		p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &started
+		if err := c.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node("keep-dnd-pod", "keep", nil)
+	pod("held", "keep-dnd-pod", nil, map[string]string{"karpenter.sh/do-not-disrupt": "true"})
+	node("keep-dnd-node", "keep", func(n *corev1.Node) { n.Annotations = map[string]string{"karpenter.sh/do-not-disrupt": "true"} })
+	pod("plain-1", "keep-dnd-node", nil, nil)
+	node("keep-pdb", "keep", nil)
+	pod("cart", "keep-pdb", map[string]string{"app": "cart"}, nil)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntOrString(1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}}}
+	create(pdb)
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1, ObservedGeneration: pdb.Generation}
+	if err := c.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	node("keep-young-node", "keep-young", nil)
+	pod("fresh", "keep-young-node", nil, nil)
+	// Its last pod event was ten minutes ago, as the pod-events controller
+	// records it.
+	yc := &karpv1.NodeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "keep-young-node-claim"}, yc); err != nil {
+		t.Fatal(err)
+	}
+	yc.Status.LastPodEventTime = metav1.NewTime(time.Now().Add(-10 * time.Minute))
+	if err := c.Status().Update(ctx, yc); err != nil {
+		t.Fatal(err)
+	}
+	node("keep-unmanaged", "", func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "legacy", Effect: corev1.TaintEffectNoSchedule}}
+	})
+
+	want := map[string]string{
+		"keep-dnd-pod": "PodDoNotDisrupt", "keep-dnd-node": "NodeDoNotDisrupt", "keep-pdb": "PDBBlocked",
+		"keep-young-node": "ConsolidateAfter", "keep-unmanaged": "Unmanaged",
+	}
+	for name, code := range want {
+		r, err := explainNode(t, name, "--kubeconfig", cp.KubeconfigPath())
+		if err != nil {
+			t.Fatalf("explain node %s: %v", name, err)
+		}
+		if r.Decision != "kept" || r.Code != code {
+			t.Errorf("%s: decision %q code %q (%s), want kept %s", name, r.Decision, r.Code, r.Reason, code)
+		}
+	}
+	// The do-not-disrupt pod is named, and what removing its node would save.
+	r, err := explainNode(t, "keep-dnd-pod", "--kubeconfig", cp.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Reason, ns+"/held") || !r.Removable || r.PricePerHour <= 0 {
+		t.Errorf("keep-dnd-pod: %+v", r)
+	}
+}
+
+func ptrTrue() *bool { v := true; return &v }
+
+func ptrIntOrString(v int) *intstr.IntOrString { x := intstr.FromInt32(int32(v)); return &x }
