@@ -120,7 +120,7 @@ func validateNodePool(np *karpv1.NodePool) field.ErrorList {
 	}
 	tmpl := spec.Child("template")
 	for _, k := range sortedKeys(np.Spec.Template.Labels) {
-		if fe := checkKey(k, nil, tmpl.Child("metadata", "labels").Key(k), "labels"); fe != nil {
+		if fe := checkKey(k, []string{karpv1.CapacityTypeLabelKey}, tmpl.Child("metadata", "labels").Key(k), "labels"); fe != nil {
 			errs = append(errs, fe)
 		}
 	}
@@ -131,7 +131,14 @@ func validateNodePool(np *karpv1.NodePool) field.ErrorList {
 		errs = append(errs, validateRef(ref, tmpl.Child("spec", "nodeClassRef"))...)
 	}
 	errs = append(errs, validateRequirements(ts.Requirements, []string{karpv1.CapacityTypeLabelKey}, tmpl.Child("spec", "requirements"))...)
-	return append(errs, np.RuntimeValidate()...)
+	// spec.replicas is valid (the API server accepts it): such a pool is
+	// planned as unsupported (no nodes), as the controller treats it.
+	for _, e := range np.RuntimeValidate() {
+		if e.Field != "spec.replicas" {
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }
 
 func validateRef(ref *karpv1.NodeClassReference, p *field.Path) field.ErrorList {

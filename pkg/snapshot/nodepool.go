@@ -15,6 +15,11 @@ import (
 )
 
 // Unsupported reasons put in engine.NodePool.UnsupportedReason.
+//
+// ReasonStaticPool: a NodePool with spec.replicas (a static pool) is
+// accepted but gets no nodes from dovetail.
+const ReasonStaticPool = "static NodePools (spec.replicas) are not supported yet: this pool gets no nodes"
+
 const (
 	// ReasonWindows is given to pools whose node class uses a Windows AMI
 	// family or alias.
@@ -64,6 +69,8 @@ func NodePool(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, types []*cloudprovide
 		out.Weight = *np.Spec.Weight
 	}
 	switch {
+	case np.Spec.Replicas != nil:
+		out.UnsupportedReason = ReasonStaticPool
 	case nc != nil && IsWindows(nc.AMIFamily()):
 		out.UnsupportedReason = fmt.Sprintf("%s (EC2NodeClass %q uses %s)", ReasonWindows, nc.Name, nc.AMIFamily())
 	case nc != nil && nc.Alias() != "" && awsv1.FamilyFromAlias(nc.Alias()) == "":

@@ -193,6 +193,8 @@ func TestNodePool(t *testing.T) {
 		{name: "reserved only", np: nodePool("p", "c", func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.CapacityTypeLabelKey, Operator: "In", Values: []string{"reserved"}}}
 		}), nc: nodeClass("c"), unsupported: snapshot.ReasonReservedOnly},
+		{name: "static pool", np: nodePool("p", "c", func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(3)) }),
+			nc: nodeClass("c"), unsupported: snapshot.ReasonStaticPool},
 		{name: "reserved or spot is supported", np: nodePool("p", "c", func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.CapacityTypeLabelKey, Operator: "In", Values: []string{"reserved", "spot"}}}
 		}), nc: nodeClass("c")},
