@@ -67,7 +67,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	pools := make(map[string]disruption.PoolPolicy, len(cluster.NodePools))
 	poolByName := make(map[string]*karpv1.NodePool, len(cluster.NodePools))
 	for _, np := range cluster.NodePools {
-		pools[np.Name] = poolPolicy(np)
+		pools[np.Name] = snapshot.DisruptionPolicy(np)
 		poolByName[np.Name] = np
 	}
 	adopters := adoptionOrder(cluster.NodePools)
@@ -159,43 +159,6 @@ func addPoolUsage(in *engine.Input, pool string, capacity corev1.ResourceList) {
 	}
 }
 
-// poolPolicy converts a NodePool's disruption settings.
-func poolPolicy(np *karpv1.NodePool) disruption.PoolPolicy {
-	d := np.Spec.Disruption
-	pp := disruption.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy)}
-	switch ca := d.ConsolidateAfter; {
-	case ca.IsZero():
-		pp.ConsolidateAfter = new(time.Duration) // the default, 0s
-	case !ca.IsNever():
-		v, _ := ca.Duration()
-		pp.ConsolidateAfter = &v
-	}
-	switch ea := np.Spec.Template.Spec.ExpireAfter; {
-	case ea.IsZero():
-		v := 720 * time.Hour // the default
-		pp.ExpireAfter = &v
-	case !ea.IsNever():
-		v, _ := ea.Duration()
-		pp.ExpireAfter = &v
-	}
-	if d.Budgets != nil {
-		pp.Budgets = make([]disruption.Budget, 0, len(d.Budgets))
-		for _, b := range d.Budgets {
-			db := disruption.Budget{Nodes: b.Nodes}
-			for _, r := range b.Reasons {
-				db.Reasons = append(db.Reasons, disruption.Reason(r))
-			}
-			if b.Schedule != nil {
-				db.Schedule = *b.Schedule
-			}
-			if b.Duration != nil {
-				db.Duration = b.Duration.Duration
-			}
-			pp.Budgets = append(pp.Budgets, db)
-		}
-	}
-	return pp
-}
 
 // nodeState is what the planner knows of a node: from its NodeClaim
 // (name, pool label, Initialized and Drifted conditions, creation,

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -446,5 +447,26 @@ func TestBuildPrices(t *testing.T) {
 	}
 	if prices["c2"] != 0.5 || prices["c3"] != 0 {
 		t.Errorf("in-flight prices %v, want c2 0.5 and c3 0", prices)
+	}
+}
+
+// TestDisruptionPolicy: unset fields get the API's defaults, Never stays
+// nil, budgets convert field by field.
+func TestDisruptionPolicy(t *testing.T) {
+	np := nodePool("p", "c")
+	np.Spec.Disruption = karpv1.Disruption{}
+	np.Spec.Template.Spec.ExpireAfter = karpv1.NillableDuration{}
+	pp := snapshot.DisruptionPolicy(np)
+	if pp.ConsolidateAfter == nil || *pp.ConsolidateAfter != 0 || pp.ExpireAfter == nil || *pp.ExpireAfter != 720*time.Hour || pp.Budgets != nil {
+		t.Errorf("defaults: %+v", pp)
+	}
+	sched := "0 9 * * 1-5"
+	np.Spec.Disruption = karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("Never"), ConsolidationPolicy: karpv1.ConsolidationPolicyBalanced,
+		Budgets: []karpv1.Budget{{Nodes: "20%", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}, Schedule: &sched, Duration: &metav1.Duration{Duration: 8 * time.Hour}}}}
+	np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("Never")
+	pp = snapshot.DisruptionPolicy(np)
+	if pp.ConsolidateAfter != nil || pp.ExpireAfter != nil || pp.ConsolidationPolicy != "Balanced" || len(pp.Budgets) != 1 ||
+		pp.Budgets[0].Nodes != "20%" || pp.Budgets[0].Schedule != sched || pp.Budgets[0].Duration != 8*time.Hour || pp.Budgets[0].Reasons[0] != "Drifted" {
+		t.Errorf("explicit: %+v", pp)
 	}
 }

@@ -165,7 +165,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		w.pools[np.Name] = np
 		w.types[np.Name] = its
 		sc.NodePools = append(sc.NodePools, np)
-		in.Pools[np.Name] = PoolPolicy(np)
+		in.Pools[np.Name] = snapshot.DisruptionPolicy(np)
 	}
 	sc.NodeClaims = st.claims
 	sc.Nodes = st.nodes
@@ -309,32 +309,3 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 	return false
 }
 
-// PoolPolicy converts a NodePool's disruption settings for the planner.
-func PoolPolicy(np *karpv1.NodePool) planner.PoolPolicy {
-	d := np.Spec.Disruption
-	pp := planner.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy)}
-	if !d.ConsolidateAfter.IsNever() {
-		after, _ := d.ConsolidateAfter.Duration() // unset: 0s, the default
-		pp.ConsolidateAfter = &after
-	}
-	if d.Budgets != nil {
-		pp.Budgets = []planner.Budget{}
-		for _, b := range d.Budgets {
-			pb := planner.Budget{Nodes: b.Nodes}
-			for _, r := range b.Reasons {
-				pb.Reasons = append(pb.Reasons, planner.Reason(r))
-			}
-			if b.Schedule != nil {
-				pb.Schedule = *b.Schedule
-			}
-			if b.Duration != nil {
-				pb.Duration = b.Duration.Duration
-			}
-			pp.Budgets = append(pp.Budgets, pb)
-		}
-	}
-	if e, ok := np.Spec.Template.Spec.ExpireAfter.Duration(); ok {
-		pp.ExpireAfter = &e
-	}
-	return pp
-}
