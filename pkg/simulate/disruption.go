@@ -159,7 +159,6 @@ func addPoolUsage(in *engine.Input, pool string, capacity corev1.ResourceList) {
 	}
 }
 
-
 // nodeState is what the planner knows of a node: from its NodeClaim
 // (name, pool label, Initialized and Drifted conditions, creation,
 // status.lastPodEventTime or else the Initialized transition,

@@ -308,4 +308,3 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 	}
 	return false
 }
-
