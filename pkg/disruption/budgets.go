@@ -17,6 +17,7 @@ type budgetState struct {
 	disrupting  int // NotReady or being deleted
 	limit       map[Reason]int
 	left        map[Reason]int
+	taken       int // nodes this pass's earlier commands disrupt
 	describe    map[Reason]string
 	unparseable string
 }
@@ -120,6 +121,7 @@ func (b *budgetState) allows(r Reason, n int) bool {
 }
 
 func (b *budgetState) take(r Reason, n int) {
+	b.taken += n
 	for _, x := range allReasons {
 		// A disrupted node counts against every reason's budget of the
 		// pool: budgets cap concurrent disruptions, whatever the reason.
@@ -135,6 +137,10 @@ func (b *budgetState) message(r Reason) string {
 	if b.unparseable != "" && b.limit[r] == 0 {
 		return fmt.Sprintf("budget for %s in pool %s allows 0 now: %s", r, b.pool, b.unparseable)
 	}
-	return fmt.Sprintf("budget for %s in pool %s allows %d now (%s of %d nodes; %d disrupting)",
+	msg := fmt.Sprintf("budget for %s in pool %s allows %d now (%s of %d nodes; %d disrupting",
 		r, b.pool, max(b.left[r], 0), b.describe[r], b.total, b.disrupting)
+	if b.taken > 0 {
+		msg += fmt.Sprintf(", %d more by earlier commands of this pass", b.taken)
+	}
+	return msg + ")"
 }
