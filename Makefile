@@ -4,7 +4,7 @@ export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
-GO_TEST_TIMEOUT ?= 22m
+GO_TEST_TIMEOUT ?= 35m
 
 .PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz
 
