@@ -17,18 +17,18 @@ import (
 const consolidationCrashNodes = 16
 
 // consolidationCrashSetup builds the scenario: an on-demand arm64 pool
-// (so replacements need no SpotToSpotConsolidation gate) with a budget of
-// 50%, 16 nodes each running one 3-CPU "big" pod and one 200m "small" pod
+// (so replacements need no SpotToSpotConsolidation gate) with the given
+// budget, 16 nodes each running one 3-CPU "big" pod and one 200m "small" pod
 // (both spread one per host), then "big" scaled to 0: every node is left
 // with one small pod on a 4-vCPU node and is replaced by a smaller one
 // (the small pods' host spread forbids packing them). It returns the
 // NodeClaims before the scale-down.
-func consolidationCrashSetup(s *scenario, pool string) []karpv1.NodeClaim {
+func consolidationCrashSetup(s *scenario, pool, budget string) []karpv1.NodeClaim {
 	s.t.Helper()
 	s.pool(pool, func(np *karpv1.NodePool) {
 		np.Spec.Template.Spec.Requirements[1].Values = []string{karpv1.CapacityTypeOnDemand}
 		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("5s")
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "50%"}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: budget}}
 	})
 	s.deployment("big", consolidationCrashNodes, "3", "2Gi", onPool(pool, spreadByHost("big")))
 	s.deployment("small", consolidationCrashNodes, "200m", "256Mi", onPool(pool, spreadByHost("small")))
@@ -145,10 +145,9 @@ func killDuringConsolidation(t *testing.T, s *scenario, pool string, before []ka
 // (TestConsolidationCrash20, build tag e2elong).
 func TestConsolidationCrash(t *testing.T) {
 	s := newScenario(t)
-	before := consolidationCrashSetup(s, "crashc")
+	before := consolidationCrashSetup(s, "crashc", "50%")
 	begin := time.Now()
 	killDuringConsolidation(t, s, "crashc", before, 3, 15)
 	price := consolidationSettled(t, s, "crashc", before, 5*time.Minute)
 	t.Logf("16 nodes replaced through 3 kills in %s; pool $%.4f/h", time.Since(begin).Round(time.Second), price)
 }
-

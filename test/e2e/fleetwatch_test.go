@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -264,4 +265,30 @@ func (w *fleetWatch) result() (maxDisrupting int, violations []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.maxDisrupting, append([]string(nil), w.violations...)
+}
+
+// logKeptReasons logs, per node, the last reason the disruption controller
+// gave for keeping it (for failures).
+func logKeptReasons(t *testing.T) {
+	var list eventsv1.EventList
+	if err := kube.List(context.Background(), &list); err != nil {
+		return
+	}
+	last := map[string]eventsv1.Event{}
+	for _, ev := range list.Items {
+		if ev.ReportingController != "dovetail" || ev.Regarding.Kind != "Node" ||
+			(ev.Reason != "Unconsolidatable" && ev.Reason != "DisruptionBlocked") {
+			continue
+		}
+		if prev, ok := last[ev.Regarding.Name]; !ok || ev.CreationTimestamp.After(prev.CreationTimestamp.Time) {
+			last[ev.Regarding.Name] = ev
+		}
+	}
+	for _, n := range managedNodes(t) {
+		if ev, ok := last[n.Name]; ok {
+			t.Logf("kept %s (%s): %s: %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable], ev.Reason, ev.Note)
+		} else {
+			t.Logf("kept %s (%s): no event", n.Name, n.Labels[corev1.LabelInstanceTypeStable])
+		}
+	}
 }
