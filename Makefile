@@ -48,11 +48,11 @@ test: controlplane helm chromium fmt-check verify-generated vet
 	DOVETAIL_HELM=$$(cd tools/helm && go run ./cmd/build-helm 2>/dev/null) \
 	  go test -timeout $(GO_TEST_TIMEOUT) ./...
 
-## test-e2e-long: the long disruption scenarios (scale-down 500 -> 100 pods), not part of make test
+## test-e2e-long: the long disruption scenarios (scale-down 500 -> 100 pods, no churn under a descheduler, 20 kills during a consolidation), not part of make test
 test-e2e-long: controlplane
 	go vet -tags e2elong ./test/e2e/
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
-	  go test -tags e2elong -run 'ScaleDown' -timeout 30m -v ./test/e2e/
+	  go test -tags e2elong -run 'ScaleDown|NoChurn|ConsolidationCrash20' -timeout 30m -v ./test/e2e/
 
 ## fuzz: run each fuzz target for FUZZ_TIME (default 60s); not part of `make test` (their seed corpora are)
 FUZZ_TIME ?= 60s

@@ -1,8 +1,9 @@
 // Package demo is what `make run` shows: it plays a short scenario on the
 // local stack (deploy a sample workload, scale it up, interrupt a spot
-// node) and draws a live view of the cluster meanwhile.
+// node, scale it down and let consolidation shrink the fleet) and draws a
+// live view of the cluster meanwhile.
 //
-//	RunScenario ─ deploy ─▶ wait all Running ─▶ scale up ─▶ wait ─▶ spot interruption ─▶ wait ─▶ done
+//	RunScenario ─ deploy ─▶ wait all Running ─▶ scale up ─▶ wait ─▶ spot interruption ─▶ wait ─▶ scale down ─▶ wait fewer nodes, lower $/h ─▶ done
 //	Run ─ every Tick: Collect (pods, nodes, NodeClaims) + Events ─▶ View.Render
 //
 // # The view
@@ -21,7 +22,7 @@
 //
 //   - Sample: one instant's counts (Collect).
 //   - Step: a scenario phase, named in its notes (StepDeploy, StepScaleUp,
-//     StepInterrupt, StepDone), so tests and users can follow it in the
+//     StepInterrupt, StepScaleDown, StepDone), so tests and users can follow it in the
 //     plain output.
 //
 // # Invariants

@@ -151,6 +151,7 @@ var shownReasons = map[string]bool{
 	"InstanceStopping": true, "InstanceTerminating": true, "Replacing": true, "Rebalanced": true,
 	"FailedScheduling": true, "NodePoolLimitReached": true, "Evicted": true, "Drained": true,
 	"TerminatingInstance": true, "Terminated": true, "InstanceTerminated": true, "Deleted": true,
+	"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionBlocked": true,
 }
 
 // Event is one controller event, as the view prints it.

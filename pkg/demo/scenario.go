@@ -32,6 +32,10 @@ func Workload() []byte { return append([]byte(nil), workloadYAML...) }
 // ScaleUp is the replica count of each Deployment after the scale-up step.
 var ScaleUp = map[string]int32{"web": 24, "api": 12, "reports": 6}
 
+// ScaleDown is the replica count of each Deployment after the scale-down
+// step (the workload's initial counts).
+var ScaleDown = map[string]int32{"web": 6, "api": 4, "reports": 2}
+
 // Driver is what the scenario acts through.
 type Driver struct {
 	// Client is an admin client of the cluster.
@@ -52,14 +56,17 @@ const (
 	StepDeploy    = "deploy"
 	StepScaleUp   = "scale-up"
 	StepInterrupt = "interrupt"
+	StepScaleDown = "scale-down"
 	StepDone      = "done"
 )
 
 // RunScenario drives the demo: deploy the sample workload and wait until
 // every pod runs; scale it up and wait again; send a spot interruption for
 // the spot node hosting the most demo pods and wait until that node is gone
-// and every pod runs again. Each step is announced through Note, starting
-// with the step name ("scale-up: ...").
+// and every pod runs again; scale the workload back down and wait until
+// consolidation has removed nodes (every pod Running, fewer nodes, a lower
+// $/h, no disruption in progress), reporting the $/h saved. Each step is
+// announced through Note, starting with the step name ("scale-up: ...").
 func RunScenario(ctx context.Context, d Driver) error {
 	if d.StepTimeout <= 0 {
 		d.StepTimeout = 10 * time.Minute
@@ -82,22 +89,8 @@ func RunScenario(ctx context.Context, d Driver) error {
 	note("%s: every demo pod is Running", StepDeploy)
 
 	note("%s: scaling web to %d, api to %d, reports to %d", StepScaleUp, ScaleUp["web"], ScaleUp["api"], ScaleUp["reports"])
-	names := make([]string, 0, len(ScaleUp))
-	for name := range ScaleUp {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		dep := &appsv1.Deployment{}
-		if err := d.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, dep); err != nil {
-			return err
-		}
-		patch := client.MergeFrom(dep.DeepCopy())
-		replicas := ScaleUp[name]
-		dep.Spec.Replicas = &replicas
-		if err := d.Client.Patch(ctx, dep, patch); err != nil {
-			return fmt.Errorf("scaling %s: %w", name, err)
-		}
+	if err := d.scale(ctx, ScaleUp); err != nil {
+		return err
 	}
 	if err := d.waitAllRunning(ctx, nil); err != nil {
 		return err
@@ -123,8 +116,83 @@ func RunScenario(ctx context.Context, d Driver) error {
 		return err
 	}
 	note("%s: node %s is gone and every demo pod is Running again", StepInterrupt, victim)
+
+	peak, err := Collect(ctx, d.Client, time.Now())
+	if err != nil {
+		return err
+	}
+	note("%s: scaling web to %d, api to %d, reports to %d; consolidation removes the nodes left idle or underused (after the pools' consolidateAfter)",
+		StepScaleDown, ScaleDown["web"], ScaleDown["api"], ScaleDown["reports"])
+	if err := d.scale(ctx, ScaleDown); err != nil {
+		return err
+	}
+	var now Sample
+	shrunk := func() (bool, error) {
+		var err error
+		if now, err = Collect(ctx, d.Client, time.Now()); err != nil {
+			return false, err
+		}
+		busy, err := d.disrupting(ctx)
+		if err != nil || busy {
+			return false, err
+		}
+		return now.Nodes() < peak.Nodes() && now.Launching == 0 && now.PricePerHour < peak.PricePerHour, nil
+	}
+	if err := d.waitAllRunning(ctx, shrunk); err != nil {
+		return err
+	}
+	note("%s: %d -> %d nodes, $%.4f/h -> $%.4f/h: consolidation saves $%.4f/h ($%.0f/month)", StepScaleDown,
+		peak.Nodes(), now.Nodes(), peak.PricePerHour, now.PricePerHour, peak.PricePerHour-now.PricePerHour, 730*(peak.PricePerHour-now.PricePerHour))
 	note("%s: scenario complete", StepDone)
 	return nil
+}
+
+// scale sets the replica counts of the demo's Deployments.
+func (d Driver) scale(ctx context.Context, replicas map[string]int32) error {
+	names := make([]string, 0, len(replicas))
+	for name := range replicas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		dep := &appsv1.Deployment{}
+		if err := d.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, dep); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(dep.DeepCopy())
+		n := replicas[name]
+		dep.Spec.Replicas = &n
+		if err := d.Client.Patch(ctx, dep, patch); err != nil {
+			return fmt.Errorf("scaling %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// disrupting reports whether a disruption is in progress: a NodeClaim
+// being deleted or a node tainted karpenter.sh/disrupted.
+func (d Driver) disrupting(ctx context.Context) (bool, error) {
+	var ncs karpv1.NodeClaimList
+	if err := d.Client.List(ctx, &ncs); err != nil {
+		return false, err
+	}
+	for _, nc := range ncs.Items {
+		if nc.DeletionTimestamp != nil {
+			return true, nil
+		}
+	}
+	var nodes corev1.NodeList
+	if err := d.Client.List(ctx, &nodes); err != nil {
+		return false, err
+	}
+	for _, n := range nodes.Items {
+		for _, t := range n.Spec.Taints {
+			if t.Key == karpv1.DisruptedTaintKey {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // waitAllRunning waits until every Deployment of the demo has all its

@@ -96,8 +96,8 @@ func (v *View) screen() string {
 	var b strings.Builder
 	b.WriteString(clearScreen)
 	fmt.Fprintf(&b, "%sdovetail local demo%s   %s   (Ctrl-C to stop)\n\n", bold, reset, s.Time.Format("15:04:05"))
-	fmt.Fprintf(&b, "pods: %s%d pending%s, %d running     nodes: %d (+%d launching)     cost: %s$%.4f/h%s ($%.2f/month)\n\n",
-		bold, s.Pending, reset, s.Running, s.Nodes(), s.Launching, bold, s.PricePerHour, reset, s.PricePerHour*730)
+	fmt.Fprintf(&b, "pods: %s%d pending%s, %d running     nodes: %d (+%d launching)     cost: %s$%.4f/h%s ($%.2f/month)%s\n\n",
+		bold, s.Pending, reset, s.Running, s.Nodes(), s.Launching, bold, s.PricePerHour, reset, s.PricePerHour*730, Savings(v.History))
 	fmt.Fprintf(&b, "%s%-16s %5s %10s  %s%s\n", bold, "NODEPOOL", "NODES", "$/H", "INSTANCE TYPES", reset)
 	for _, p := range s.Pools {
 		var shapes []string
@@ -184,4 +184,22 @@ func Sparkline(vals []float64) string {
 		out[i] = sparks[min(max(level, 0), len(sparks)-1)]
 	}
 	return string(out)
+}
+
+// Savings is the view's savings note: how much less the fleet costs now
+// than at its peak over the history ("     saved: $0.2100/h from the peak
+// $0.6300/h"), or "" when it costs its peak.
+func Savings(history []Sample) string {
+	if len(history) == 0 {
+		return ""
+	}
+	peak := 0.0
+	for _, h := range history {
+		peak = math.Max(peak, h.PricePerHour)
+	}
+	now := history[len(history)-1].PricePerHour
+	if peak-now < 0.00005 {
+		return ""
+	}
+	return fmt.Sprintf("     saved: $%.4f/h from the peak $%.4f/h", peak-now, peak)
 }

@@ -141,3 +141,19 @@ func TestSparklineProperties(t *testing.T) {
 		}
 	})
 }
+
+func TestSavings(t *testing.T) {
+	at := func(p float64) demo.Sample { return demo.Sample{PricePerHour: p} }
+	for _, tc := range []struct {
+		hist []demo.Sample
+		want string
+	}{
+		{nil, ""},
+		{[]demo.Sample{at(0.1), at(0.5)}, ""},
+		{[]demo.Sample{at(0.1), at(0.63), at(0.42)}, "     saved: $0.2100/h from the peak $0.6300/h"},
+	} {
+		if got := demo.Savings(tc.hist); got != tc.want {
+			t.Errorf("demo.Savings(%v) = %q, want %q", tc.hist, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,11 @@ import (
 
 // TestDemo runs `make run`'s scenario (`dovetail local demo`, with its own
 // stack) without a terminal and checks the plain output: one line per
-// tick, every pod Running at the end, and the spot interruption handled
-// (announced, acted on by dovetail, and every pod Running again after it).
+// tick, the spot interruption handled (announced, acted on by dovetail,
+// and every pod Running again after it), then the scale-down: fewer nodes
+// and a lower $/h, the savings reported, every remaining pod Running.
 func TestDemo(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "local", "demo",
 		"--dir", filepath.Join(t.TempDir(), "demo"),
@@ -46,7 +48,8 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	all := strings.Join(lines, "\n")
-	order := []string{"deploy: applying", "scale-up: every demo pod is Running", "interrupt: spot interruption for node", "SpotInterrupted", "is gone and every demo pod is Running again", "done: scenario complete"}
+	order := []string{"deploy: applying", "scale-up: every demo pod is Running", "interrupt: spot interruption for node", "SpotInterrupted", "is gone and every demo pod is Running again",
+		"scale-down: scaling web to 6", "consolidation saves $", "done: scenario complete"}
 	at := 0
 	for _, want := range order {
 		i := strings.Index(all[at:], want)
@@ -56,7 +59,19 @@ func TestDemo(t *testing.T) {
 		at += i
 	}
 	last := lines[len(lines)-1]
-	if !strings.Contains(last, " pending=0 ") || !strings.Contains(last, " running=42 ") {
-		t.Errorf("the last line is not every demo pod (42) Running: %q", last)
+	if !strings.Contains(last, " pending=0 ") || !strings.Contains(last, " running=12 ") {
+		t.Errorf("the last line is not every demo pod (12 after the scale-down) Running: %q", last)
+	}
+	// The scale-down's report: fewer nodes, a lower $/h.
+	var from, to int
+	var before, after, saved float64
+	i := strings.Index(all, "scale-down: ")
+	j := strings.Index(all[i+1:], "scale-down: ")
+	if _, err := fmt.Sscanf(all[i+1+j:], "scale-down: %d -> %d nodes, $%f/h -> $%f/h: consolidation saves $%f/h", &from, &to, &before, &after, &saved); err != nil {
+		t.Fatalf("the scale-down report does not parse (%v): %q", err, all[i+1+j:min(len(all), i+1+j+200)])
+	}
+	t.Logf("demo scale-down: %d -> %d nodes, $%.4f/h -> $%.4f/h (saved $%.4f/h)", from, to, before, after, saved)
+	if to >= from || after >= before || saved <= 0 {
+		t.Errorf("the scale-down did not shrink the fleet: %d -> %d nodes, $%.4f -> $%.4f/h", from, to, before, after)
 	}
 }

@@ -23,6 +23,13 @@ import (
 // code path, for the emulator's region and subnet zones.
 func simulatePlan(t testing.TB, files ...string) *simulate.Result {
 	t.Helper()
+	return simulatePlanWith(t, simulate.Options{}, files...)
+}
+
+// simulatePlanWith is simulatePlan with options (Region and Zones are
+// always the stack's).
+func simulatePlanWith(t testing.TB, opts simulate.Options, files ...string) *simulate.Result {
+	t.Helper()
 	examples, err := filepath.Glob(filepath.Join(repo, "examples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +44,8 @@ func simulatePlan(t testing.TB, files ...string) *simulate.Result {
 			t.Fatal(err)
 		}
 	}
-	res, err := simulate.Run(m, simulate.Options{Region: emu().Options().Region, Zones: subnetZones(t)})
+	opts.Region, opts.Zones = emu().Options().Region, subnetZones(t)
+	res, err := simulate.Run(m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,21 +5,25 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
+	"github.com/dovetail-sh/dovetail/pkg/simulate"
 )
 
 // Long disruption scenarios: `make test-e2e-long` (they add more than the
@@ -30,8 +34,17 @@ import (
 // (time scale 0.1) every remaining pod runs and the fleet costs within 10%
 // of what `dovetail simulate` plans for the 100 pods; no pod stays pending
 // longer than 60 s meanwhile.
+//
+// The comparison is made fair and independent of the wall clock: every
+// example pool gets the test's own budget (team-b's example budget "0" on
+// weekdays 09:00-17:00 UTC would otherwise decide the result), and the
+// controller runs with SpotToSpotConsolidation=true (the example pools are
+// spot-first: with the gate off, spot nodes can only be deleted, while
+// simulate packs freely); simulate gets the same gate.
 func TestScaleDown500To100(t *testing.T) {
 	s := newScenario(t)
+	withSpotToSpot(t)
+	withBudgets(t, []karpv1.Budget{{Nodes: scaleDownBudget}})
 	file := filepath.Join("testdata", "mixed.yaml")
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -48,7 +61,7 @@ func TestScaleDown500To100(t *testing.T) {
 
 	after := map[string]int32{"web": 40, "api": 30, "cache": 4, "reports": 25, "db": 1}
 	small := scaledManifest(t, data, after)
-	plan := simulatePlan(t, small)
+	plan := simulatePlanWith(t, simulate.Options{SpotToSpotConsolidation: true}, small)
 
 	if err := setConsolidateAfter(karpv1.MustParseNillableDuration("10s")); err != nil {
 		t.Fatal(err)
@@ -101,6 +114,7 @@ func TestScaleDown500To100(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			logKeptReasons(t)
+			logDisruptionFigures(t)
 		}
 	})
 	var fleet float64
@@ -122,6 +136,7 @@ func TestScaleDown500To100(t *testing.T) {
 	t.Logf("scale-down 500 -> 100 pods in %s: %d -> %d NodeClaims, $%.4f/h -> $%.4f/h (simulate $%.4f/h, gap %.1f%%); longest pending %s",
 		time.Since(begin).Round(time.Second), nodesBefore, len(nodeClaims(t)), before, fleet, plan.TotalPricePerHour,
 		100*math.Abs(fleet-plan.TotalPricePerHour)/plan.TotalPricePerHour, worst.Round(time.Second))
+	logDisruptionFigures(t)
 	mu.Lock()
 	defer mu.Unlock()
 	if worst > 60*time.Second {
@@ -130,6 +145,63 @@ func TestScaleDown500To100(t *testing.T) {
 	if err := consistent(t); err != nil {
 		t.Error(err)
 	}
+}
+
+// scaleDownBudget is the budget every example pool gets in the scale-down
+// test: the peer's default 10% is kept out of the comparison's way.
+const scaleDownBudget = "20%"
+
+// withSpotToSpot restarts the controller with
+// FEATURE_GATES=SpotToSpotConsolidation=true, and without it when the
+// test ends.
+func withSpotToSpot(t *testing.T) {
+	t.Helper()
+	if err := ctrl.Reconfigure(t.Context(), func(c *ctrlproc.Component) {
+		c.Env = mergeMap(c.Env, map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=true"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctrl.Reconfigure(context.Background(), func(c *ctrlproc.Component) {
+			delete(c.Env, "FEATURE_GATES")
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// withBudgets replaces every example NodePool's disruption budgets, and
+// restores them when the test ends.
+func withBudgets(t *testing.T, budgets []karpv1.Budget) {
+	t.Helper()
+	var pools karpv1.NodePoolList
+	if err := kube.List(t.Context(), &pools); err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string][]karpv1.Budget{}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		saved[np.Name] = np.Spec.Disruption.Budgets
+		base := np.DeepCopy()
+		np.Spec.Disruption.Budgets = budgets
+		if err := kube.Patch(t.Context(), np, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for name, b := range saved {
+			np := &karpv1.NodePool{}
+			if err := kube.Get(context.Background(), client.ObjectKey{Name: name}, np); err != nil {
+				t.Error(err)
+				continue
+			}
+			base := np.DeepCopy()
+			np.Spec.Disruption.Budgets = b
+			if err := kube.Patch(context.Background(), np, client.MergeFrom(base)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }
 
 // setConsolidateAfter sets consolidateAfter on every example NodePool.
@@ -173,28 +245,49 @@ func scaledManifest(t *testing.T, data []byte, replicas map[string]int32) string
 	return path
 }
 
-// logKeptReasons logs, per node, the last reason the disruption controller
-// gave for keeping it (for failures).
-func logKeptReasons(t *testing.T) {
-	var list eventsv1.EventList
-	if err := kube.List(context.Background(), &list); err != nil {
+// logDisruptionFigures logs the controller's disruption decisions by type
+// (its metrics) and its last plan summaries (its log).
+func logDisruptionFigures(t *testing.T) {
+	r := ctrl.Replica(0)
+	if r == nil {
 		return
 	}
-	last := map[string]eventsv1.Event{}
-	for _, ev := range list.Items {
-		if ev.ReportingController != "dovetail" || ev.Regarding.Kind != "Node" ||
-			(ev.Reason != "Unconsolidatable" && ev.Reason != "DisruptionBlocked") {
-			continue
-		}
-		if prev, ok := last[ev.Regarding.Name]; !ok || ev.CreationTimestamp.After(prev.CreationTimestamp.Time) {
-			last[ev.Regarding.Name] = ev
-		}
-	}
-	for _, n := range managedNodes(t) {
-		if ev, ok := last[n.Name]; ok {
-			t.Logf("kept %s (%s): %s: %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable], ev.Reason, ev.Note)
-		} else {
-			t.Logf("kept %s (%s): no event", n.Name, n.Labels[corev1.LabelInstanceTypeStable])
+	if resp, err := http.Get(r.MetricsURL()); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "karpenter_voluntary_disruption_decisions_total{") ||
+				strings.HasPrefix(line, "karpenter_nodeclaims_disrupted_total{") ||
+				strings.HasPrefix(line, "dovetail_disruption_savings_dollars_per_hour_total{") {
+				t.Log(line)
+			}
 		}
 	}
+	data, err := os.ReadFile(r.LogPath)
+	if err != nil {
+		return
+	}
+	var plans []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "disruption plan") {
+			plans = append(plans, line)
+		}
+	}
+	if len(plans) > 5 {
+		plans = plans[len(plans)-5:]
+	}
+	for _, p := range plans {
+		t.Log(p)
+	}
+}
+
+func mergeMap(a, b map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }

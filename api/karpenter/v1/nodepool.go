@@ -241,7 +241,7 @@ type NodePoolStatus struct {
 	// +optional
 	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
 	// Conditions: Ready, ValidationSucceeded, NodeClassReady,
-	// NodeRegistrationHealthy.
+	// NodeRegistrationHealthy, DisruptionSupported.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -253,4 +253,8 @@ const (
 	ConditionTypeValidationSucceeded     = "ValidationSucceeded"
 	ConditionTypeNodeClassReady          = "NodeClassReady"
 	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
+	// ConditionTypeDisruptionSupported (dovetail's own) is False, reason
+	// Unsupported, when a disruption field or value is set that dovetail
+	// does not act on; absent otherwise. It does not affect Ready.
+	ConditionTypeDisruptionSupported = "DisruptionSupported"
 )

@@ -47,6 +47,9 @@ func NewCmdDemo(runF func(context.Context, *DemoOptions) error) *cobra.Command {
 		if aws, ok := c.(*localaws.Component); ok {
 			aws.TimeScale = DefaultDemoTimeScale
 		}
+		if ctrl, ok := c.(controllerFlags); ok {
+			ctrl.Env = demoControllerEnv(os.Getenv)
+		}
 	}
 	var tty string
 	cmd := &cobra.Command{
@@ -60,7 +63,10 @@ while drawing a live view of the cluster:
      NodePool, through its taint and label);
   2. scale it up;
   3. send a spot interruption for the spot node running the most demo pods
-     and watch dovetail replace it.
+     and watch dovetail replace it;
+  4. scale the workload back down and watch consolidation remove nodes, the
+     $/h fall and the savings (the demo's controller runs with
+     FEATURE_GATES=SpotToSpotConsolidation=true unless FEATURE_GATES is set).
 
 On a terminal the view is redrawn in place: pending and running pods, nodes
 by NodePool with instance and capacity types, $/h, charts of $/h and node
@@ -106,6 +112,18 @@ completed), 1 failure, 2 bad flags.`,
 	f.StringVar(&tty, "tty", "auto", "terminal view: always, auto (when stdout is a terminal) or never")
 	addComponentFlags(f, opts.Components)
 	return cmd
+}
+
+// demoControllerEnv is the demo controller's extra environment: the
+// SpotToSpotConsolidation gate on, so the spot-first example pools can
+// consolidate spot nodes onto cheaper spot nodes in the scale-down step,
+// unless FEATURE_GATES is set in the caller's environment (then the
+// controller inherits that).
+func demoControllerEnv(getenv func(string) string) map[string]string {
+	if getenv("FEATURE_GATES") != "" {
+		return nil
+	}
+	return map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=true"}
 }
 
 func demoRun(ctx context.Context, opts *DemoOptions) error {

@@ -2,6 +2,8 @@ package readiness
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +30,7 @@ const (
 	ReasonNodeClassNotFound    = "NodeClassNotFound"
 	ReasonUnsupportedNodeClass = "UnsupportedNodeClass"
 	ReasonAwaitingNodeClass    = "AwaitingReconciliation"
+	ReasonUnsupported          = "Unsupported"
 )
 
 // Controller keeps a NodePool's ValidationSucceeded and NodeClassReady
@@ -85,6 +88,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	np.SetCondition(karpv1.ConditionTypeNodeClassReady, status, reason, msg, now)
+	if unsupported := UnsupportedDisruption(np); len(unsupported) > 0 {
+		np.SetCondition(karpv1.ConditionTypeDisruptionSupported, metav1.ConditionFalse, ReasonUnsupported, strings.Join(unsupported, "; "), now)
+	} else {
+		np.ClearCondition(karpv1.ConditionTypeDisruptionSupported)
+	}
 	np.Status.NodeClassObservedGeneration = gen
 	if equality.Semantic.DeepEqual(base.Status, np.Status) {
 		return reconcile.Result{}, nil
@@ -93,6 +101,23 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// UnsupportedDisruption lists the disruption fields and values of a pool
+// that dovetail accepts but does not act on, each naming its field. Today
+// that is a budget reason Unhealthy: dovetail does not repair unhealthy
+// nodes (the NodeRepair gate is refused), so such a budget limits nothing
+// dovetail does.
+func UnsupportedDisruption(np *karpv1.NodePool) []string {
+	var out []string
+	for i, b := range np.Spec.Disruption.Budgets {
+		for j, r := range b.Reasons {
+			if r == karpv1.DisruptionReasonUnhealthy {
+				out = append(out, fmt.Sprintf("spec.disruption.budgets[%d].reasons[%d]: %q is not acted on: dovetail does not repair unhealthy nodes (no node repair), so this reason limits nothing", i, j, string(r)))
+			}
+		}
+	}
+	return out
 }
 
 // nodeClass derives NodeClassReady from the referenced class's Ready.

@@ -89,6 +89,46 @@ func TestUnsupportedNodeClassKind(t *testing.T) {
 	waitPool(t, env, np, karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse, readiness.ReasonUnsupportedNodeClass)
 }
 
+// A budget reason dovetail does not act on (Unhealthy: no node repair)
+// gives the pool DisruptionSupported=False/Unsupported naming the field,
+// without making it unready; removing it removes the condition.
+func TestUnsupportedDisruptionReason(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	class := controllerstest.EC2NodeClass("default")
+	env.Create(class)
+	setClassReady(t, env, class, true)
+	np := controllerstest.NodePool("repair")
+	np.Spec.Disruption.Budgets = []karpv1.Budget{
+		{Nodes: "10%"},
+		{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnhealthy}},
+	}
+	env.Create(np)
+	waitPool(t, env, np, karpv1.ConditionTypeDisruptionSupported, metav1.ConditionFalse, readiness.ReasonUnsupported)
+	c := np.GetCondition(karpv1.ConditionTypeDisruptionSupported)
+	if !contains(c.Message, "spec.disruption.budgets[1].reasons[1]") || !contains(c.Message, "Unhealthy") {
+		t.Errorf("message %q does not name the field and value", c.Message)
+	}
+	waitPool(t, env, np, karpv1.ConditionTypeReady, metav1.ConditionTrue, "Ready")
+
+	env.Eventually("the Unhealthy reason removed", func() (bool, error) {
+		if err := env.Get(np); err != nil {
+			return false, err
+		}
+		np.Spec.Disruption.Budgets[1].Reasons = []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}
+		return env.Client.Update(env.Context(), np) == nil, nil
+	})
+	env.Eventually("DisruptionSupported removed", func() (bool, error) {
+		if err := env.Get(np); err != nil {
+			return false, err
+		}
+		return np.GetCondition(karpv1.ConditionTypeDisruptionSupported) == nil, nil
+	})
+	if !np.IsTrue(karpv1.ConditionTypeReady) {
+		t.Error("the pool is not Ready after the change")
+	}
+}
+
 func contains(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if s[i:i+len(sub)] == sub {
