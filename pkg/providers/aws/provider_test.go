@@ -594,7 +594,9 @@ func TestThrottledLaunches(t *testing.T) {
 // with all logging on, and checks the dummy credentials appear nowhere.
 func TestNoCredentialInLogs(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.emu.SetThrottle(0.5, 1)
+	// 30% of calls throttled: retries (and their logs) happen on most
+	// launches, and ten failed attempts in a row stay out of reach (0.3^10).
+	e.emu.SetThrottle(0.3, 1)
 	for range 5 {
 		if _, err := e.p.Create(e.ctx, e.claim()); err != nil {
 			t.Fatal(err)
