@@ -1292,31 +1292,42 @@ func (e *Emulator) deleteLaunchTemplate(req *request) (any, *apiError) {
 
 // ---- instances ----
 
-func (e *Emulator) describeInstances(req *request) (any, *apiError) {
-	p := req.params
+// instanceQuery reads what DescribeInstances and DescribeInstanceStatus
+// share: filters, instance ids (each well formed and known; not together
+// with MaxResults) and the page.
+func (e *Emulator) instanceQuery(p params, op string) ([]filter, []string, page, *apiError) {
 	filters, aerr := parseFilters(p)
 	if aerr != nil {
-		return nil, aerr
+		return nil, nil, page{}, aerr
 	}
 	ids := p.Strings("InstanceId")
 	if len(ids) > 0 && p.Has("MaxResults") {
-		return nil, errInvalidParameterCombination("The parameter instancesSet cannot be used with the parameter maxResults")
+		return nil, nil, page{}, errInvalidParameterCombination("The parameter instancesSet cannot be used with the parameter maxResults")
 	}
-	pg, aerr := parsePage(p, "DescribeInstances")
+	pg, aerr := parsePage(p, op)
 	if aerr != nil {
-		return nil, aerr
+		return nil, nil, page{}, aerr
 	}
 	var missing []string
 	for _, id := range ids {
 		if !instIDRe.MatchString(id) {
-			return nil, newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
+			return nil, nil, page{}, newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
 		}
 		if e.acct.instances[id] == nil {
 			missing = append(missing, id)
 		}
 	}
 	if len(missing) > 0 {
-		return nil, notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
+		return nil, nil, page{}, notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
+	}
+	return filters, ids, pg, nil
+}
+
+func (e *Emulator) describeInstances(req *request) (any, *apiError) {
+	p := req.params
+	filters, ids, pg, aerr := e.instanceQuery(p, "DescribeInstances")
+	if aerr != nil {
+		return nil, aerr
 	}
 	var matched []*instanceRec
 	for _, id := range e.acct.order {

@@ -153,29 +153,9 @@ type runInstancesXML struct {
 // "not-applicable" otherwise.
 func (e *Emulator) describeInstanceStatus(req *request) (any, *apiError) {
 	p := req.params
-	filters, aerr := parseFilters(p)
+	filters, ids, pg, aerr := e.instanceQuery(p, "DescribeInstanceStatus")
 	if aerr != nil {
 		return nil, aerr
-	}
-	ids := p.Strings("InstanceId")
-	if len(ids) > 0 && p.Has("MaxResults") {
-		return nil, errInvalidParameterCombination("The parameter instancesSet cannot be used with the parameter maxResults")
-	}
-	pg, aerr := parsePage(p, "DescribeInstanceStatus")
-	if aerr != nil {
-		return nil, aerr
-	}
-	var missing []string
-	for _, id := range ids {
-		if !instIDRe.MatchString(id) {
-			return nil, newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
-		}
-		if e.acct.instances[id] == nil {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
 	}
 	for _, f := range filters {
 		if !contains(instanceStatusFilters, f.Name) {
