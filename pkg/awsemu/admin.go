@@ -3,10 +3,14 @@ package awsemu
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -30,8 +34,16 @@ const adminPrefix = "/_dovetail/"
 //	GET  /_dovetail/instances           []Instance
 //	GET  /_dovetail/calls               []Call
 //
-// Errors are {"error": "..."} with status 400 (bad input), 404 (unknown
-// instance or path) or 405 (wrong method).
+// Every admin request must carry "Authorization: Bearer TOKEN" (the
+// emulator's AdminToken) and a Host header naming the address the emulator
+// listens on (127.0.0.1:PORT), so that a web page cannot reach the API by
+// DNS rebinding (its requests carry the page's own host name). Requests
+// without the token get 401, with another Host 403; the AWS API itself
+// (every other path) checks neither.
+//
+// Errors are {"error": "..."} with status 400 (bad input), 401 (no or
+// wrong token), 403 (wrong Host), 404 (unknown instance or path) or 405
+// (wrong method).
 
 // ThrottleRequest is the body of POST /_dovetail/faults/throttle.
 type ThrottleRequest struct {
@@ -63,6 +75,61 @@ type adminError struct {
 	Error string `json:"error"`
 }
 
+// minAdminToken is the shortest Options.AdminToken accepted.
+const minAdminToken = 16
+
+// newAdminToken draws a fresh admin token from crypto/rand.
+func newAdminToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("awsemu: drawing the admin token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// checkLoopback refuses a listen address that is not on loopback.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("awsemu: options: Addr %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("awsemu: options: Addr %q: the emulator listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
+	}
+	return nil
+}
+
+// AdminToken is the token the admin API requires (Options.AdminToken or
+// the one drawn at Start).
+func (e *Emulator) AdminToken() string { return e.opts.AdminToken }
+
+// AdminClient returns an admin client for this emulator, with its endpoint
+// and token.
+func (e *Emulator) AdminClient() *AdminClient {
+	return &AdminClient{Endpoint: e.endpoint, Token: e.opts.AdminToken}
+}
+
+// adminAllowed checks an admin request's Host and token. It returns the
+// status and message to refuse it with, or 0.
+func (e *Emulator) adminAllowed(r *http.Request) (int, string) {
+	want := e.listener.Addr().String()
+	if r.Host != want {
+		return http.StatusForbidden, fmt.Sprintf("admin API: Host %q is not the emulator's address %s; admin requests must be sent to the loopback address it listens on (a different Host is refused, against DNS rebinding)", r.Host, want)
+	}
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || tok == "" {
+		return http.StatusUnauthorized, "admin API: no token; send \"Authorization: Bearer TOKEN\" with the token `dovetail local up` writes to DIR/" + "aws-admin-token (in Go: Emulator.AdminToken)"
+	}
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(e.opts.AdminToken)) != 1 {
+		return http.StatusUnauthorized, "admin API: wrong token (the stack writes a new one to DIR/aws-admin-token each time it starts)"
+	}
+	return 0, ""
+}
+
 func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, adminPrefix)
 	reply := func(status int, v any) {
@@ -73,6 +140,14 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 	fail := func(status int, format string, args ...any) {
 		reply(status, adminError{Error: fmt.Sprintf(format, args...)})
+	}
+	if status, msg := e.adminAllowed(r); status != 0 {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="dovetail-emulator-admin"`)
+		}
+		e.log.V(1).Info("admin request refused", "path", r.URL.Path, "status", status, "host", r.Host)
+		fail(status, "%s", msg)
+		return
 	}
 	method := func(m string) bool {
 		if r.Method != m {
@@ -180,6 +255,9 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 type AdminClient struct {
 	// Endpoint is the emulator's base URL (AWS_ENDPOINT_URL).
 	Endpoint string
+	// Token is the emulator's admin token (Emulator.AdminToken; the local
+	// stack's DIR/aws-admin-token). Without it every call fails with 401.
+	Token string
 	// HTTP is the client to use; nil means one with a 30 s timeout.
 	HTTP *http.Client
 }
@@ -218,6 +296,9 @@ func (c *AdminClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

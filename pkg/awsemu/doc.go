@@ -76,7 +76,9 @@
 // faults; Interrupt puts EventBridge-format interruption messages on the
 // queue; Instances and Subscribe expose instance state. The same controls
 // are served as JSON under /_dovetail/ for `dovetail local fault` and
-// `dovetail local interrupt` (see AdminClient).
+// `dovetail local interrupt` (see AdminClient), guarded by a bearer token
+// (Emulator.AdminToken) and a check that the Host header is the loopback
+// address the emulator listens on (against DNS rebinding).
 //
 // # Using the AWS CLI
 //

@@ -61,7 +61,13 @@ type Options struct {
 	// Seed seeds every pseudo-random choice (ids, boot jitter, IPs).
 	Seed int64
 	// Addr is the loopback address to listen on. Default 127.0.0.1:0.
+	// Anything but a loopback IP (127.0.0.0/8, ::1) or "localhost" is
+	// refused: the emulator takes any credentials.
 	Addr string
+	// AdminToken is the secret the admin API (/_dovetail/) requires as
+	// "Authorization: Bearer TOKEN". Default: 32 random bytes, hex, drawn
+	// from crypto/rand (not from Seed). Read it with Emulator.AdminToken.
+	AdminToken string
 	// Catalog is the EC2 data to serve. Default: the built-in catalog.
 	Catalog Catalog
 
@@ -110,6 +116,18 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Addr == "" {
 		o.Addr = DefaultAddr
+	}
+	if err := checkLoopback(o.Addr); err != nil {
+		return o, err
+	}
+	if o.AdminToken == "" {
+		tok, err := newAdminToken()
+		if err != nil {
+			return o, err
+		}
+		o.AdminToken = tok
+	} else if len(o.AdminToken) < minAdminToken {
+		return o, fmt.Errorf("awsemu: options: AdminToken has %d characters, want at least %d", len(o.AdminToken), minAdminToken)
 	}
 	if o.BootDelay == 0 {
 		o.BootDelay = DefaultBootDelay

@@ -197,7 +197,7 @@ func TestCallsRecordIAMActions(t *testing.T) {
 
 func TestAdminAPI(t *testing.T) {
 	e := start(t, awsemu.Options{})
-	a := &awsemu.AdminClient{Endpoint: e.Endpoint()}
+	a := e.AdminClient()
 	ctx := context.Background()
 	h, err := a.Health(ctx)
 	if err != nil || !h.OK || h.ClusterName != "local" || h.QueueURL == "" {

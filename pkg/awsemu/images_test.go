@@ -31,7 +31,7 @@ func TestPublishImageMovesTheAliasParametersToANewImage(t *testing.T) {
 	}
 	before := get(al2023AMD64Latest)
 
-	admin := &awsemu.AdminClient{Endpoint: e.Endpoint()}
+	admin := e.AdminClient()
 	res, err := admin.PublishImage(ctx, awsemu.PublishImageRequest{Alias: "al2023@latest"})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestPublishImageMovesTheAliasParametersToANewImage(t *testing.T) {
 func TestPublishImageBottlerocketAndBadInput(t *testing.T) {
 	e := start(t, awsemu.Options{})
 	ctx := context.Background()
-	admin := &awsemu.AdminClient{Endpoint: e.Endpoint()}
+	admin := e.AdminClient()
 	res, err := admin.PublishImage(ctx, awsemu.PublishImageRequest{Alias: "bottlerocket@latest"})
 	if err != nil || len(res.Published) != 2 || res.Published[0].Version != "1.51.0" {
 		t.Fatalf("bottlerocket@latest = %+v, %v; want 2 parameters at 1.51.0", res, err)

@@ -38,8 +38,9 @@ func runDovetail(t *testing.T, args ...string) (string, string, int) {
 	return "", "", -1
 }
 
-// emulatorDir starts an emulator and writes DIR/aws.env for it, as
-// `local up` does, without the rest of the stack.
+// emulatorDir starts an emulator and writes DIR/aws.env and
+// DIR/aws-admin-token for it, as `local up` does, without the rest of the
+// stack.
 func emulatorDir(t *testing.T) (*awsemu.Emulator, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,11 +56,30 @@ func emulatorDir(t *testing.T) (*awsemu.Emulator, string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := localaws.WriteToken(filepath.Join(dir, localaws.TokenFile), e.AdminToken()); err != nil {
+		t.Fatal(err)
+	}
 	return e, dir
 }
 
 func TestFaultCommands(t *testing.T) {
 	e, dir := emulatorDir(t)
+	// A directory whose token is wrong, and one without a token file: the
+	// emulator refuses the first, the command the second.
+	wrongToken, noToken := t.TempDir(), t.TempDir()
+	for _, d := range []string{wrongToken, noToken} {
+		if err := localaws.WriteEnv(filepath.Join(d, localaws.EnvFile), map[string]string{localaws.VarEndpoint: e.Endpoint()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := localaws.WriteToken(filepath.Join(wrongToken, localaws.TokenFile), strings.Repeat("0", 64)); err != nil {
+		t.Fatal(err)
+	}
+	unchanged := func(t *testing.T) {
+		if f := e.Faults(); f.ThrottleFraction != 0 {
+			t.Errorf("a refused command changed the faults: %+v", f)
+		}
+	}
 	cases := []struct {
 		name  string
 		args  []string
@@ -125,6 +145,17 @@ func TestFaultCommands(t *testing.T) {
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--fraction") }},
 		{name: "fraction NaN", args: []string{"local", "fault", "throttle", "--dir", dir, "--fraction", "NaN"}, code: cmdutil.ExitBadInput,
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "--fraction") }},
+		{name: "wrong token", args: []string{"local", "fault", "throttle", "--dir", wrongToken, "--fraction", "0.5"}, code: cmdutil.ExitError,
+			check: func(t *testing.T, _, stderr string) {
+				mustContain(t, stderr, "wrong token")
+				mustContain(t, stderr, "401")
+				unchanged(t)
+			}},
+		{name: "no token file", args: []string{"local", "fault", "throttle", "--dir", noToken, "--fraction", "0.5"}, code: cmdutil.ExitError,
+			check: func(t *testing.T, _, stderr string) {
+				mustContain(t, stderr, filepath.Join(noToken, localaws.TokenFile))
+				unchanged(t)
+			}},
 		{name: "no stack in the directory", args: []string{"local", "fault", "clear", "--dir", t.TempDir()}, code: cmdutil.ExitError,
 			check: func(t *testing.T, _, stderr string) { mustContain(t, stderr, "dovetail local up") }},
 	}
@@ -187,6 +218,21 @@ func TestInterruptCommand(t *testing.T) {
 	var ev awsemu.Event
 	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &ev); err != nil || ev.DetailType != "EC2 Instance Rebalance Recommendation" {
 		t.Errorf("message %s: %v", aws.ToString(msgs.Messages[0].Body), err)
+	}
+
+	// Without the right token the emulator sends nothing.
+	wrong := t.TempDir()
+	if err := localaws.WriteEnv(filepath.Join(wrong, localaws.EnvFile), map[string]string{localaws.VarEndpoint: e.Endpoint()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := localaws.WriteToken(filepath.Join(wrong, localaws.TokenFile), strings.Repeat("1", 64)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runDovetail(t, "local", "interrupt", in.ID, "--kind", "rebalance", "--dir", wrong); code != cmdutil.ExitError || !strings.Contains(stderr, "wrong token") {
+		t.Errorf("wrong token: exit %d, stderr %q", code, stderr)
+	}
+	if msgs, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 1}); err != nil || len(msgs.Messages) != 0 {
+		t.Errorf("after a refused interrupt the queue has %+v (%v)", msgs, err)
 	}
 
 	if _, stderr, code := runDovetail(t, "local", "interrupt", "ip-10-1-2-3.ec2.internal", "--kind", "rebalance", "--dir", dir); code != cmdutil.ExitError || !strings.Contains(stderr, "ip-10-1-2-3") {

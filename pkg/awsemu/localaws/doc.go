@@ -12,8 +12,11 @@
 //	DOVETAIL_INTERRUPTION_QUEUE=NAME
 //
 // so that `set -a; . DIR/aws.env` points the AWS CLI, boto3 or the
-// controller at it. `dovetail local fault` and `dovetail local interrupt`
-// find the emulator through that file (ReadEnv, Admin). The emulator's log
-// is DIR/aws-emulator/emulator.log. Invariant: DIR/aws.env exists exactly
-// while the component runs.
+// controller at it. It also writes the emulator's admin token to
+// DIR/aws-admin-token, mode 0600 (not to aws.env, which is world-readable).
+// `dovetail local fault`, `local interrupt` and `local publish-image` find
+// the emulator through both files (ReadEnv, ReadToken, Admin); ReadToken
+// refuses a token file others can read. The emulator's log is
+// DIR/aws-emulator/emulator.log. Invariant: DIR/aws.env and
+// DIR/aws-admin-token exist exactly while the component runs.
 package localaws

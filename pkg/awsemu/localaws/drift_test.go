@@ -78,7 +78,7 @@ func TestPublishedImageDriftsTheNodesOfTheClass(t *testing.T) {
 		return nc.GetCondition(karpv1.ConditionTypeDrifted) == nil, err
 	})
 
-	res, err := (&awsemu.AdminClient{Endpoint: emu.Endpoint()}).PublishImage(ctx, awsemu.PublishImageRequest{Alias: "al2023@latest"})
+	res, err := emu.AdminClient().PublishImage(ctx, awsemu.PublishImageRequest{Alias: "al2023@latest"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,12 @@ import (
 // clients where the emulator is.
 const EnvFile = "aws.env"
 
+// TokenFile is the name, in the stack's directory, of the file holding the
+// emulator's admin token (mode 0600, readable by the stack's user only),
+// which `dovetail local fault|interrupt|publish-image` send. It is not in
+// EnvFile, which AWS clients source and which is world-readable.
+const TokenFile = "aws-admin-token"
+
 // Variables written to EnvFile.
 const (
 	VarEndpoint          = "AWS_ENDPOINT_URL"
@@ -56,6 +62,7 @@ type Component struct {
 	cancel context.CancelFunc
 	log    *os.File
 	env    string
+	token  string
 }
 
 var _ stack.Component = (*Component)(nil)
@@ -116,8 +123,13 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 	if err != nil {
 		return fail(err)
 	}
+	c.token = filepath.Join(env.Dir, TokenFile)
+	if err := WriteToken(c.token, c.emu.AdminToken()); err != nil {
+		return fail(err)
+	}
 	c.env = filepath.Join(env.Dir, EnvFile)
 	if err := WriteEnv(c.env, c.Values(env.ClusterName)); err != nil {
+		_ = os.Remove(c.token)
 		return fail(err)
 	}
 	c.cancel, c.log = cancel, logFile
@@ -145,6 +157,9 @@ func (c *Component) Emulator() *awsemu.Emulator { return c.emu }
 func (c *Component) Stop(ctx context.Context) error {
 	if c.env != "" {
 		_ = os.Remove(c.env)
+	}
+	if c.token != "" {
+		_ = os.Remove(c.token)
 	}
 	c.booter.Close()
 	err := c.emu.Close()
@@ -228,11 +243,66 @@ func parseEnv(path string, r io.Reader) (map[string]string, error) {
 	return out, nil
 }
 
-// Admin returns an admin client for the emulator of the stack in dir.
+// WriteToken writes the admin token to path with mode 0600 (through a
+// temporary file created 0600, so it is never readable by others).
+func WriteToken(path, token string) error {
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadToken reads DIR/aws-admin-token. It refuses a file that others can
+// read or write (the token lets anyone inject faults and kill instances),
+// naming the file and its mode.
+func ReadToken(dir string) (string, error) {
+	path := filepath.Join(dir, TokenFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s: no admin token (`dovetail local up` writes it; a stack started by an older dovetail must be restarted): %w", path, ErrNoEmulator)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if m := st.Mode().Perm(); m&0o077 != 0 {
+		return "", fmt.Errorf("%s: mode %04o lets other users read the admin token; it must be 0600 (chmod 600 %s)", path, m, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%s: empty admin token", path)
+	}
+	return tok, nil
+}
+
+// Admin returns an admin client for the emulator of the stack in dir, with
+// the endpoint of DIR/aws.env and the token of DIR/aws-admin-token.
 func Admin(dir string) (*awsemu.AdminClient, error) {
 	env, err := ReadEnv(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &awsemu.AdminClient{Endpoint: env[VarEndpoint]}, nil
+	tok, err := ReadToken(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &awsemu.AdminClient{Endpoint: env[VarEndpoint], Token: tok}, nil
 }

@@ -75,7 +75,27 @@ func TestComponentWritesAWSEnvAndServesTheCluster(t *testing.T) {
 	if _, err := sqs.NewFromConfig(cfg).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(env["DOVETAIL_INTERRUPTION_QUEUE"])}); err != nil {
 		t.Errorf("interruption queue: %v", err)
 	}
-	// The admin client found through aws.env reaches the same emulator.
+	// The admin token is in its own file, readable by the owner only, and
+	// not in aws.env.
+	tokPath := filepath.Join(dir, localaws.TokenFile)
+	st, err := os.Stat(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %04o, want 0600", tokPath, st.Mode().Perm())
+	}
+	tok, err := localaws.ReadToken(dir)
+	if err != nil || tok != c.Emulator().AdminToken() {
+		t.Errorf("ReadToken = %q, %v; want the emulator's token", tok, err)
+	}
+	envText, _ := os.ReadFile(filepath.Join(dir, localaws.EnvFile))
+	if strings.Contains(string(envText), c.Emulator().AdminToken()) {
+		t.Error("aws.env holds the admin token")
+	}
+	// The admin client found through aws.env and the token file reaches
+	// the same emulator; without the token the emulator refuses, naming
+	// the file.
 	admin, err := localaws.Admin(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +103,30 @@ func TestComponentWritesAWSEnvAndServesTheCluster(t *testing.T) {
 	if h, err := admin.Health(ctx); err != nil || h.ClusterName != "dev" {
 		t.Errorf("health %+v %v", h, err)
 	}
+	noToken := *admin
+	noToken.Token = ""
+	if _, err := noToken.Health(ctx); err == nil || !strings.Contains(err.Error(), localaws.TokenFile) || !strings.Contains(err.Error(), "401") {
+		t.Errorf("health without the token: %v; want a 401 naming %s", err, localaws.TokenFile)
+	}
+	// A token file others can read is refused, naming it.
+	if err := os.Chmod(tokPath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localaws.Admin(dir); err == nil || !strings.Contains(err.Error(), tokPath) || !strings.Contains(err.Error(), "0644") {
+		t.Errorf("Admin with a 0644 token file: %v", err)
+	}
+	if err := os.Chmod(tokPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stopped = true
 	if _, err := os.Stat(filepath.Join(dir, localaws.EnvFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("aws.env still there after Stop: %v", err)
+	}
+	if _, err := os.Stat(tokPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still there after Stop: %v", localaws.TokenFile, err)
 	}
 	if _, err := localaws.Admin(dir); !errors.Is(err, localaws.ErrNoEmulator) {
 		t.Errorf("Admin after Stop: %v", err)
