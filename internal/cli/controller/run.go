@@ -60,7 +60,11 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 		}
 		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver(), Collectors: p.Collectors()}
 		if name := opts.Operator.InterruptionQueue; name != "" {
-			cloud.InterruptionQueue = queue.New(p.Clients().SQS, name, queue.Options{}).Events()
+			// Messages about another account (the queue URL's) or region
+			// (the SDK's) are logged, counted and ignored.
+			q := queue.New(p.Clients().SQS, name, queue.Options{Log: mgr.GetLogger().WithName("interruption-queue")})
+			cloud.InterruptionQueue = q.Events()
+			cloud.Collectors = append(cloud.Collectors, q.Collectors()...)
 		}
 		return cloud, nil
 	}

@@ -208,8 +208,8 @@ func (f *fixture) send(source, detailType, instanceID string, detail map[string]
 	f.t.Helper()
 	body, err := json.Marshal(map[string]any{
 		"version": "0", "id": fmt.Sprintf("ev-%d", time.Now().UnixNano()), "detail-type": detailType, "source": source,
-		"account": "000000000000", "time": time.Now().UTC().Format(time.RFC3339), "region": "us-east-1",
-		"resources": []string{"arn:aws:ec2:us-east-1:000000000000:instance/" + instanceID}, "detail": detail,
+		"account": awsemu.DefaultAccountID, "time": time.Now().UTC().Format(time.RFC3339), "region": "us-east-1",
+		"resources": []string{"arn:aws:ec2:us-east-1:" + awsemu.DefaultAccountID + ":instance/" + instanceID}, "detail": detail,
 	})
 	if err != nil {
 		f.t.Fatal(err)

@@ -17,6 +17,16 @@
 // KindUnknown (the caller deletes it from the queue and moves on); bodies
 // that are not such JSON are an *Error wrapping ErrMalformed.
 //
+// # Origin
+//
+// Message.Account and Message.Region are the envelope's. CheckOrigin
+// compares them with the controller's account and region and returns a
+// *ForeignError (wrapping ErrForeign) when either differs: such a message
+// reached the queue through a misrouted rule (another account's bus, a
+// rule in another region) and its instances are not the controller's.
+// Package queue ignores those messages; Parse itself does not check, so it
+// stays usable without a configuration.
+//
 // # Invariants
 //
 //   - InstanceIDs are sorted and without duplicates; only ids of the form

@@ -56,6 +56,48 @@ type Message struct {
 	Time time.Time
 	// Source and DetailType are the event's own.
 	Source, DetailType string
+	// Account and Region are the envelope's: the AWS account and region
+	// the event is about ("" when the event has none). See CheckOrigin.
+	Account, Region string
+}
+
+// ErrForeign is wrapped by every *ForeignError.
+var ErrForeign = errors.New("interruption message for another account or region")
+
+// ForeignError reports a message about another account or region than the
+// controller's: its instances cannot be the controller's, so it is ignored.
+type ForeignError struct {
+	// Field is "account" or "region".
+	Field string
+	// Got is the message's value ("" when it has none), Want the
+	// configured one.
+	Got, Want string
+}
+
+func (e *ForeignError) Error() string {
+	got := e.Got
+	if got == "" {
+		got = "none"
+	}
+	return fmt.Sprintf("interruption message for %s %s, not this controller's %s %s", e.Field, got, e.Field, e.Want)
+}
+
+// Unwrap returns ErrForeign.
+func (e *ForeignError) Unwrap() error { return ErrForeign }
+
+// CheckOrigin compares the message's account and region with the
+// configured ones and returns a *ForeignError for the first that differs
+// (account first). An empty account or region argument is not checked; a
+// message that lacks a field being checked does not match. Messages of
+// every kind are checked, KindUnknown included.
+func (m *Message) CheckOrigin(account, region string) error {
+	if account != "" && m.Account != account {
+		return &ForeignError{Field: "account", Got: m.Account, Want: account}
+	}
+	if region != "" && m.Region != region {
+		return &ForeignError{Field: "region", Got: m.Region, Want: region}
+	}
+	return nil
 }
 
 // Disruptive reports whether the message means the instances will stop
@@ -126,7 +168,7 @@ func Parse(body []byte) (*Message, error) {
 	if env.Source == "" || env.DetailType == "" {
 		return nil, &Error{Detail: "not an EventBridge event: source and detail-type are required"}
 	}
-	m := &Message{ID: env.ID, Source: env.Source, DetailType: env.DetailType, Kind: KindUnknown}
+	m := &Message{ID: env.ID, Source: env.Source, DetailType: env.DetailType, Kind: KindUnknown, Account: env.Account, Region: env.Region}
 	if env.Time != "" {
 		t, err := time.Parse(time.RFC3339, env.Time)
 		if err != nil {

@@ -150,3 +150,45 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckOrigin(t *testing.T) {
+	ours := event(SourceEC2, DetailTypeSpotInterruption, `{"instance-id":"`+id1+`"}`)
+	other := func(from, to string) string { return strings.Replace(ours, from, to, 1) }
+	for _, tc := range []struct {
+		name, body      string
+		account, region string
+		field, got      string
+	}{
+		{name: "ours", body: ours, account: "111122223333", region: "us-east-1"},
+		{name: "another account", body: other(`"account":"111122223333"`, `"account":"444455556666"`), account: "111122223333", region: "us-east-1", field: "account", got: "444455556666"},
+		{name: "another region", body: other(`"region":"us-east-1"`, `"region":"eu-west-1"`), account: "111122223333", region: "us-east-1", field: "region", got: "eu-west-1"},
+		{name: "no account", body: other(`"account":"111122223333",`, ``), account: "111122223333", region: "us-east-1", field: "account"},
+		{name: "no region", body: other(`"region":"us-east-1",`, ``), account: "111122223333", region: "us-east-1", field: "region"},
+		{name: "unknown kinds too", body: strings.Replace(event("aws.s3", "Object Created", `{}`), "us-east-1", "ap-south-1", 1), account: "111122223333", region: "us-east-1", field: "region", got: "ap-south-1"},
+		{name: "region not configured", body: other(`"region":"us-east-1"`, `"region":"eu-west-1"`), account: "111122223333"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Parse([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = m.CheckOrigin(tc.account, tc.region)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("CheckOrigin = %v, want nil", err)
+				}
+				return
+			}
+			var fe *ForeignError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrForeign) {
+				t.Fatalf("CheckOrigin = %v, want a *ForeignError", err)
+			}
+			if fe.Field != tc.field || fe.Got != tc.got {
+				t.Errorf("ForeignError %+v, want field %s got %q", fe, tc.field, tc.got)
+			}
+			if !strings.Contains(err.Error(), tc.field) || (tc.got != "" && !strings.Contains(err.Error(), tc.got)) {
+				t.Errorf("message %q names neither the field nor the value", err)
+			}
+		})
+	}
+}

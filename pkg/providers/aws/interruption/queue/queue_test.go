@@ -3,10 +3,12 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -168,5 +170,84 @@ func TestToEvent(t *testing.T) {
 		if !tc.bad && (len(ev.InstanceIDs) != 1 || ev.InstanceIDs[0] != "i-0123456789abcdef0" || ev.Time.IsZero()) {
 			t.Errorf("%.40s: event %+v", tc.body, ev)
 		}
+	}
+}
+
+// Messages about another account or region are ignored: logged, counted,
+// deleted and not returned; the controller's own come through.
+func TestForeignMessagesAreIgnored(t *testing.T) {
+	e, _ := awstest.Start(t, awsemu.Options{Seed: 3})
+	ids := launch(t, e, 1)
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	q := queue.New(awstest.Clients(e).SQS, awstest.ClusterName, queue.Options{WaitSeconds: 1, Log: log})
+	ctx := context.Background()
+	body := func(account, region string) string {
+		return fmt.Sprintf(`{"version":"0","id":"ev-%s-%s","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":%q,"time":"2026-11-30T04:00:00Z","region":%q,"resources":[],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
+			account, region, account, region, ids[0])
+	}
+	for _, b := range []string{body("444455556666", e.Options().Region), body(e.Options().AccountID, "eu-west-1")} {
+		if _, err := e.SendMessage(awstest.ClusterName, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A rebalance recommendation changes nothing on the instance, so no
+	// later state-change message joins the queue.
+	if err := e.Interrupt(ids[0], awsemu.KindRebalance); err != nil {
+		t.Fatal(err)
+	}
+	var got []queue.Message
+	deadline := time.Now().Add(20 * time.Second)
+	for (len(got) == 0 || q.Ignored("account")+q.Ignored("region") < 2) && time.Now().Before(deadline) {
+		msgs, err := q.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Parsed != nil && m.Parsed.Kind == messages.KindRebalanceRecommendation {
+				got = append(got, m)
+			}
+			if err := q.Delete(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if acct, region := q.Origin(); acct != e.Options().AccountID || region != e.Options().Region {
+		t.Errorf("origin %s/%s, want the emulator's %s/%s (from the queue URL and the client)", acct, region, e.Options().AccountID, e.Options().Region)
+	}
+	if len(got) != 1 || got[0].Parsed.Account != e.Options().AccountID || got[0].Parsed.Region != e.Options().Region {
+		t.Fatalf("rebalance messages returned: %+v; want only the emulator's own", got)
+	}
+	if a, r := q.Ignored("account"), q.Ignored("region"); a != 1 || r != 1 {
+		t.Errorf("ignored account=%v region=%v, want 1 and 1", a, r)
+	}
+	joined := strings.Join(logged, "\n")
+	for _, want := range []string{`"account"="444455556666"`, `"region"="eu-west-1"`, `"want"="` + e.Options().AccountID + `"`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("log %q lacks %s", joined, want)
+		}
+	}
+	// The ignored messages were deleted: nothing is left on the queue.
+	if msgs, err := q.Receive(ctx); err != nil || len(msgs) != 0 {
+		t.Errorf("queue after: %+v %v", msgs, err)
+	}
+	if a := q.Ignored("account"); a != 1 {
+		t.Errorf("an ignored message came back: ignored account=%v", a)
+	}
+
+	// A configured account wins over the URL's: now the emulator's own
+	// messages are foreign.
+	q2 := queue.New(awstest.Clients(e).SQS, awstest.ClusterName, queue.Options{WaitSeconds: 1, AccountID: "999988887777"})
+	if err := e.Interrupt(ids[0], awsemu.KindScheduledChange); err != nil {
+		t.Fatal(err)
+	}
+	for q2.Ignored("account") == 0 && time.Now().Before(deadline) {
+		msgs, err := q2.Receive(ctx)
+		if err != nil || len(msgs) != 0 {
+			t.Fatalf("Receive with another account configured = %+v, %v; want nothing", msgs, err)
+		}
+	}
+	if q2.Ignored("account") != 1 {
+		t.Errorf("ignored %v, want 1", q2.Ignored("account"))
 	}
 }
