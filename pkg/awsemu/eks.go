@@ -12,7 +12,8 @@ import (
 var eksNameRe = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
 
 // serveEKS serves the EKS REST-JSON operations: GET /clusters (ListClusters)
-// and GET /clusters/NAME (DescribeCluster).
+// and GET /clusters/NAME (DescribeCluster); node groups (nodegroups.go) and
+// access entries (accessentries.go).
 func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) {
 	path := strings.TrimSuffix(req.httpReq.URL.Path, "/")
 	name := strings.TrimPrefix(strings.TrimPrefix(path, "/clusters"), "/")
@@ -22,6 +23,8 @@ func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) {
 	case req.httpReq.Method == http.MethodGet && !strings.Contains(name, "/"):
 		req.action = "DescribeCluster"
 	case e.serveNodeGroups(w, req, path): // nodegroups.go
+		return
+	case e.serveAccessEntries(w, req): // accessentries.go
 		return
 	default:
 		req.action = "Unknown"

@@ -194,6 +194,13 @@ type Emulator struct {
 	productCache []product
 	// typeIndex maps instance type names to the catalog's types.
 	typeIndex map[string]*InstanceTypeInfo
+
+	// events are the EventBridge rules (events.go) and accessEntries the
+	// EKS access entries (accessentries.go); each has its own lock.
+	eventsOnce    sync.Once
+	events        *eventsState
+	accessOnce    sync.Once
+	accessEntries *accessEntryState
 }
 
 // Start seeds the account and starts serving on opts.Addr. The emulator
@@ -347,6 +354,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "AWSPriceListService":
 			req.service = "pricing"
 			e.serveJSON(w, req, "1.1", pricingOps)
+		case "AWSEvents": // events.go
+			req.service = "events"
+			e.serveJSON(w, req, "1.1", eventsOps)
 		default:
 			writeJSONError(w, req, &apiError{Code: "UnknownOperationException", Message: "unknown service target " + svc})
 		}

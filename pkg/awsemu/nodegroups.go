@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -41,6 +42,40 @@ type NodeGroup struct {
 	// k8s.io/cluster-autoscaler/<cluster>=owned unless CASDisabled.
 	ASGTags     map[string]string
 	CASDisabled bool
+	// LaunchTemplate names an EC2 launch template of the emulator (created
+	// with CreateLaunchTemplate) that the group uses; DescribeNodegroup
+	// reports it with its id and LaunchTemplateVersion (default "1"). A
+	// group whose template sets the AMI has AMIType "CUSTOM", and one whose
+	// template sets the instance type has no InstanceTypes, as in EKS.
+	LaunchTemplate        string
+	LaunchTemplateVersion string
+}
+
+// SelfManagedGroup is a seeded Auto Scaling group that no EKS node group
+// manages (eksctl's unmanaged groups, Terraform's self_managed_node_groups):
+// DescribeAutoScalingGroups lists it with its launch template, either
+// directly (no InstanceTypes) or in a mixed instances policy whose
+// overrides are InstanceTypes. Nothing launches instances for it.
+type SelfManagedGroup struct {
+	Name string
+	// LaunchTemplate names an emulator launch template; Version defaults
+	// to "$Default".
+	LaunchTemplate        string
+	LaunchTemplateVersion string
+	// InstanceTypes are the mixed instances policy's overrides.
+	InstanceTypes []string
+	// OnDemandPercentage is the mixed instances policy's
+	// OnDemandPercentageAboveBaseCapacity (default 100; 0 means spot).
+	OnDemandPercentage *int32
+	// MinSize, MaxSize (default 10), DesiredSize.
+	MinSize, MaxSize, DesiredSize int32
+	// Subnets; default every subnet of the emulated VPC.
+	Subnets []string
+	// Tags of the group. Every group gets kubernetes.io/cluster/<cluster>=owned
+	// and, unless CASDisabled, k8s.io/cluster-autoscaler/enabled=true and
+	// k8s.io/cluster-autoscaler/<cluster>=owned.
+	Tags        map[string]string
+	CASDisabled bool
 }
 
 // NodeGroupTaint is a taint of a node group, spelled as EKS does.
@@ -51,13 +86,65 @@ type NodeGroupTaint struct {
 }
 
 type nodeGroupStore struct {
-	mu     sync.Mutex
-	groups map[*Emulator][]NodeGroup
+	mu          sync.Mutex
+	groups      map[*Emulator][]NodeGroup
+	selfManaged map[*Emulator][]SelfManagedGroup
 }
 
 // nodeGroups holds the seeded groups per emulator, beside the emulator's
 // own state (kept apart so the other services' files stay untouched).
-var nodeGroups = &nodeGroupStore{groups: map[*Emulator][]NodeGroup{}}
+var nodeGroups = &nodeGroupStore{groups: map[*Emulator][]NodeGroup{}, selfManaged: map[*Emulator][]SelfManagedGroup{}}
+
+// AddSelfManagedGroups seeds Auto Scaling groups without an EKS node group
+// (see SelfManagedGroup). A name used twice, by either kind of group, or a
+// launch template the emulator does not have, is an error.
+func (e *Emulator) AddSelfManagedGroups(gs ...SelfManagedGroup) error {
+	e.mu.Lock()
+	var subnets []string
+	for _, s := range e.acct.subnets {
+		subnets = append(subnets, s.ID)
+	}
+	missing := ""
+	for _, g := range gs {
+		if g.LaunchTemplate == "" || e.acct.ltByName[g.LaunchTemplate] == nil {
+			missing = g.Name
+			break
+		}
+	}
+	cluster := e.opts.ClusterName
+	e.mu.Unlock()
+	if missing != "" {
+		return fmt.Errorf("awsemu: self-managed group %q: no launch template of that name (create it first)", missing)
+	}
+	nodeGroups.mu.Lock()
+	defer nodeGroups.mu.Unlock()
+	have := nodeGroups.selfManaged[e]
+	for _, g := range gs {
+		taken := slices.ContainsFunc(have, func(h SelfManagedGroup) bool { return h.Name == g.Name }) ||
+			slices.ContainsFunc(nodeGroups.groups[e], func(h NodeGroup) bool { return asgName(cluster, h.Name) == g.Name })
+		if g.Name == "" || taken {
+			return fmt.Errorf("awsemu: self-managed group %q: empty or already seeded", g.Name)
+		}
+		if g.LaunchTemplateVersion == "" {
+			g.LaunchTemplateVersion = "$Default"
+		}
+		if len(g.Subnets) == 0 {
+			g.Subnets = slices.Clone(subnets)
+		}
+		if g.MaxSize == 0 {
+			g.MaxSize = 10
+		}
+		have = append(have, g)
+	}
+	nodeGroups.selfManaged[e] = have
+	return nil
+}
+
+func (e *Emulator) seededSelfManaged() []SelfManagedGroup {
+	nodeGroups.mu.Lock()
+	defer nodeGroups.mu.Unlock()
+	return slices.Clone(nodeGroups.selfManaged[e])
+}
 
 // AddNodeGroups seeds managed node groups (see NodeGroup). A name used
 // twice is an error.
@@ -68,7 +155,16 @@ func (e *Emulator) AddNodeGroups(gs ...NodeGroup) error {
 		subnets = append(subnets, s.ID)
 	}
 	cluster, account := e.opts.ClusterName, e.opts.AccountID
+	missing := ""
+	for _, g := range gs {
+		if g.LaunchTemplate != "" && e.acct.ltByName[g.LaunchTemplate] == nil {
+			missing = g.Name
+		}
+	}
 	e.mu.Unlock()
+	if missing != "" {
+		return fmt.Errorf("awsemu: node group %q: no launch template of that name (create it first)", missing)
+	}
 	nodeGroups.mu.Lock()
 	defer nodeGroups.mu.Unlock()
 	have := nodeGroups.groups[e]
@@ -90,6 +186,9 @@ func (e *Emulator) AddNodeGroups(gs ...NodeGroup) error {
 		}
 		if g.MaxSize == 0 {
 			g.MaxSize = 10
+		}
+		if g.LaunchTemplate != "" && g.LaunchTemplateVersion == "" {
+			g.LaunchTemplateVersion = "1"
 		}
 		have = append(have, g)
 	}
@@ -145,6 +244,10 @@ func (e *Emulator) nodeGroupOp(cluster, group string) (any, *apiError) {
 	e.mu.Lock()
 	o := e.opts
 	created := e.acct.created
+	ltIDs := map[string]string{}
+	for name, lt := range e.acct.ltByName {
+		ltIDs[name] = lt.ID
+	}
 	e.mu.Unlock()
 	if cluster != o.ClusterName {
 		return nil, newAPIError("ResourceNotFoundException", 404, "No cluster found for name: %s.", cluster)
@@ -170,7 +273,11 @@ func (e *Emulator) nodeGroupOp(cluster, group string) (any, *apiError) {
 		if taints == nil {
 			taints = []NodeGroupTaint{}
 		}
-		return map[string]any{"nodegroup": map[string]any{
+		instanceTypes := any(g.InstanceTypes)
+		if len(g.InstanceTypes) == 0 {
+			instanceTypes = nil // EKS omits them when the launch template sets the type
+		}
+		ng := map[string]any{
 			"nodegroupName":  g.Name,
 			"nodegroupArn":   fmt.Sprintf("arn:aws:eks:%s:%s:nodegroup/%s/%s/0", o.Region, o.AccountID, o.ClusterName, g.Name),
 			"clusterName":    o.ClusterName,
@@ -180,7 +287,7 @@ func (e *Emulator) nodeGroupOp(cluster, group string) (any, *apiError) {
 			"status":         "ACTIVE",
 			"capacityType":   g.CapacityType,
 			"scalingConfig":  map[string]any{"minSize": g.MinSize, "maxSize": g.MaxSize, "desiredSize": g.DesiredSize},
-			"instanceTypes":  g.InstanceTypes,
+			"instanceTypes":  instanceTypes,
 			"subnets":        g.Subnets,
 			"amiType":        g.AMIType,
 			"nodeRole":       g.NodeRole,
@@ -189,7 +296,11 @@ func (e *Emulator) nodeGroupOp(cluster, group string) (any, *apiError) {
 			"diskSize":       20,
 			"resources":      map[string]any{"autoScalingGroups": []map[string]string{{"name": asgName(o.ClusterName, g.Name)}}},
 			"tags":           map[string]string{},
-		}}, nil
+		}
+		if g.LaunchTemplate != "" {
+			ng["launchTemplate"] = map[string]string{"name": g.LaunchTemplate, "version": g.LaunchTemplateVersion, "id": ltIDs[g.LaunchTemplate]}
+		}
+		return map[string]any{"nodegroup": ng}, nil
 	}
 	return nil, newAPIError("ResourceNotFoundException", 404, "No node group found for name: %s.", group)
 }
@@ -216,9 +327,29 @@ type asgXML struct {
 	CreatedTime       string      `xml:"CreatedTime"`
 	VPCZoneIdentifier string      `xml:"VPCZoneIdentifier"`
 	Tags              []asgTagXML `xml:"Tags>member"`
-	Overrides         []struct {
-		InstanceType string `xml:"InstanceType"`
-	} `xml:"MixedInstancesPolicy>LaunchTemplate>Overrides>member"`
+	// LaunchTemplate is a self-managed group's template without a mixed
+	// instances policy.
+	LaunchTemplate *asgLTSpecXML `xml:"LaunchTemplate,omitempty"`
+	Mixed          *asgMixedXML  `xml:"MixedInstancesPolicy,omitempty"`
+}
+
+type asgLTSpecXML struct {
+	ID      string `xml:"LaunchTemplateId"`
+	Name    string `xml:"LaunchTemplateName"`
+	Version string `xml:"Version"`
+}
+
+type asgOverrideXML struct {
+	InstanceType string `xml:"InstanceType"`
+}
+
+type asgMixedXML struct {
+	Spec         *asgLTSpecXML    `xml:"LaunchTemplate>LaunchTemplateSpecification,omitempty"`
+	Overrides    []asgOverrideXML `xml:"LaunchTemplate>Overrides>member"`
+	Distribution *struct {
+		OnDemandBase       int32 `xml:"OnDemandBaseCapacity"`
+		OnDemandPercentage int32 `xml:"OnDemandPercentageAboveBaseCapacity"`
+	} `xml:"InstancesDistribution,omitempty"`
 }
 
 // serveAutoScaling serves the Auto Scaling query API:
@@ -241,6 +372,10 @@ func (e *Emulator) serveAutoScaling(w http.ResponseWriter, req *request) {
 	zoneOf := map[string]string{}
 	for _, s := range e.acct.subnets {
 		zoneOf[s.ID] = s.Zone.Name
+	}
+	ltIDs := map[string]string{}
+	for name, lt := range e.acct.ltByName {
+		ltIDs[name] = lt.ID
 	}
 	e.mu.Unlock()
 	var groups []asgXML
@@ -273,10 +408,54 @@ func (e *Emulator) serveAutoScaling(w http.ResponseWriter, req *request) {
 		for _, k := range keys {
 			a.Tags = append(a.Tags, asgTagXML{Key: k, Value: tags[k], ResourceID: name, ResourceType: "auto-scaling-group", PropagateAtLaunch: true})
 		}
+		a.Mixed = &asgMixedXML{}
+		if g.LaunchTemplate != "" {
+			a.Mixed.Spec = &asgLTSpecXML{ID: ltIDs[g.LaunchTemplate], Name: g.LaunchTemplate, Version: g.LaunchTemplateVersion}
+		}
 		for _, it := range g.InstanceTypes {
-			a.Overrides = append(a.Overrides, struct {
-				InstanceType string `xml:"InstanceType"`
-			}{it})
+			a.Mixed.Overrides = append(a.Mixed.Overrides, asgOverrideXML{it})
+		}
+		groups = append(groups, a)
+	}
+	for _, g := range e.seededSelfManaged() {
+		if len(want) > 0 && !slices.Contains(want, g.Name) {
+			continue
+		}
+		a := asgXML{Name: g.Name, ARN: fmt.Sprintf("arn:aws:autoscaling:%s:%s:autoScalingGroup:0:autoScalingGroupName/%s", o.Region, o.AccountID, g.Name),
+			MinSize: g.MinSize, MaxSize: g.MaxSize, DesiredCapacity: g.DesiredSize, DefaultCooldown: 300, HealthCheckType: "EC2",
+			CreatedTime: created.UTC().Format("2006-01-02T15:04:05.000Z"), VPCZoneIdentifier: strings.Join(g.Subnets, ",")}
+		for _, s := range g.Subnets {
+			if z := zoneOf[s]; z != "" && !slices.Contains(a.AvailabilityZones, z) {
+				a.AvailabilityZones = append(a.AvailabilityZones, z)
+			}
+		}
+		tags := map[string]string{"kubernetes.io/cluster/" + o.ClusterName: "owned"}
+		if !g.CASDisabled {
+			tags["k8s.io/cluster-autoscaler/enabled"] = "true"
+			tags["k8s.io/cluster-autoscaler/"+o.ClusterName] = "owned"
+		}
+		for k, v := range g.Tags {
+			tags[k] = v
+		}
+		for _, k := range slices.Sorted(maps.Keys(tags)) {
+			a.Tags = append(a.Tags, asgTagXML{Key: k, Value: tags[k], ResourceID: g.Name, ResourceType: "auto-scaling-group", PropagateAtLaunch: true})
+		}
+		spec := &asgLTSpecXML{ID: ltIDs[g.LaunchTemplate], Name: g.LaunchTemplate, Version: g.LaunchTemplateVersion}
+		if len(g.InstanceTypes) == 0 && g.OnDemandPercentage == nil {
+			a.LaunchTemplate = spec
+		} else {
+			a.Mixed = &asgMixedXML{Spec: spec}
+			for _, it := range g.InstanceTypes {
+				a.Mixed.Overrides = append(a.Mixed.Overrides, asgOverrideXML{it})
+			}
+			pct := int32(100)
+			if g.OnDemandPercentage != nil {
+				pct = *g.OnDemandPercentage
+			}
+			a.Mixed.Distribution = &struct {
+				OnDemandBase       int32 `xml:"OnDemandBaseCapacity"`
+				OnDemandPercentage int32 `xml:"OnDemandPercentageAboveBaseCapacity"`
+			}{0, pct}
 		}
 		groups = append(groups, a)
 	}
