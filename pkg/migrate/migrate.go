@@ -43,6 +43,18 @@ type Group struct {
 	NodeRole       string            `json:"nodeRole"`
 	CASEnabled     bool              `json:"clusterAutoscalerEnabled"`
 	Resources      map[string]string `json:"templateResources,omitempty"`
+	// SelfManaged is set for an Auto Scaling group without an EKS node
+	// group (FromASG).
+	SelfManaged bool `json:"selfManaged,omitempty"`
+	// LaunchTemplate is the template the group launches from, and AMIID,
+	// AMIFamily, AMIArch and InstanceProfile what it sets
+	// (ApplyLaunchTemplate). AMIFamily is "" when neither the AMI's name nor
+	// the user data tells it.
+	LaunchTemplate  LaunchTemplateRef `json:"launchTemplate,omitzero"`
+	AMIID           string            `json:"amiID,omitempty"`
+	AMIFamily       string            `json:"amiFamily,omitempty"`
+	AMIArch         string            `json:"amiArch,omitempty"`
+	InstanceProfile string            `json:"instanceProfile,omitempty"`
 }
 
 // FromEKS reads a managed node group and its Auto Scaling group (nil when
@@ -68,28 +80,38 @@ func FromEKS(ng *ekstypes.Nodegroup, asg *astypes.AutoScalingGroup, securityGrou
 	if asg != nil {
 		g.ASG = deref(asg.AutoScalingGroupName)
 		g.MaxSize = max(g.MaxSize, deref32(asg.MaxSize))
-		for _, tg := range asg.Tags {
-			k, v := deref(tg.Key), deref(tg.Value)
-			switch {
-			case k == TagEnabled:
-				g.CASEnabled = v == "true"
-			case strings.HasPrefix(k, tagTemplateLabel):
-				g.Labels[strings.TrimPrefix(k, tagTemplateLabel)] = v
-			case strings.HasPrefix(k, tagTemplateTaint):
-				key := strings.TrimPrefix(k, tagTemplateTaint)
-				val, eff, _ := strings.Cut(v, ":")
-				if !slices.ContainsFunc(g.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
-					g.Taints = append(g.Taints, corev1.Taint{Key: key, Value: val, Effect: corev1.TaintEffect(eff)})
-				}
-			case strings.HasPrefix(k, tagTemplateRes):
-				if g.Resources == nil {
-					g.Resources = map[string]string{}
-				}
-				g.Resources[strings.TrimPrefix(k, tagTemplateRes)] = v
-			}
-		}
+		applyASGTags(&g, asg)
+	}
+	if lt := ng.LaunchTemplate; lt != nil {
+		g.LaunchTemplate = LaunchTemplateRef{ID: deref(lt.Id), Name: deref(lt.Name), Version: deref(lt.Version)}
 	}
 	return g
+}
+
+// applyASGTags reads Cluster Autoscaler's tags of an Auto Scaling group:
+// enabled, node-template labels, taints (a node group's own taint of the
+// same key wins) and resources.
+func applyASGTags(g *Group, asg *astypes.AutoScalingGroup) {
+	for _, tg := range asg.Tags {
+		k, v := deref(tg.Key), deref(tg.Value)
+		switch {
+		case k == TagEnabled:
+			g.CASEnabled = v == "true"
+		case strings.HasPrefix(k, tagTemplateLabel):
+			g.Labels[strings.TrimPrefix(k, tagTemplateLabel)] = v
+		case strings.HasPrefix(k, tagTemplateTaint):
+			key := strings.TrimPrefix(k, tagTemplateTaint)
+			val, eff, _ := strings.Cut(v, ":")
+			if !slices.ContainsFunc(g.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
+				g.Taints = append(g.Taints, corev1.Taint{Key: key, Value: val, Effect: corev1.TaintEffect(eff)})
+			}
+		case strings.HasPrefix(k, tagTemplateRes):
+			if g.Resources == nil {
+				g.Resources = map[string]string{}
+			}
+			g.Resources[strings.TrimPrefix(k, tagTemplateRes)] = v
+		}
+	}
 }
 
 func eksEffect(e ekstypes.TaintEffect) corev1.TaintEffect {
@@ -172,13 +194,34 @@ func Convert(groups []Group, cat *catalog.Catalog) *Result {
 	out := &Result{}
 	for _, g := range slices.SortedFunc(slices.Values(groups), func(a, b Group) int { return cmp.Compare(a.Name, b.Name) }) {
 		name := Name(g.Name)
-		family, alias, ok := amiFamily(g.AMIType)
-		if !ok {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s: AMI type %q has no EC2NodeClass AMI family dovetail supports; not converted", g.Name, g.AMIType))
+		var amiTerms []awsv1.AMISelectorTerm
+		var family *string
+		switch {
+		case g.AMIID != "" && (g.AMIFamily == awsv1.AMIFamilyAL2023 || g.AMIFamily == awsv1.AMIFamilyAL2 || g.AMIFamily == awsv1.AMIFamilyBottlerocket):
+			// The launch template's own AMI, pinned by id.
+			amiTerms = []awsv1.AMISelectorTerm{{ID: g.AMIID}}
+			family = &g.AMIFamily
+		case g.AMIID != "":
+			what := "neither its name nor the launch template's user data tells its AMI family"
+			if g.AMIFamily != "" {
+				what = "its AMI family " + g.AMIFamily + " is not one dovetail supports"
+			}
+			out.Notes = append(out.Notes, fmt.Sprintf("%s: launch template %s sets AMI %s, but %s; not converted", g.Name, g.LaunchTemplate, g.AMIID, what))
 			continue
+		default:
+			_, alias, ok := amiFamily(g.AMIType)
+			if !ok {
+				out.Notes = append(out.Notes, fmt.Sprintf("%s: AMI type %q has no EC2NodeClass AMI family dovetail supports; not converted", g.Name, g.AMIType))
+				continue
+			}
+			amiTerms = []awsv1.AMISelectorTerm{{Alias: alias}}
 		}
 		if len(g.InstanceTypes) == 0 {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s: no instance types (a launch template sets them?); not converted", g.Name))
+			where := "the group and its launch template set none"
+			if g.LaunchTemplate.IsZero() {
+				where = "the group sets none and has no launch template"
+			}
+			out.Notes = append(out.Notes, fmt.Sprintf("%s: no instance types (%s); not converted", g.Name, where))
 			continue
 		}
 		var archs []string
@@ -197,9 +240,13 @@ func Convert(groups []Group, cat *catalog.Catalog) *Result {
 		}
 		if len(archs) == 0 {
 			archs = []string{karpv1.ArchitectureAmd64}
-			if strings.Contains(g.AMIType, "ARM_64") {
+			if strings.Contains(g.AMIType, "ARM_64") || g.AMIArch == "arm64" {
 				archs = []string{"arm64"}
 			}
+		}
+		if g.AMIArch != "" && !slices.Equal(archs, []string{g.AMIArch}) {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s: the launch template's AMI %s is %s but the instance types are %s; kept to %s", g.Name, g.AMIID, g.AMIArch, strings.Join(archs, ","), g.AMIArch))
+			archs = []string{g.AMIArch}
 		}
 		slices.Sort(archs)
 		labels := map[string]string{}
@@ -219,7 +266,7 @@ func Convert(groups []Group, cat *catalog.Catalog) *Result {
 		types := slices.Sorted(slices.Values(g.InstanceTypes))
 		spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
 			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: types},
-			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{g.CapacityType}},
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: strings.Split(g.CapacityType, ",")},
 			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: archs},
 			{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
 		}
@@ -235,16 +282,26 @@ func Convert(groups []Group, cat *catalog.Catalog) *Result {
 			TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.Group + "/v1", Kind: "EC2NodeClass"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"dovetail.sh/migrated-from": Name(g.Name)}},
 		}
-		_ = family // the alias implies the family
-		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: alias}}
+		nc.Spec.AMIFamily = family // nil with an alias, which implies it
+		nc.Spec.AMISelectorTerms = amiTerms
 		for _, s := range g.Subnets {
 			nc.Spec.SubnetSelectorTerms = append(nc.Spec.SubnetSelectorTerms, awsv1.SubnetSelectorTerm{ID: s})
 		}
 		for _, s := range g.SecurityGroups {
 			nc.Spec.SecurityGroupSelectorTerms = append(nc.Spec.SecurityGroupSelectorTerms, awsv1.SecurityGroupSelectorTerm{ID: s})
 		}
-		if _, role, ok := strings.Cut(g.NodeRole, ":role/"); ok {
-			nc.Spec.Role = role[strings.LastIndex(role, "/")+1:]
+		if g.InstanceProfile == "" && !strings.Contains(g.NodeRole, ":role/") {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s: neither a node role nor an instance profile is known (the launch template names no profile); set spec.role of EC2NodeClass %s by hand", g.Name, name))
+		}
+		switch {
+		case g.InstanceProfile != "":
+			// A self-managed group's launch template names its profile;
+			// keep it (EC2NodeClass takes a role or a profile, not both).
+			nc.Spec.InstanceProfile = &g.InstanceProfile
+		default:
+			if _, role, ok := strings.Cut(g.NodeRole, ":role/"); ok {
+				nc.Spec.Role = role[strings.LastIndex(role, "/")+1:]
+			}
 		}
 		for r, v := range g.Resources {
 			out.Notes = append(out.Notes, fmt.Sprintf("%s: CAS template resource %s=%s is not carried over: dovetail knows each instance type's resources", g.Name, r, v))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,13 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,7 +139,7 @@ func Run(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	groups, clusterSGs, err := readGroups(ctx, cfg, opts.ClusterName)
+	groups, info, err := readGroups(ctx, cfg, opts.ClusterName)
 	if err != nil {
 		return err
 	}
@@ -159,13 +166,27 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 
 	w := opts.Stderr
-	fmt.Fprintf(w, "migrate: %d node groups of %s (cluster security groups %s)\n", len(groups), opts.ClusterName, strings.Join(clusterSGs, ","))
+	fmt.Fprintf(w, "migrate: %d node groups of %s (cluster security groups %s)\n", len(groups), opts.ClusterName, strings.Join(info.securityGroups, ","))
 	for _, g := range groups {
 		cas := "not managed by Cluster Autoscaler"
 		if g.CASEnabled {
 			cas = "Cluster Autoscaler enabled"
 		}
-		fmt.Fprintf(w, "  %-16s %s %s [%s] min %d max %d desired %d, %s\n", g.Name, g.CapacityType, g.AMIType, strings.Join(g.InstanceTypes, " "), g.MinSize, g.MaxSize, g.DesiredSize, cas)
+		ami := g.AMIType
+		if g.AMIID != "" {
+			ami = g.AMIID
+			if g.AMIFamily != "" {
+				ami += " (" + g.AMIFamily + ")"
+			}
+		}
+		kind := ""
+		if g.SelfManaged {
+			kind = " self-managed"
+		}
+		if !g.LaunchTemplate.IsZero() {
+			kind += " launch template " + g.LaunchTemplate.String() + ","
+		}
+		fmt.Fprintf(w, "  %-16s%s %s %s [%s] min %d max %d desired %d, %s\n", g.Name, kind, g.CapacityType, ami, strings.Join(g.InstanceTypes, " "), g.MinSize, g.MaxSize, g.DesiredSize, cas)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintln(w, "note:", n)
@@ -174,50 +195,141 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	checklist(ctx, w, cfg, kube, opts, groups, res, created)
+	checklist(ctx, w, cfg, kube, opts, info, groups, res, created)
 	return nil
 }
 
-// readGroups lists the node groups and their ASGs.
-func readGroups(ctx context.Context, cfg aws.Config, cluster string) ([]pkgmigrate.Group, []string, error) {
+// clusterInfo is what DescribeCluster says that migrate uses.
+type clusterInfo struct {
+	securityGroups []string
+	// authMode is the cluster's access configuration: API, CONFIG_MAP or
+	// API_AND_CONFIG_MAP ("" when EKS does not say).
+	authMode string
+}
+
+// readGroups lists the managed node groups with their ASGs and launch
+// templates, then the cluster's self-managed Auto Scaling groups.
+func readGroups(ctx context.Context, cfg aws.Config, cluster string) ([]pkgmigrate.Group, clusterInfo, error) {
+	var info clusterInfo
 	ek := eks.NewFromConfig(cfg)
 	dc, err := ek.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(cluster)})
 	if err != nil {
-		return nil, nil, awsErr("DescribeCluster", err)
+		return nil, info, awsErr("DescribeCluster", err)
 	}
-	var sgs []string
 	if v := dc.Cluster.ResourcesVpcConfig; v != nil && v.ClusterSecurityGroupId != nil {
-		sgs = []string{*v.ClusterSecurityGroupId}
+		info.securityGroups = []string{*v.ClusterSecurityGroupId}
+	}
+	if ac := dc.Cluster.AccessConfig; ac != nil {
+		info.authMode = string(ac.AuthenticationMode)
 	}
 	var names []string
 	p := eks.NewListNodegroupsPaginator(ek, &eks.ListNodegroupsInput{ClusterName: aws.String(cluster)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, nil, awsErr("ListNodegroups", err)
+			return nil, info, awsErr("ListNodegroups", err)
 		}
 		names = append(names, page.Nodegroups...)
 	}
 	as := autoscaling.NewFromConfig(cfg)
+	lts := &templates{ec2: ec2.NewFromConfig(cfg), iam: iam.NewFromConfig(cfg)}
 	var out []pkgmigrate.Group
+	managedASGs := map[string]bool{}
 	for _, n := range names {
 		d, err := ek.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: aws.String(cluster), NodegroupName: aws.String(n)})
 		if err != nil {
-			return nil, nil, awsErr("DescribeNodegroup "+n, err)
+			return nil, info, awsErr("DescribeNodegroup "+n, err)
 		}
 		var asg *astypes.AutoScalingGroup
 		if r := d.Nodegroup.Resources; r != nil && len(r.AutoScalingGroups) > 0 && r.AutoScalingGroups[0].Name != nil {
+			managedASGs[*r.AutoScalingGroups[0].Name] = true
 			ao, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{*r.AutoScalingGroups[0].Name}})
 			if err != nil {
-				return nil, nil, awsErr("DescribeAutoScalingGroups", err)
+				return nil, info, awsErr("DescribeAutoScalingGroups", err)
 			}
 			if len(ao.AutoScalingGroups) > 0 {
 				asg = &ao.AutoScalingGroups[0]
 			}
 		}
-		out = append(out, pkgmigrate.FromEKS(d.Nodegroup, asg, sgs))
+		g := pkgmigrate.FromEKS(d.Nodegroup, asg, info.securityGroups)
+		if !g.LaunchTemplate.IsZero() {
+			if err := lts.apply(ctx, &g, g.LaunchTemplate, false); err != nil {
+				return nil, info, err
+			}
+		}
+		out = append(out, g)
 	}
-	return out, sgs, nil
+	// Self-managed groups: every ASG of the cluster that no node group owns.
+	ap := autoscaling.NewDescribeAutoScalingGroupsPaginator(as, &autoscaling.DescribeAutoScalingGroupsInput{})
+	for ap.HasMorePages() {
+		page, err := ap.NextPage(ctx)
+		if err != nil {
+			return nil, info, awsErr("DescribeAutoScalingGroups", err)
+		}
+		for i := range page.AutoScalingGroups {
+			asg := &page.AutoScalingGroups[i]
+			if managedASGs[aws.ToString(asg.AutoScalingGroupName)] || !pkgmigrate.SelfManaged(asg, cluster) {
+				continue
+			}
+			g := pkgmigrate.FromASG(asg)
+			if ref, ok := pkgmigrate.ASGLaunchTemplate(asg); ok {
+				if err := lts.apply(ctx, &g, ref, true); err != nil {
+					return nil, info, err
+				}
+			}
+			out = append(out, g)
+		}
+	}
+	return out, info, nil
+}
+
+// templates reads launch templates, their AMIs and instance profiles.
+type templates struct {
+	ec2 *ec2.Client
+	iam *iam.Client
+}
+
+// apply reads the version of the template a group uses and applies it;
+// for a self-managed group the instance profile's role becomes the group's
+// node role (for the access check).
+func (t *templates) apply(ctx context.Context, g *pkgmigrate.Group, ref pkgmigrate.LaunchTemplateRef, selfManaged bool) error {
+	in := &ec2.DescribeLaunchTemplateVersionsInput{}
+	if ref.ID != "" {
+		in.LaunchTemplateId = aws.String(ref.ID)
+	} else {
+		in.LaunchTemplateName = aws.String(ref.Name)
+	}
+	if v := ref.Version; v != "" {
+		in.Versions = []string{v}
+	} else {
+		in.Versions = []string{"$Default"}
+	}
+	out, err := t.ec2.DescribeLaunchTemplateVersions(ctx, in)
+	if err != nil {
+		return awsErr("DescribeLaunchTemplateVersions "+ref.String()+" (of "+g.Name+")", err)
+	}
+	if len(out.LaunchTemplateVersions) == 0 {
+		return fmt.Errorf("AWS DescribeLaunchTemplateVersions %s (of %s): no such version", ref, g.Name)
+	}
+	lt := pkgmigrate.FromLaunchTemplateVersion(&out.LaunchTemplateVersions[0])
+	if lt.Ref.Version == "" || ref.Version == "" {
+		lt.Ref.Version = ref.Version
+	}
+	var img *ec2types.Image
+	if lt.ImageID != "" {
+		io, err := t.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{lt.ImageID}})
+		if err == nil && len(io.Images) > 0 {
+			img = &io.Images[0]
+		}
+	}
+	g.ApplyLaunchTemplate(lt, img)
+	if selfManaged && g.InstanceProfile != "" {
+		po, err := t.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(g.InstanceProfile)})
+		if err == nil && po.InstanceProfile != nil && len(po.InstanceProfile.Roles) > 0 {
+			g.NodeRole = aws.ToString(po.InstanceProfile.Roles[0].Arn)
+		}
+	}
+	return nil
 }
 
 func awsErr(op string, err error) error {
@@ -362,7 +474,7 @@ const (
 )
 
 // checklist prints the ordered steps and checks what it can.
-func checklist(ctx context.Context, w io.Writer, cfg aws.Config, kube client.Client, opts *Options, groups []pkgmigrate.Group, res *pkgmigrate.Result, created []string) {
+func checklist(ctx context.Context, w io.Writer, cfg aws.Config, kube client.Client, opts *Options, info clusterInfo, groups []pkgmigrate.Group, res *pkgmigrate.Result, created []string) {
 	fmt.Fprintln(w, "\nchecklist, in order:")
 	step := 0
 	item := func(state, what, detail string) {
@@ -372,34 +484,17 @@ func checklist(ctx context.Context, w io.Writer, cfg aws.Config, kube client.Cli
 			fmt.Fprintf(w, "      %s\n", detail)
 		}
 	}
-	// 1. The interruption queue.
-	if _, err := sqs.NewFromConfig(cfg).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(opts.InterruptionQueue)}); err != nil {
+	// 1. The interruption queue and 2. the rules that feed it.
+	queueURL := ""
+	if out, err := sqs.NewFromConfig(cfg).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(opts.InterruptionQueue)}); err != nil {
 		item(StateTodo, "create the interruption queue "+opts.InterruptionQueue+" (SQS)", "not found: "+firstLine(err.Error()))
 	} else {
+		queueURL = aws.ToString(out.QueueUrl)
 		item(StateOK, "the interruption queue "+opts.InterruptionQueue+" exists (SQS)", "")
 	}
-	item(StateNotChecked, "route EC2 spot interruption, rebalance, scheduled change and instance state events to it (EventBridge rules)",
-		"dovetail does not read EventBridge; see docs/aws.md for the four rules")
-	// 2. Node role access.
-	roles := map[string]bool{}
-	for _, g := range groups {
-		if g.NodeRole != "" {
-			roles[g.NodeRole] = true
-		}
-	}
-	var cm corev1.ConfigMap
-	err := kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, &cm)
-	for _, role := range slices.Sorted(mapsKeys(roles)) {
-		switch {
-		case err == nil && strings.Contains(cm.Data["mapRoles"], role):
-			item(StateOK, "the node role "+role+" may join the cluster", "found in kube-system/aws-auth mapRoles")
-		case err == nil:
-			item(StateTodo, "give the node role "+role+" access to the cluster", "not in kube-system/aws-auth mapRoles; add it there or as an EKS access entry of type EC2_LINUX")
-		default:
-			item(StateNotChecked, "give the node role "+role+" access to the cluster (EKS access entry of type EC2_LINUX)",
-				"no kube-system/aws-auth ConfigMap; check: aws eks list-access-entries --cluster-name "+opts.ClusterName)
-		}
-	}
+	checkRules(ctx, cfg, opts, queueURL, item)
+	// 3. Node role access.
+	checkAccess(ctx, cfg, kube, opts, info, groups, item)
 	// 3. The NodePools.
 	missing := 0
 	for _, np := range res.NodePools {
@@ -464,6 +559,183 @@ func checklist(ctx context.Context, w io.Writer, cfg aws.Config, kube client.Cli
 		item(state, fmt.Sprintf("scale node group %s to zero (desired %d now), one group at a time, watching its pods move to dovetail's nodes", g.Name, g.DesiredSize),
 			"aws eks update-nodegroup-config --cluster-name "+opts.ClusterName+" --nodegroup-name "+g.Name+" --scaling-config minSize=0,maxSize=1,desiredSize=0")
 	}
+}
+
+// checkRules lists the default event bus's rules and their targets and
+// reports which of the four interruption kinds reach the queue.
+func checkRules(ctx context.Context, cfg aws.Config, opts *Options, queueURL string, item func(state, what, detail string)) {
+	what := "route EC2 spot interruption, rebalance, instance state and scheduled change events to " + opts.InterruptionQueue + " (EventBridge rules)"
+	how := "see docs/aws.md for the four rules (aws events put-rule / put-targets)"
+	queueARN, account := pkgmigrate.QueueARN(queueURL, cfg.Region)
+	if queueARN == "" {
+		item(StateTodo, what, "the queue does not exist (or its URL names no account); create it first, then "+how)
+		return
+	}
+	eb := eventbridge.NewFromConfig(cfg)
+	covered := map[pkgmigrate.EventKind][]string{}
+	var problems []string
+	// ListRules and ListTargetsByRule have no SDK paginator: follow
+	// NextToken by hand.
+	var rules []ebtypes.Rule
+	for in := (&eventbridge.ListRulesInput{}); ; {
+		page, err := eb.ListRules(ctx, in)
+		if err != nil {
+			item(StateNotChecked, what, "EventBridge ListRules: "+firstLine(err.Error()))
+			return
+		}
+		rules = append(rules, page.Rules...)
+		if aws.ToString(page.NextToken) == "" {
+			break
+		}
+		in.NextToken = page.NextToken
+	}
+	for _, r := range rules {
+		name := aws.ToString(r.Name)
+		if r.State != ebtypes.RuleStateEnabled || aws.ToString(r.EventPattern) == "" {
+			continue
+		}
+		toQueue := false
+		for in := (&eventbridge.ListTargetsByRuleInput{Rule: r.Name}); ; {
+			tpage, err := eb.ListTargetsByRule(ctx, in)
+			if err != nil {
+				item(StateNotChecked, what, "EventBridge ListTargetsByRule "+name+": "+firstLine(err.Error()))
+				return
+			}
+			for _, t := range tpage.Targets {
+				toQueue = toQueue || aws.ToString(t.Arn) == queueARN
+			}
+			if aws.ToString(tpage.NextToken) == "" {
+				break
+			}
+			in.NextToken = tpage.NextToken
+		}
+		if !toQueue {
+			continue
+		}
+		kinds, err := pkgmigrate.PatternKinds(aws.ToString(r.EventPattern), account, cfg.Region)
+		if err != nil {
+			problems = append(problems, name+": "+err.Error())
+			continue
+		}
+		for _, k := range kinds {
+			covered[k] = append(covered[k], name)
+		}
+	}
+	var have, missing []string
+	for _, k := range pkgmigrate.EventKinds {
+		if rules := covered[k]; len(rules) > 0 {
+			have = append(have, fmt.Sprintf("%s (%s)", k, strings.Join(rules, ",")))
+		} else {
+			missing = append(missing, string(k))
+		}
+	}
+	detail := ""
+	if len(have) > 0 {
+		detail = "routed to " + queueARN + ": " + strings.Join(have, "; ")
+	}
+	if len(problems) > 0 {
+		detail += "; patterns not read: " + strings.Join(problems, "; ")
+	}
+	if len(missing) == 0 {
+		item(StateOK, "EventBridge rules route every interruption kind to "+opts.InterruptionQueue, detail)
+		return
+	}
+	if detail != "" {
+		detail += "; "
+	}
+	item(StateTodo, what, detail+"no enabled rule targeting "+queueARN+" matches: "+strings.Join(missing, ", ")+"; "+how)
+}
+
+// checkAccess checks that each node role may join the cluster: an EKS
+// access entry of type EC2_LINUX (or STANDARD in system:nodes), or a
+// kube-system/aws-auth mapRoles entry, as the cluster's authentication
+// mode allows.
+func checkAccess(ctx context.Context, cfg aws.Config, kube client.Client, opts *Options, info clusterInfo, groups []pkgmigrate.Group, item func(state, what, detail string)) {
+	roles := map[string]bool{}
+	for _, g := range groups {
+		if g.NodeRole != "" {
+			roles[g.NodeRole] = true
+		}
+	}
+	if len(roles) == 0 {
+		return
+	}
+	useAPI, useConfigMap := info.authMode != string(ekstypes.AuthenticationModeConfigMap), info.authMode != string(ekstypes.AuthenticationModeApi)
+	// Access entries.
+	entries := map[string]bool{}
+	var entriesErr error
+	if useAPI {
+		ek := eks.NewFromConfig(cfg)
+		p := eks.NewListAccessEntriesPaginator(ek, &eks.ListAccessEntriesInput{ClusterName: aws.String(opts.ClusterName)})
+		for p.HasMorePages() && entriesErr == nil {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				entriesErr = err
+				break
+			}
+			for _, a := range page.AccessEntries {
+				entries[a] = true
+			}
+		}
+	}
+	var cm corev1.ConfigMap
+	cmErr := errors.New("the cluster's authentication mode is API: aws-auth is not read by EKS")
+	if useConfigMap {
+		cmErr = kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, &cm)
+	}
+	create := "aws eks create-access-entry --cluster-name " + opts.ClusterName + " --type EC2_LINUX --principal-arn "
+	for _, role := range slices.Sorted(mapsKeys(roles)) {
+		what := "the node role " + role + " may join the cluster"
+		var why []string
+		if useAPI && entriesErr == nil && entries[role] {
+			d, err := eks.NewFromConfig(cfg).DescribeAccessEntry(ctx, &eks.DescribeAccessEntryInput{ClusterName: aws.String(opts.ClusterName), PrincipalArn: aws.String(role)})
+			switch {
+			case err != nil:
+				why = append(why, "EKS DescribeAccessEntry: "+firstLine(err.Error()))
+			case aws.ToString(d.AccessEntry.Type) == "EC2_LINUX" || (aws.ToString(d.AccessEntry.Type) == "STANDARD" && slices.Contains(d.AccessEntry.KubernetesGroups, "system:nodes")):
+				item(StateOK, what, "EKS access entry of type "+aws.ToString(d.AccessEntry.Type))
+				continue
+			default:
+				why = append(why, "its EKS access entry has type "+aws.ToString(d.AccessEntry.Type)+", not EC2_LINUX")
+			}
+		} else if useAPI && entriesErr != nil {
+			why = append(why, "EKS ListAccessEntries: "+firstLine(entriesErr.Error()))
+		} else if useAPI {
+			why = append(why, "no EKS access entry")
+		}
+		if useConfigMap && cmErr == nil && (strings.Contains(cm.Data["mapRoles"], role) || strings.Contains(cm.Data["mapRoles"], stripRolePath(role))) {
+			item(StateOK, what, "found in kube-system/aws-auth mapRoles")
+			continue
+		}
+		switch {
+		case useConfigMap && cmErr == nil:
+			why = append(why, "not in kube-system/aws-auth mapRoles")
+		case useConfigMap && apierrors.IsNotFound(cmErr):
+			why = append(why, "no kube-system/aws-auth ConfigMap")
+		case useConfigMap:
+			why = append(why, "reading kube-system/aws-auth: "+firstLine(cmErr.Error()))
+		}
+		// TODO when at least one place a role can be granted was read;
+		// NOT CHECKED when none could be.
+		state := StateNotChecked
+		if (useAPI && entriesErr == nil) || (useConfigMap && (cmErr == nil || apierrors.IsNotFound(cmErr))) {
+			state = StateTodo
+		}
+		fix := create + role
+		if !useAPI {
+			fix = "add it to kube-system/aws-auth mapRoles (the cluster's authentication mode is CONFIG_MAP)"
+		}
+		item(state, "give the node role "+role+" access to the cluster", strings.Join(why, "; ")+"; "+fix)
+	}
+}
+
+// stripRolePath drops the path of a role ARN (aws-auth wants it without).
+func stripRolePath(arn string) string {
+	prefix, rest, ok := strings.Cut(arn, ":role/")
+	if !ok {
+		return arn
+	}
+	return prefix + ":role/" + rest[strings.LastIndex(rest, "/")+1:]
 }
 
 func mapsKeys(m map[string]bool) func(func(string) bool) {
