@@ -556,8 +556,13 @@ func checklist(ctx context.Context, w io.Writer, cfg aws.Config, kube client.Cli
 		if g.DesiredSize == 0 {
 			state = StateOK
 		}
-		item(state, fmt.Sprintf("scale node group %s to zero (desired %d now), one group at a time, watching its pods move to dovetail's nodes", g.Name, g.DesiredSize),
-			"aws eks update-nodegroup-config --cluster-name "+opts.ClusterName+" --nodegroup-name "+g.Name+" --scaling-config minSize=0,maxSize=1,desiredSize=0")
+		cmd := "aws eks update-nodegroup-config --cluster-name " + opts.ClusterName + " --nodegroup-name " + g.Name + " --scaling-config minSize=0,maxSize=1,desiredSize=0"
+		kind := "node group"
+		if g.SelfManaged {
+			kind = "self-managed Auto Scaling group"
+			cmd = "aws autoscaling update-auto-scaling-group --auto-scaling-group-name " + g.ASG + " --min-size 0 --desired-capacity 0"
+		}
+		item(state, fmt.Sprintf("scale %s %s to zero (desired %d now), one group at a time, watching its pods move to dovetail's nodes", kind, g.Name, g.DesiredSize), cmd)
 	}
 }
 
