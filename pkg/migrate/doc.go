@@ -1,11 +1,13 @@
 // Package migrate turns Cluster Autoscaler's node groups (EKS managed node
-// groups and the Auto Scaling groups behind them, with CAS's tags) into
+// groups and the Auto Scaling groups behind them, self-managed Auto Scaling
+// groups, with CAS's tags and their launch templates) into
 // NodePools and EC2NodeClasses that keep each group's labels, taints,
 // instance types (so its families), architecture, capacity type, subnets,
-// security groups, AMI family and node role, with NodePool limits from the
-// group's maxSize times its largest instance size (CAS's maxSize is the
-// user's cost ceiling). It also diffs the result against what a cluster
-// already has.
+// security groups, AMI (the alias of the amiType, or the launch template's
+// AMI by id with its family) and node role or instance profile, with
+// NodePool limits from the group's maxSize times its largest instance size
+// (CAS's maxSize is the user's cost ceiling). It also judges EventBridge event patterns against
+// the four interruption kinds (PatternKinds) for the checklist.
 //
 // Pure: it takes the SDK's output structs (no client calls) and the
 // built-in catalog; internal/cli/migrate makes the AWS and Kubernetes

@@ -61,13 +61,21 @@ func NewCmd(runF func(context.Context, *Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate --cluster-name NAME [--dry-run] [-o FILE]",
 		Short: "Move from Cluster Autoscaler: NodePools and EC2NodeClasses from the node groups, and the checklist",
-		Long: `Read the cluster's EKS managed node groups and their Auto Scaling groups
-(with Cluster Autoscaler's tags: k8s.io/cluster-autoscaler/enabled, the
-node-template labels, taints and resources) through the AWS API, and write
-one NodePool and EC2NodeClass per group that keep its labels, taints,
-instance types, architecture, capacity type, subnets, security groups,
-AMI family and node role, with limits from the group's maxSize times its
-largest instance size.
+		Long: `Read the cluster's EKS managed node groups and their Auto Scaling groups,
+the cluster's self-managed Auto Scaling groups (tagged
+kubernetes.io/cluster/NAME or k8s.io/cluster-autoscaler/NAME), Cluster
+Autoscaler's tags (k8s.io/cluster-autoscaler/enabled, the node-template
+labels, taints and resources) and the launch templates the groups use,
+through the AWS API, and write one NodePool and EC2NodeClass per group that
+keep its labels, taints, instance types, architecture, capacity type,
+subnets, security groups, AMI (the launch template's, by id) and node role
+or instance profile, with limits from the group's maxSize times its largest
+instance size.
+
+The checklist checks the interruption queue, the EventBridge rules that
+route the four interruption kinds to it, each node role's EKS access entry
+(or aws-auth entry), the objects, PodDisruptionBudgets, Cluster Autoscaler
+and the groups' sizes.
 
 Without --dry-run the objects that do not exist yet are created in the
 cluster (existing ones are left alone and their diff printed); with
