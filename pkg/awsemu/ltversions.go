@@ -14,7 +14,7 @@ import (
 // or Auto Scaling group's launch template sets.
 func init() {
 	ec2Ops["DescribeLaunchTemplateVersions"] = (*Emulator).describeLaunchTemplateVersions
-	opPageLimits["DescribeLaunchTemplateVersions"] = pageLimits{min: 1, max: 200}
+	opPageLimits["DescribeLaunchTemplateVersions"] = pageLimits{min: 1} // botocore leaves the maximum open
 }
 
 type ltVersionXML struct {
