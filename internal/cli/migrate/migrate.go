@@ -320,7 +320,7 @@ func (t *templates) apply(ctx context.Context, g *pkgmigrate.Group, ref pkgmigra
 		return fmt.Errorf("AWS DescribeLaunchTemplateVersions %s (of %s): no such version", ref, g.Name)
 	}
 	lt := pkgmigrate.FromLaunchTemplateVersion(&out.LaunchTemplateVersions[0])
-	if lt.Ref.Version == "" || ref.Version == "" {
+	if lt.Ref.Version == "" { // the answer's version number, else what the group names
 		lt.Ref.Version = ref.Version
 	}
 	var img *ec2types.Image
