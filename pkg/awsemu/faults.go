@@ -159,8 +159,12 @@ func deniedError(service, action string) *apiError {
 // servedActions are the "service:Operation" names the emulator answers.
 func servedActions() map[string]bool {
 	out := map[string]bool{"eks:DescribeCluster": true}
+	// events.go, nodegroups.go and accessentries.go serve the last three.
 	for svc, ops := range map[string][]string{
 		"ec2": keys(ec2Ops), "iam": keys(iamOps), "ssm": keys(ssmOps), "sqs": keys(sqsOps), "pricing": keys(pricingOps),
+		"events":      keys(eventsOps),
+		"eks":         {"ListClusters", "ListNodegroups", "DescribeNodegroup", "CreateAccessEntry", "ListAccessEntries", "DescribeAccessEntry"},
+		"autoscaling": {"DescribeAutoScalingGroups"},
 	} {
 		for _, op := range ops {
 			out[svc+":"+op] = true

@@ -225,6 +225,24 @@ spec:
 		}
 	}
 
+	// When EventBridge and the access entries cannot be read, both items
+	// say so instead of guessing.
+	for _, a := range []string{"events:ListRules", "eks:ListAccessEntries"} {
+		if err := e.DenyAction(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, report = run()
+	for _, want := range []string{
+		"[NOT CHECKED] route EC2 spot interruption, rebalance, instance state and scheduled change events to prod (EventBridge rules)\n      EventBridge ListRules: ",
+		"[NOT CHECKED] give the node role " + managedRole + " access to the cluster\n      EKS ListAccessEntries: ",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("with the reads denied, the report lacks %q:\n%s", want, report)
+		}
+	}
+	e.ClearFaults()
+
 	// Route the last kind to the queue: the rules item turns OK.
 	if _, err := eb.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("dovetail-prod-ScheduledChange"), Targets: []ebtypes.Target{{Id: aws.String("t"), Arn: aws.String(queueARN)}}}); err != nil {
 		t.Fatal(err)

@@ -728,11 +728,11 @@ func checkAccess(ctx context.Context, cfg aws.Config, kube client.Client, opts *
 		case useConfigMap:
 			why = append(why, "reading kube-system/aws-auth: "+firstLine(cmErr.Error()))
 		}
-		// TODO when at least one place a role can be granted was read;
-		// NOT CHECKED when none could be.
-		state := StateNotChecked
-		if (useAPI && entriesErr == nil) || (useConfigMap && (cmErr == nil || apierrors.IsNotFound(cmErr))) {
-			state = StateTodo
+		// TODO when every place the role could be granted was read; NOT
+		// CHECKED when one of them could not be.
+		state := StateTodo
+		if (useAPI && entriesErr != nil) || (useConfigMap && cmErr != nil && !apierrors.IsNotFound(cmErr)) {
+			state = StateNotChecked
 		}
 		fix := create + role
 		if !useAPI {
