@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// phaseResult is one phase's outcome.
+type phaseResult struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	Kills   int     `json:"kills"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// report is the soak's figures and the checks that failed.
+type report struct {
+	mu sync.Mutex
+
+	Seed    uint64        `json:"seed"`
+	Dir     string        `json:"dir"`
+	Seconds float64       `json:"seconds"`
+	Phases  []phaseResult `json:"phases"`
+
+	KillsWanted  int            `json:"killsWanted"`
+	Kills        int            `json:"kills"`
+	KillsByPhase map[string]int `json:"killsByPhase"`
+
+	PeakPlanPrice  float64 `json:"peakPlanPricePerHour"`
+	PeakPlanNodes  int     `json:"peakPlanNodes"`
+	PeakFleetPrice float64 `json:"peakFleetPricePerHour"`
+	PeakNodes      int     `json:"peakNodes"`
+	ScaleUpSeconds float64 `json:"scaleUpSeconds"`
+	Interrupted    int     `json:"interrupted"`
+
+	PodsWanted     int `json:"podsWanted"`
+	PodsRunning    int `json:"podsRunning"`
+	PodsNotRunning int `json:"podsNotRunning"`
+
+	Nodes             int      `json:"nodes"`
+	ClaimsDeleting    int      `json:"claimsDeleting"`
+	ClaimsCreated     int      `json:"claimsCreated"`
+	InstancesLaunched int      `json:"instancesLaunched"`
+	LiveInstances     int      `json:"liveInstances"`
+	Leaked            []string `json:"leaked"`
+	Dangling          []string `json:"dangling"`
+	Duplicates        []string `json:"duplicates"`
+	DuplicateLaunches []string `json:"duplicateLaunches"`
+	EmptyNodes        []string `json:"emptyNodes"`
+
+	PDBViolations       int      `json:"pdbViolations"`
+	ViolationDetails    []string `json:"violationDetails,omitempty"`
+	LostToInterruptions int      `json:"podsLostToInterruptions"`
+	LostWithoutEviction int      `json:"podsLostWithoutEviction"`
+	LostDetails         []string `json:"lostDetails,omitempty"`
+
+	FleetPrice    float64 `json:"fleetPricePerHour"`
+	InstancePrice float64 `json:"instancePricePerHour"`
+	PlanPrice     float64 `json:"simulatePricePerHour"`
+	PlanNodes     int     `json:"simulateNodes"`
+	CostGap       float64 `json:"costGap"`
+
+	Failures []string `json:"failures"`
+}
+
+func (r *report) fail(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+func (r *report) print(w io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintln(w, "--- soak report")
+	for _, p := range r.Phases {
+		status := "ok"
+		if p.Error != "" {
+			status = "FAILED: " + p.Error
+		}
+		fmt.Fprintf(w, "phase %-13s %6.0fs  %2d kills  %s\n", p.Name, p.Seconds, p.Kills, status)
+	}
+	if r.PodsWanted == 0 {
+		// Interrupted or failed before the measurement.
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "FAIL %s\n", f)
+		}
+		return
+	}
+	phases := make([]string, 0, len(r.KillsByPhase))
+	for k := range r.KillsByPhase {
+		phases = append(phases, fmt.Sprintf("%s %d", k, r.KillsByPhase[k]))
+	}
+	sort.Strings(phases)
+	fmt.Fprintf(w, "controller SIGKILLs     %d of %d (%s)\n", r.Kills, r.KillsWanted, strings.Join(phases, ", "))
+	fmt.Fprintf(w, "peak                    500 pods Running in %.0fs on %d NodeClaims, $%.4f/h (simulate without ICE: %d nodes, $%.4f/h)\n",
+		r.ScaleUpSeconds, r.PeakNodes, r.PeakFleetPrice, r.PeakPlanNodes, r.PeakPlanPrice)
+	fmt.Fprintf(w, "spot interruptions      %d (pods lost with them: %d)\n", r.Interrupted, r.LostToInterruptions)
+	fmt.Fprintf(w, "pods Running at the end %d of %d (%d not Running)\n", r.PodsRunning, r.PodsWanted, r.PodsNotRunning)
+	fmt.Fprintf(w, "leaked instances        %d (live instances %d, NodeClaims %d, NodeClaims without instance %d)\n",
+		len(r.Leaked), r.LiveInstances, r.Nodes, len(r.Dangling))
+	fmt.Fprintf(w, "duplicate NodeClaims    %d sharing an instance, %d launched twice, %d empty at the end (%d NodeClaims made, %d instances launched in all)\n",
+		len(r.Duplicates), len(r.DuplicateLaunches), len(r.EmptyNodes), r.ClaimsCreated, r.InstancesLaunched)
+	fmt.Fprintf(w, "PDB violations          %d (watched; pods lost without an eviction off interrupted nodes: %d)\n", r.PDBViolations, r.LostWithoutEviction)
+	for _, d := range r.LostDetails {
+		fmt.Fprintf(w, "  lost: %s\n", d)
+	}
+	fmt.Fprintf(w, "fleet                   $%.4f/h on %d NodeClaims (instances $%.4f/h); simulate $%.4f/h on %d; gap %+.1f%%\n",
+		r.FleetPrice, r.Nodes, r.InstancePrice, r.PlanPrice, r.PlanNodes, 100*r.CostGap)
+	fmt.Fprintf(w, "took                    %.0fs\n", r.Seconds)
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "FAIL %s\n", f)
+	}
+}
+
+func (r *report) writeJSON(path string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+)
+
+// fleet is a watcher with n available pods of app "web" spread over two
+// nodes, a PDB wanting desired of them and the Deployment at n replicas.
+func fleet(n int, desired int32) *fleetWatcher {
+	w := newFleetWatcher()
+	w.nodes["a"], w.nodes["b"] = true, true
+	w.desiredHealthy["web"] = desired
+	w.replicas["web"] = int32(n)
+	for i := range n {
+		node := "a"
+		if i%2 == 1 {
+			node = "b"
+		}
+		w.podChanged(fmt.Sprintf("web-%d", i), &podState{app: "web", node: node, ready: true})
+	}
+	return w
+}
+
+func TestWatcherEvictionWithinBudgetIsNoViolation(t *testing.T) {
+	w := fleet(4, 3)
+	w.podChanged("web-0", &podState{app: "web", node: "a", ready: true, deleting: true, cause: causeEviction})
+	if s := w.snapshot(); s.violations != 0 || s.lostNoEviction != 0 || s.podsRunning != 3 {
+		t.Fatalf("one eviction within the budget: %+v", s)
+	}
+	// A second one leaves 2 of the 3 the PDB wants: a violation.
+	w.podChanged("web-2", &podState{app: "web", node: "a", ready: true, deleting: true, cause: causeEviction})
+	if s := w.snapshot(); s.violations != 1 || s.lostNoEviction != 0 {
+		t.Fatalf("an eviction past the budget: %+v", s)
+	}
+}
+
+func TestWatcherNodeDeletedUnderPods(t *testing.T) {
+	w := fleet(4, 3)
+	// Node a still holds web-0 and web-2: deleting it loses both without
+	// an eviction, past the budget.
+	w.nodeGone("a")
+	s := w.snapshot()
+	if s.lostNoEviction != 2 || s.violations != 1 || s.podsRunning != 2 {
+		t.Fatalf("node deleted under two pods: %+v", s)
+	}
+	// Their later deletion by the pod garbage collector is not counted again.
+	w.podChanged("web-0", nil)
+	w.podChanged("web-2", nil)
+	if s2 := w.snapshot(); s2.violations != 1 || s2.lostNoEviction != 2 {
+		t.Fatalf("pod GC after the node: %+v", s2)
+	}
+}
+
+func TestWatcherInterruptedNodeIsInvoluntary(t *testing.T) {
+	w := fleet(4, 3)
+	w.markInterrupted("a")
+	w.nodeGone("a")
+	if s := w.snapshot(); s.violations != 0 || s.lostNoEviction != 0 || s.lostToInterrupt != 2 {
+		t.Fatalf("interrupted node: %+v", s)
+	}
+}
+
+func TestWatcherScaleDownIsNoViolation(t *testing.T) {
+	w := fleet(4, 3)
+	w.setReplicas("web", 2)
+	// The ReplicaSet deletes two surplus pods (no DisruptionTarget
+	// condition), even though the PDB's figure has not caught up yet.
+	w.podChanged("web-0", &podState{app: "web", node: "a", ready: true, deleting: true})
+	w.podChanged("web-1", &podState{app: "web", node: "b", ready: true, deleting: true})
+	if s := w.snapshot(); s.violations != 0 || s.scaleDownDeletes != 2 {
+		t.Fatalf("scale-down: %+v", s)
+	}
+	// A third deletion without a condition is not the ReplicaSet's.
+	w.podChanged("web-2", &podState{app: "web", node: "a", ready: true, deleting: true})
+	if s := w.snapshot(); s.violations != 1 || s.lostNoEviction != 1 {
+		t.Fatalf("a deletion below the replicas: %+v", s)
+	}
+}
+
+func TestWatcherDuplicateNodeClaims(t *testing.T) {
+	w := newFleetWatcher()
+	claim := func(name, id string) *karpv1.NodeClaim {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		nc.Status.ProviderID = id
+		return nc
+	}
+	w.claimChanged(claim("a", ""), false)
+	w.claimChanged(claim("a", "aws:///us-east-1a/i-1"), false)
+	w.claimChanged(claim("b", "aws:///us-east-1a/i-2"), false)
+	if s := w.snapshot(); s.claimsCreated != 2 || len(s.duplicates) != 0 {
+		t.Fatalf("two claims, two instances: %+v", s)
+	}
+	w.claimChanged(claim("b", ""), true)
+	w.claimChanged(claim("c", "aws:///us-east-1a/i-1"), false)
+	if s := w.snapshot(); s.claimsCreated != 3 || len(s.duplicates) != 1 {
+		t.Fatalf("a second claim on i-1: %+v", s)
+	}
+}
