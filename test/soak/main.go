@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // config is the command line.
@@ -25,6 +27,8 @@ type config struct {
 	statusEvery time.Duration
 	interrupts  int
 	report      string
+	pdb         string
+	pdbValue    intstr.IntOrString
 }
 
 // Exit codes.
@@ -51,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.statusEvery, "status-every", 20*time.Second, "how often a status line is printed")
 	fs.IntVar(&cfg.interrupts, "interruptions", 6, "spot instances interrupted (in two waves)")
 	fs.StringVar(&cfg.report, "report", "", "also write the figures as JSON to this file")
+	fs.StringVar(&cfg.pdb, "pdb-max-unavailable", defaultPDBMaxUnavailable, "maxUnavailable of every app's PodDisruptionBudget (a count or a percentage)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -112,6 +117,11 @@ func (c *config) validate() error {
 	if c.interrupts < 0 {
 		return fmt.Errorf("-interruptions %d: must be 0 or more", c.interrupts)
 	}
+	v, err := parseMaxUnavailable(c.pdb)
+	if err != nil {
+		return fmt.Errorf("-pdb-max-unavailable %w", err)
+	}
+	c.pdbValue = v
 	fi, err := os.Stat(c.binary)
 	if err != nil {
 		return fmt.Errorf("-binary %s: %w (run `make build` first)", c.binary, err)

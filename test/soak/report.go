@@ -53,11 +53,13 @@ type report struct {
 	DuplicateLaunches []string `json:"duplicateLaunches"`
 	EmptyNodes        []string `json:"emptyNodes"`
 
-	PDBViolations       int      `json:"pdbViolations"`
-	ViolationDetails    []string `json:"violationDetails,omitempty"`
-	LostToInterruptions int      `json:"podsLostToInterruptions"`
-	LostWithoutEviction int      `json:"podsLostWithoutEviction"`
-	LostDetails         []string `json:"lostDetails,omitempty"`
+	PDBViolations          int      `json:"pdbViolations"`
+	ViolationDetails       []string `json:"violationDetails,omitempty"`
+	PDBMaxUnavailable      string   `json:"pdbMaxUnavailable"`
+	DrainedFromInterrupted int      `json:"podsEvictedFromInterruptedNodes"`
+	LostToInterruptions    int      `json:"podsLostToInterruptions"`
+	LostWithoutEviction    int      `json:"podsLostWithoutEviction"`
+	LostDetails            []string `json:"lostDetails,omitempty"`
 
 	FleetPrice    float64 `json:"fleetPricePerHour"`
 	InstancePrice float64 `json:"instancePricePerHour"`
@@ -100,13 +102,13 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "controller SIGKILLs     %d of %d (%s)\n", r.Kills, r.KillsWanted, strings.Join(phases, ", "))
 	fmt.Fprintf(w, "peak                    500 pods Running in %.0fs on %d NodeClaims, $%.4f/h (simulate without ICE: %d nodes, $%.4f/h)\n",
 		r.ScaleUpSeconds, r.PeakNodes, r.PeakFleetPrice, r.PeakPlanNodes, r.PeakPlanPrice)
-	fmt.Fprintf(w, "spot interruptions      %d (pods lost with them: %d)\n", r.Interrupted, r.LostToInterruptions)
+	fmt.Fprintf(w, "spot interruptions      %d (their pods: %d evicted by the drain, %d lost with the instance)\n", r.Interrupted, r.DrainedFromInterrupted, r.LostToInterruptions)
 	fmt.Fprintf(w, "pods Running at the end %d of %d (%d not Running)\n", r.PodsRunning, r.PodsWanted, r.PodsNotRunning)
 	fmt.Fprintf(w, "leaked instances        %d (live instances %d, NodeClaims %d, NodeClaims without instance %d)\n",
 		len(r.Leaked), r.LiveInstances, r.Nodes, len(r.Dangling))
 	fmt.Fprintf(w, "duplicate NodeClaims    %d sharing an instance, %d launched twice, %d empty at the end (%d NodeClaims made, %d instances launched in all)\n",
 		len(r.Duplicates), len(r.DuplicateLaunches), len(r.EmptyNodes), r.ClaimsCreated, r.InstancesLaunched)
-	fmt.Fprintf(w, "PDB violations          %d (watched; pods lost without an eviction off interrupted nodes: %d)\n", r.PDBViolations, r.LostWithoutEviction)
+	fmt.Fprintf(w, "PDB violations          %d (watched, PDBs maxUnavailable %s; pods lost without an eviction off interrupted nodes: %d)\n", r.PDBViolations, r.PDBMaxUnavailable, r.LostWithoutEviction)
 	for _, d := range r.LostDetails {
 		fmt.Fprintf(w, "  lost: %s\n", d)
 	}

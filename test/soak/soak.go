@@ -92,6 +92,11 @@ type soak struct {
 	rng       *rand.Rand
 
 	rep *report
+
+	// instances are every instance the poller saw (the emulator forgets
+	// terminated ones after a while).
+	instMu    sync.Mutex
+	instances map[string]awsemu.Instance
 }
 
 func (s *soak) logf(format string, args ...any) {
@@ -139,6 +144,8 @@ func (s *soak) run(ctx context.Context) (*report, error) {
 		return s.rep, err
 	}
 	go s.statusLoop(wctx)
+	s.instances = map[string]awsemu.Instance{}
+	go s.pollInstances(wctx)
 
 	full, err := s.plan(false)
 	if err != nil {
@@ -472,7 +479,7 @@ func (s *soak) until(ctx context.Context, timeout time.Duration, what string, co
 		if ok {
 			return nil
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			last = err
 		}
 		select {
@@ -483,6 +490,30 @@ func (s *soak) until(ctx context.Context, timeout time.Duration, what string, co
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-tick.C:
 		}
+	}
+}
+
+// pollInstances records every instance the emulator lists, every second.
+func (s *soak) pollInstances(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if ins, err := s.admin.Instances(ctx); err == nil {
+			s.recordInstances(ins)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *soak) recordInstances(ins []awsemu.Instance) {
+	s.instMu.Lock()
+	defer s.instMu.Unlock()
+	for _, in := range ins {
+		s.instances[in.ID] = in
 	}
 }
 
@@ -529,7 +560,7 @@ func (s *soak) scaleUp(ctx context.Context, ice []awsemu.ICERule) error {
 		return err
 	}
 	for _, a := range apps {
-		if err := s.kube.Create(ctx, a.pdb(namespace)); err != nil {
+		if err := s.kube.Create(ctx, a.pdb(namespace, s.cfg.pdbValue)); err != nil {
 			return err
 		}
 	}
@@ -678,7 +709,7 @@ func (s *soak) drift(ctx context.Context) error {
 	}
 	s.logf("published %d new AL2023 images (%s)", len(res.Published), strings.Join(sortedKeys(fresh), ", "))
 	want := totalReplicas(true)
-	return s.until(ctx, time.Hour, "every NodeClaim on a new image, pods Running", func(ctx context.Context) (bool, error) {
+	err = s.until(ctx, time.Hour, "every NodeClaim on a new image, pods Running", func(ctx context.Context) (bool, error) {
 		var list karpv1.NodeClaimList
 		if err := s.kube.List(ctx, &list); err != nil {
 			return false, err
@@ -694,6 +725,51 @@ func (s *soak) drift(ctx context.Context) error {
 		}
 		return s.podsRunning(want)(ctx)
 	})
+	if err != nil {
+		if why := s.blocked(fresh); why != "" {
+			err = fmt.Errorf("%w; why the controller kept them: %s", err, why)
+		}
+	}
+	return err
+}
+
+// blocked gives, for the NodeClaims not on a fresh image, the last
+// DisruptionBlocked event of each.
+func (s *soak) blocked(fresh map[string]bool) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var list karpv1.NodeClaimList
+	if err := s.kube.List(ctx, &list); err != nil {
+		return ""
+	}
+	events, err := s.cs.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=DisruptionBlocked"})
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, nc := range list.Items {
+		if fresh[nc.Status.ImageID] {
+			continue
+		}
+		note, at := "no DisruptionBlocked event", time.Time{}
+		for _, ev := range events.Items {
+			if ev.Regarding.Kind == "NodeClaim" && ev.Regarding.Name == nc.Name {
+				t := ev.EventTime.Time
+				if ev.Series != nil {
+					t = ev.Series.LastObservedTime.Time
+				}
+				if t.IsZero() {
+					t = ev.CreationTimestamp.Time
+				}
+				if !t.Before(at) {
+					note, at = ev.Note, t
+				}
+			}
+		}
+		out = append(out, nc.Name+": "+note)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 // settle clears every fault (capacity equally spare stays) and waits for
@@ -813,8 +889,15 @@ func (s *soak) measure(ctx context.Context) error {
 		}
 	}
 	// Instances launched for one NodeClaim more than once.
+	s.recordInstances(ins)
+	s.instMu.Lock()
+	all := make([]awsemu.Instance, 0, len(s.instances))
+	for _, in := range s.instances {
+		all = append(all, in)
+	}
+	s.instMu.Unlock()
 	launches := map[string][]string{}
-	for _, in := range ins {
+	for _, in := range all {
 		if tag := in.Tags[kubenode.TagNodeClaim]; tag != "" {
 			launches[tag] = append(launches[tag], in.ID)
 		}
@@ -825,12 +908,13 @@ func (s *soak) measure(ctx context.Context) error {
 			r.DuplicateLaunches = append(r.DuplicateLaunches, fmt.Sprintf("NodeClaim %s: instances %s", name, strings.Join(ids, ", ")))
 		}
 	}
-	r.InstancesLaunched = len(ins)
+	r.InstancesLaunched = len(all)
 	snap := s.watch.snapshot()
 	r.Duplicates = snap.duplicates
 	r.ClaimsCreated = snap.claimsCreated
 	r.PDBViolations = snap.violations
 	r.LostToInterruptions = snap.lostToInterrupt
+	r.DrainedFromInterrupted = snap.drainedFromInterrupted
 	r.LostWithoutEviction = snap.lostNoEviction
 	r.ViolationDetails, r.LostDetails = s.watch.details()
 	sort.Strings(r.Leaked)
@@ -872,6 +956,7 @@ func (s *soak) measure(ctx context.Context) error {
 			r.FleetPrice, r.Nodes, 100*r.CostGap, r.PlanPrice, r.PlanNodes)
 	}
 	r.Seconds = time.Since(s.begin).Seconds()
+	r.PDBMaxUnavailable = s.cfg.pdb
 	return nil
 }
 

@@ -74,13 +74,16 @@ type fleetWatcher struct {
 	claimsOfInstance map[string]map[string]bool
 	claimsCreated    int
 
-	violations       []string
-	violationCount   int
-	lostToInterrupt  int
-	lostNoEviction   []string
-	lostNoEvictionN  int
-	scaleDownDeletes int
-	events           int
+	violations     []string
+	violationCount int
+	// Pods on interrupted nodes: evicted by the drain, or lost with the
+	// instance (or its Node) before they were.
+	drainedFromInterrupted int
+	lostToInterrupt        int
+	lostNoEviction         []string
+	lostNoEvictionN        int
+	scaleDownDeletes       int
+	events                 int
 }
 
 func newFleetWatcher() *fleetWatcher {
@@ -262,7 +265,11 @@ func (w *fleetWatcher) nodeGone(node string) {
 // lost judges a pod that just stopped being available. Callers hold w.mu.
 func (w *fleetWatcher) lost(name string, ps *podState, cause string) {
 	if w.interrupted[ps.node] {
-		w.lostToInterrupt++
+		if cause == causeEviction {
+			w.drainedFromInterrupted++
+		} else {
+			w.lostToInterrupt++
+		}
 		return
 	}
 	left, notDeleting := 0, 0
@@ -339,6 +346,7 @@ type snapshot struct {
 	claimsCreated                       int
 	violations                          int
 	lostToInterrupt                     int
+	drainedFromInterrupted              int
 	lostNoEviction                      int
 	scaleDownDeletes                    int
 	duplicates                          []string
@@ -347,7 +355,7 @@ type snapshot struct {
 func (w *fleetWatcher) snapshot() snapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := snapshot{claimsCreated: w.claimsCreated, violations: w.violationCount, lostToInterrupt: w.lostToInterrupt,
+	s := snapshot{claimsCreated: w.claimsCreated, violations: w.violationCount, lostToInterrupt: w.lostToInterrupt, drainedFromInterrupted: w.drainedFromInterrupted,
 		lostNoEviction: w.lostNoEvictionN, scaleDownDeletes: w.scaleDownDeletes}
 	for _, ps := range w.pods {
 		if ps.deleting {

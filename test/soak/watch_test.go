@@ -59,8 +59,9 @@ func TestWatcherNodeDeletedUnderPods(t *testing.T) {
 func TestWatcherInterruptedNodeIsInvoluntary(t *testing.T) {
 	w := fleet(4, 3)
 	w.markInterrupted("a")
+	w.podChanged("web-0", &podState{app: "web", node: "a", ready: true, deleting: true, cause: causeEviction})
 	w.nodeGone("a")
-	if s := w.snapshot(); s.violations != 0 || s.lostNoEviction != 0 || s.lostToInterrupt != 2 {
+	if s := w.snapshot(); s.violations != 0 || s.lostNoEviction != 0 || s.lostToInterrupt != 1 || s.drainedFromInterrupted != 1 {
 		t.Fatalf("interrupted node: %+v", s)
 	}
 }
@@ -99,5 +100,34 @@ func TestWatcherDuplicateNodeClaims(t *testing.T) {
 	w.claimChanged(claim("c", "aws:///us-east-1a/i-1"), false)
 	if s := w.snapshot(); s.claimsCreated != 3 || len(s.duplicates) != 1 {
 		t.Fatalf("a second claim on i-1: %+v", s)
+	}
+}
+
+func TestParseMaxUnavailable(t *testing.T) {
+	for _, ok := range []string{"25%", "0%", "100%", "0", "3"} {
+		if _, err := parseMaxUnavailable(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "abc", "101%", "-1", "25%%", "2.5%"} {
+		if _, err := parseMaxUnavailable(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestSpreadGivesEveryKill(t *testing.T) {
+	phases := []phase{{weight: 14}, {weight: 8}, {weight: 14}, {weight: 14}}
+	for _, kills := range []int{0, 1, 7, 50, 51} {
+		got, sum := spread(kills, phases), 0
+		for _, n := range got {
+			sum += n
+		}
+		if sum != kills {
+			t.Errorf("spread(%d) = %v: %d kills", kills, got, sum)
+		}
+	}
+	if got := spread(50, phases); got[0] != 14 || got[1] != 8 {
+		t.Errorf("spread(50) = %v, want 14 and 8 first", got)
 	}
 }

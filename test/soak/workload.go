@@ -51,8 +51,23 @@ var apps = []app{
 	}},
 }
 
-// pdbMaxUnavailable is every app's PodDisruptionBudget.
-var pdbMaxUnavailable = intstr.FromString("25%")
+// defaultPDBMaxUnavailable is every app's PodDisruptionBudget unless
+// -pdb-max-unavailable says otherwise.
+const defaultPDBMaxUnavailable = "25%"
+
+// parseMaxUnavailable reads a PDB maxUnavailable: a count or a percentage.
+func parseMaxUnavailable(v string) (intstr.IntOrString, error) {
+	mu := intstr.Parse(v)
+	if mu.Type == intstr.String {
+		var pct int
+		if _, err := fmt.Sscanf(v, "%d%%", &pct); err != nil || fmt.Sprintf("%d%%", pct) != v || pct < 0 || pct > 100 {
+			return mu, fmt.Errorf("%q: want a count (\"2\") or a percentage from 0%% to 100%% (\"25%%\")", v)
+		}
+	} else if mu.IntVal < 0 {
+		return mu, fmt.Errorf("%q: must be 0 or more", v)
+	}
+	return mu, nil
+}
 
 func totalReplicas(down bool) int32 {
 	var n int32
@@ -93,11 +108,11 @@ func (a app) deployment(ns string, replicas int32) *appsv1.Deployment {
 }
 
 // pdb is a's PodDisruptionBudget (named after the app).
-func (a app) pdb(ns string) *policyv1.PodDisruptionBudget {
+func (a app) pdb(ns string, maxUnavailable intstr.IntOrString) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.name},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(pdbMaxUnavailable),
+			MaxUnavailable: ptr.To(maxUnavailable),
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": a.name}},
 		},
 	}
