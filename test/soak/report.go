@@ -15,7 +15,9 @@ type phaseResult struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"`
 	Kills   int     `json:"kills"`
-	Error   string  `json:"error,omitempty"`
+	// ClaimsMade are the NodeClaims created during the phase.
+	ClaimsMade int    `json:"nodeClaimsMade"`
+	Error      string `json:"error,omitempty"`
 }
 
 // report is the soak's figures and the checks that failed.
@@ -30,6 +32,9 @@ type report struct {
 	KillsWanted  int            `json:"killsWanted"`
 	Kills        int            `json:"kills"`
 	KillsByPhase map[string]int `json:"killsByPhase"`
+	// Restart figures: from the kill until the new process was ready.
+	RestartMeanSeconds float64 `json:"restartMeanSeconds"`
+	RestartMaxSeconds  float64 `json:"restartMaxSeconds"`
 
 	PeakPlanPrice  float64 `json:"peakPlanPricePerHour"`
 	PeakPlanNodes  int     `json:"peakPlanNodes"`
@@ -50,8 +55,10 @@ type report struct {
 	Leaked            []string `json:"leaked"`
 	Dangling          []string `json:"dangling"`
 	Duplicates        []string `json:"duplicates"`
-	DuplicateLaunches []string `json:"duplicateLaunches"`
-	EmptyNodes        []string `json:"emptyNodes"`
+	// Relaunches are not failures by themselves (a live orphan is also a
+	// leak): the cost of a kill between a launch and its record.
+	Relaunches []relaunch `json:"relaunches"`
+	EmptyNodes []string   `json:"emptyNodes"`
 
 	PDBViolations          int      `json:"pdbViolations"`
 	ViolationDetails       []string `json:"violationDetails,omitempty"`
@@ -85,7 +92,7 @@ func (r *report) print(w io.Writer) {
 		if p.Error != "" {
 			status = "FAILED: " + p.Error
 		}
-		fmt.Fprintf(w, "phase %-13s %6.0fs  %2d kills  %s\n", p.Name, p.Seconds, p.Kills, status)
+		fmt.Fprintf(w, "phase %-13s %6.0fs  %2d kills  %3d NodeClaims made  %s\n", p.Name, p.Seconds, p.Kills, p.ClaimsMade, status)
 	}
 	if r.PodsWanted == 0 {
 		// Interrupted or failed before the measurement.
@@ -99,15 +106,20 @@ func (r *report) print(w io.Writer) {
 		phases = append(phases, fmt.Sprintf("%s %d", k, r.KillsByPhase[k]))
 	}
 	sort.Strings(phases)
-	fmt.Fprintf(w, "controller SIGKILLs     %d of %d (%s)\n", r.Kills, r.KillsWanted, strings.Join(phases, ", "))
+	fmt.Fprintf(w, "controller SIGKILLs     %d of %d (%s); restart to ready %.1fs mean, %.1fs max\n",
+		r.Kills, r.KillsWanted, strings.Join(phases, ", "), r.RestartMeanSeconds, r.RestartMaxSeconds)
 	fmt.Fprintf(w, "peak                    500 pods Running in %.0fs on %d NodeClaims, $%.4f/h (simulate without ICE: %d nodes, $%.4f/h)\n",
 		r.ScaleUpSeconds, r.PeakNodes, r.PeakFleetPrice, r.PeakPlanNodes, r.PeakPlanPrice)
 	fmt.Fprintf(w, "spot interruptions      %d (their pods: %d evicted by the drain, %d lost with the instance)\n", r.Interrupted, r.DrainedFromInterrupted, r.LostToInterruptions)
 	fmt.Fprintf(w, "pods Running at the end %d of %d (%d not Running)\n", r.PodsRunning, r.PodsWanted, r.PodsNotRunning)
 	fmt.Fprintf(w, "leaked instances        %d (live instances %d, NodeClaims %d, NodeClaims without instance %d)\n",
 		len(r.Leaked), r.LiveInstances, r.Nodes, len(r.Dangling))
-	fmt.Fprintf(w, "duplicate NodeClaims    %d sharing an instance, %d launched twice, %d empty at the end (%d NodeClaims made, %d instances launched in all)\n",
-		len(r.Duplicates), len(r.DuplicateLaunches), len(r.EmptyNodes), r.ClaimsCreated, r.InstancesLaunched)
+	fmt.Fprintf(w, "duplicate NodeClaims    %d sharing an instance, %d empty at the end (%d NodeClaims made, %d instances launched in all)\n",
+		len(r.Duplicates), len(r.EmptyNodes), r.ClaimsCreated, r.InstancesLaunched)
+	fmt.Fprintf(w, "relaunched NodeClaims   %d (a kill between the launch and its record; the orphan is garbage collected)\n", len(r.Relaunches))
+	for _, rl := range r.Relaunches {
+		fmt.Fprintf(w, "  %s\n", rl)
+	}
 	fmt.Fprintf(w, "PDB violations          %d (watched, PDBs maxUnavailable %s; pods lost without an eviction off interrupted nodes: %d)\n", r.PDBViolations, r.PDBMaxUnavailable, r.LostWithoutEviction)
 	for _, d := range r.LostDetails {
 		fmt.Fprintf(w, "  lost: %s\n", d)

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu/kubenode"
 )
 
 // fleet is a watcher with n available pods of app "web" spread over two
@@ -129,5 +132,30 @@ func TestSpreadGivesEveryKill(t *testing.T) {
 	}
 	if got := spread(50, phases); got[0] != 14 || got[1] != 8 {
 		t.Errorf("spread(50) = %v, want 14 and 8 first", got)
+	}
+}
+
+func TestRelaunches(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	in := func(id, claim, state string, launch, change time.Duration) awsemu.Instance {
+		return awsemu.Instance{ID: id, State: state, LaunchTime: t0.Add(launch), StateChangeTime: t0.Add(change),
+			Tags: map[string]string{kubenode.TagNodeClaim: claim}}
+	}
+	all := []awsemu.Instance{
+		in("i-1", "a", awsemu.StateTerminated, 0, 32*time.Second),
+		in("i-2", "a", awsemu.StateRunning, 29*time.Second, 30*time.Second),
+		in("i-3", "b", awsemu.StateRunning, 5*time.Second, 6*time.Second),
+		in("i-4", "c", awsemu.StateRunning, 40*time.Second, 41*time.Second),
+		in("i-5", "c", awsemu.StateRunning, 50*time.Second, 51*time.Second),
+	}
+	got := relaunches(all, []time.Time{t0.Add(-time.Second), t0.Add(800 * time.Millisecond), t0.Add(10 * time.Second)})
+	if len(got) != 2 {
+		t.Fatalf("relaunches = %v, want a's i-1 and c's i-4", got)
+	}
+	if g := got[0]; g.Claim != "a" || g.Orphan != "i-1" || g.Lived != 32*time.Second || g.KillAfter != 800*time.Millisecond {
+		t.Errorf("a: %+v", g)
+	}
+	if g := got[1]; g.Claim != "c" || g.Orphan != "i-4" || g.Lived != 0 || g.KillAfter != -1 {
+		t.Errorf("c: %+v", g)
 	}
 }
