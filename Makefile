@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 35m
 
-.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz
+.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz soak soak-cycle
 
 all: build
 
@@ -63,6 +63,19 @@ fuzz:
 	  echo "fuzz $$pkg $$name for $(FUZZ_TIME)"; \
 	  go test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME); \
 	done
+
+## soak: the full-cycle soak (soak-cycle, at most 25 min) then `make fuzz` (60 s per target); not part of `make test`; see docs/soak.md
+soak:
+	$(MAKE) soak-cycle
+	$(MAKE) fuzz
+
+## soak-cycle: scale-up, spot interruptions, 30% throttling + ICE, scale-down with consolidation, drift, 50 controller SIGKILLs on the local stack (SOAK_FLAGS, e.g. -keep)
+SOAK_FLAGS ?=
+soak-cycle: build controlplane
+	go vet ./test/soak/
+	go build -o bin/soak ./test/soak
+	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
+	  bin/soak -binary bin/dovetail -repo . -report bin/soak-report.json $(SOAK_FLAGS)
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane
