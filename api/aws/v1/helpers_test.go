@@ -86,9 +86,10 @@ func TestRuntimeValidate(t *testing.T) {
 			EvictionHard:   map[string]string{"memory.available": "5%", "nodefs.available": "1Gi"},
 		}},
 		{name: "bad values", kubelet: &awsv1.KubeletConfiguration{
-			KubeReserved: map[string]string{"cpu": "lots"},
-			EvictionHard: map[string]string{"memory.available": "150%"},
-			EvictionSoft: map[string]string{"nodefs.available": "0%", "pid.available": "-1"},
+			KubeReserved:            map[string]string{"cpu": "lots"},
+			EvictionHard:            map[string]string{"memory.available": "150%"},
+			EvictionSoft:            map[string]string{"nodefs.available": "0%", "pid.available": "-1"},
+			EvictionSoftGracePeriod: map[string]metav1.Duration{"nodefs.available": {Duration: time.Minute}, "pid.available": {Duration: time.Minute}},
 		}, want: []string{
 			"spec.kubelet.evictionHard[memory.available]",
 			"spec.kubelet.evictionSoft[nodefs.available]",
@@ -98,7 +99,13 @@ func TestRuntimeValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Kubelet: tt.kubelet}}
+			nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{
+				SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{ID: "subnet-1"}},
+				SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{ID: "sg-1"}},
+				AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+				Role:                       "nodes",
+				Kubelet:                    tt.kubelet,
+			}}
 			var got []string
 			for _, e := range nc.RuntimeValidate() {
 				got = append(got, e.Field)
