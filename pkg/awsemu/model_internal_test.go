@@ -94,7 +94,10 @@ print(json.dumps(out))
 }
 
 // unimplementedFilters are the model's filters the emulator refuses, each
-// because its catalog has no data for it. Everything else in the model is
+// because its catalog or its records have no data for it (emulated
+// instances have no network-interface, capacity-reservation-specification,
+// enclave, hibernation, maintenance, operator or private-DNS-name-options
+// data). Everything else in the model is
 // answered; nothing outside it is.
 var unimplementedFilters = map[string][]string{
 	"DescribeInstanceTypes": {
@@ -135,6 +138,44 @@ var unimplementedFilters = map[string][]string{
 		"ipv6-cidr-block-association.ipv6-cidr-block", "ipv6-cidr-block-association.ipv6-pool",
 		"ipv6-cidr-block-association.association-id", "ipv6-cidr-block-association.state",
 	},
+	"DescribeInstances": {
+		"capacity-reservation-specification.capacity-reservation-preference",
+		"capacity-reservation-specification.capacity-reservation-target.capacity-reservation-id",
+		"capacity-reservation-specification.capacity-reservation-target.capacity-reservation-resource-group-arn",
+		"current-instance-boot-mode", "enclave-options.enabled", "hibernation-options.configured",
+		"maintenance-options.auto-recovery", "metadata-options.http-protocol-ipv4",
+		"network-interface.addresses.association.allocation-id",
+		"network-interface.addresses.association.association-id",
+		"network-interface.addresses.association.carrier-ip",
+		"network-interface.addresses.association.customer-owned-ip",
+		"network-interface.addresses.association.ip-owner-id",
+		"network-interface.addresses.association.public-dns-name",
+		"network-interface.addresses.association.public-ip", "network-interface.addresses.primary",
+		"network-interface.addresses.private-dns-name", "network-interface.addresses.private-ip-address",
+		"network-interface.association.allocation-id", "network-interface.association.association-id",
+		"network-interface.association.carrier-ip", "network-interface.association.customer-owned-ip",
+		"network-interface.association.ip-owner-id", "network-interface.association.public-dns-name",
+		"network-interface.association.public-ip", "network-interface.attachment.attach-time",
+		"network-interface.attachment.attachment-id", "network-interface.attachment.delete-on-termination",
+		"network-interface.attachment.device-index", "network-interface.attachment.instance-id",
+		"network-interface.attachment.instance-owner-id", "network-interface.attachment.network-card-index",
+		"network-interface.attachment.status", "network-interface.availability-zone",
+		"network-interface.deny-all-igw-traffic", "network-interface.description", "network-interface.group-id",
+		"network-interface.group-name", "network-interface.ipv4-prefixes.ipv4-prefix",
+		"network-interface.ipv6-address", "network-interface.ipv6-addresses.ipv6-address",
+		"network-interface.ipv6-addresses.is-primary-ipv6", "network-interface.ipv6-native",
+		"network-interface.ipv6-prefixes.ipv6-prefix", "network-interface.mac-address",
+		"network-interface.network-interface-id", "network-interface.operator.managed",
+		"network-interface.operator.principal", "network-interface.outpost-arn", "network-interface.owner-id",
+		"network-interface.private-dns-name", "network-interface.private-ip-address",
+		"network-interface.public-dns-name", "network-interface.requester-id",
+		"network-interface.requester-managed", "network-interface.status", "network-interface.source-dest-check",
+		"network-interface.subnet-id", "network-interface.tag-key", "network-interface.tag-value",
+		"network-interface.vpc-id", "network-performance-options.bandwidth-weighting", "operator.managed",
+		"operator.principal", "private-dns-name-options.enable-resource-name-dns-a-record",
+		"private-dns-name-options.enable-resource-name-dns-aaaa-record", "private-dns-name-options.hostname-type",
+		"requester-id", "tpm-support", "usage-operation-update-time",
+	},
 	"DescribeInstanceStatus": {
 		"event.code", "event.description", "event.instance-event-id", "event.not-after", "event.not-before",
 		"event.not-before-deadline", "operator.managed", "operator.principal", "attached-ebs-status.status",
@@ -145,12 +186,14 @@ var unimplementedFilters = map[string][]string{
 // botocore's model documents; for these operations every documented filter
 // is answered unless listed in unimplementedFilters (probed through
 // aws-sdk-go-v2, on the seeded account, whose subnets, security groups,
-// images, zones and VPCs every probe evaluates). DescribeInstances and
-// DescribeLaunchTemplates are not probed: they answer a filter only once
-// an object is evaluated against it.
+// images, zones and VPCs every probe evaluates; DescribeInstances and
+// DescribeLaunchTemplates check filter names before looking at any
+// object, as EC2 does, so they are probed on an account without
+// instances or launch templates).
 func TestFiltersMatchBotocore(t *testing.T) {
 	ops := []string{"DescribeInstanceTypes", "DescribeSpotPriceHistory", "DescribeInstanceStatus",
-		"DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs"}
+		"DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs",
+		"DescribeInstances", "DescribeLaunchTemplates"}
 	model := modelFilters(t, ops...)
 	for name := range instanceTypeFilters {
 		if !slices.Contains(model["DescribeInstanceTypes"], name) {
@@ -192,6 +235,10 @@ func TestFiltersMatchBotocore(t *testing.T) {
 				_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: f})
 			case "DescribeVpcs":
 				_, err = c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: f})
+			case "DescribeInstances":
+				_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: f})
+			case "DescribeLaunchTemplates":
+				_, err = c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: f})
 			}
 			refused := err != nil && strings.Contains(err.Error(), "is invalid")
 			if err != nil && !refused {

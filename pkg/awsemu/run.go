@@ -80,7 +80,7 @@ func (e *Emulator) runInstances(req *request) (any, *apiError) {
 	c := fleetCandidate{lt: lt, instanceType: it, subnet: subnets[0], imageID: img.ID}
 	e.judge(&c, img, capType)
 	if c.errCode != "" {
-		return nil, newAPIError(c.errCode, 400, "%s", c.errMsg)
+		return nil, newAPIError(c.errCode, ec2ErrorStatus(c.errCode), "%s", c.errMsg)
 	}
 	reservation := e.newID("r")
 	now := e.clock.Now()
