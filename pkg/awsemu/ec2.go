@@ -796,8 +796,6 @@ func (e *Emulator) describeImages(req *request) (any, *apiError) {
 				return []string{"hvm"}, true
 			case "hypervisor":
 				return []string{"xen"}, true
-			case "platform-details":
-				return []string{"Linux/UNIX"}, true
 			}
 			return nil, false
 		})

@@ -3,6 +3,9 @@ package awsemu
 import (
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
 	"slices"
 	"strings"
@@ -246,6 +249,113 @@ func TestFiltersMatchBotocore(t *testing.T) {
 			}
 			if want := slices.Contains(unimplementedFilters[op], name); refused != want {
 				t.Errorf("%s filter %s: refused %v, listed as unimplemented %v", op, name, refused, want)
+			}
+		}
+	}
+}
+
+// answeredFilters reads, from the source, the filter names each
+// operation's handler answers: the string cases of the field functions it
+// passes to matchFilters (a function literal in the handler, or a named
+// function such as instanceFields).
+func answeredFilters(t *testing.T, ops []string) map[string][]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	funcs := map[string]*ast.FuncDecl{}
+	for _, name := range []string{"ec2.go", "run.go"} {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok {
+				funcs[fd.Name.Name] = fd
+			}
+		}
+	}
+	cases := func(body ast.Node) []string {
+		var out []string
+		ast.Inspect(body, func(n ast.Node) bool {
+			if cc, ok := n.(*ast.CaseClause); ok {
+				for _, e := range cc.List {
+					if s, ok := stringLit(e); ok {
+						out = append(out, s)
+					}
+				}
+			}
+			return true
+		})
+		return out
+	}
+	handlers := opHandlers(t, "ec2.go", "ec2Ops")
+	out := map[string][]string{}
+	for _, op := range ops {
+		h := funcs[handlers[op]]
+		if h == nil {
+			t.Fatalf("%s: no handler %s", op, handlers[op])
+		}
+		// Function literals assigned in the handler (fields := func...).
+		lits := map[string]*ast.FuncLit{}
+		ast.Inspect(h.Body, func(n ast.Node) bool {
+			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && len(as.Rhs) == 1 {
+				if id, ok := as.Lhs[0].(*ast.Ident); ok {
+					if fl, ok := as.Rhs[0].(*ast.FuncLit); ok {
+						lits[id.Name] = fl
+					}
+				}
+			}
+			return true
+		})
+		ast.Inspect(h.Body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "matchFilters" || len(call.Args) != 3 {
+				return true
+			}
+			switch a := call.Args[2].(type) {
+			case *ast.FuncLit:
+				out[op] = append(out[op], cases(a.Body)...)
+			case *ast.CallExpr:
+				if fn, ok := a.Fun.(*ast.Ident); ok && funcs[fn.Name] != nil {
+					out[op] = append(out[op], cases(funcs[fn.Name].Body)...)
+				}
+			case *ast.Ident:
+				if fl := lits[a.Name]; fl != nil {
+					out[op] = append(out[op], cases(fl.Body)...)
+				}
+			}
+			return true
+		})
+		if len(out[op]) == 0 {
+			t.Errorf("%s: found no filter names in handler %s", op, handlers[op])
+		}
+	}
+	return out
+}
+
+// TestFiltersAnsweredAreDocumented is the other direction of
+// TestFiltersMatchBotocore: every filter name an operation answers (read
+// from its source) is one botocore's model documents for it, so nothing
+// that works against the emulator fails against EC2.
+func TestFiltersAnsweredAreDocumented(t *testing.T) {
+	ops := []string{"DescribeSpotPriceHistory", "DescribeInstanceStatus", "DescribeSubnets", "DescribeSecurityGroups",
+		"DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs", "DescribeInstances", "DescribeLaunchTemplates"}
+	var docs map[string]string
+	list, _ := json.Marshal(ops)
+	botocoreEC2(t, `
+out = {}
+for op in `+string(list)+`:
+    out[op] = m.operation_model(op).input_shape.members['Filters'].documentation
+print(json.dumps(out))
+`, &docs)
+	for op, names := range answeredFilters(t, ops) {
+		for _, n := range names {
+			// Documented as a filter or as another name for one ("You can
+			// also use availabilityZone as the filter name").
+			if !strings.Contains(docs[op], "<code>"+n+"</code>") {
+				t.Errorf("%s answers filter %q, which botocore's model does not document", op, n)
 			}
 		}
 	}
