@@ -68,12 +68,11 @@ func asPeer(obj *unstructured.Unstructured) *unstructured.Unstructured {
 // knownDisagreements are the apitest cases on which our CRDs and the
 // peer's decide differently, with why (docs/api.md lists them too).
 // TestAgreesWithThePeer fails on any other disagreement and on a listed
-// case that agrees again. What the peer's CRD admits and the peer refuses
-// at run time (requirement values, cron fields, kubelet settings) ours
-// admits too and refuses at run time (runtimeCases).
-var knownDisagreements = map[string]string{
-	"invalid: kubelet maxPods of the wrong type": "ours stricter: the kubelet keys dovetail acts on are typed (a value of another type could not be decoded into the class); the peer's kubelet is free-form and it reports the error as ValidationSucceeded=False",
-}
+// case that agrees again. None remain: what the peer's CRD admits and the
+// peer refuses at run time (requirement values, cron fields, kubelet
+// settings and their types) ours admits too and refuses at run time
+// (runtimeCases).
+var knownDisagreements = map[string]string{}
 
 // TestAgreesWithThePeer sends every valid, invalid and runtime case of this package
 // to our CRDs and to the peer's (installed beside them under other groups)

@@ -227,7 +227,6 @@ func invalidCases() []invalidCase {
 		{name: "volumeSize above 64Ti", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 65Ti}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize", msg: "should match"},
 		{name: "unknown volumeType", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeType: gp9}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeType", msg: "Unsupported value"},
 		{name: "instanceStorePolicy RAID1", base: ec2, patch: `spec: {instanceStorePolicy: RAID1}`, field: "spec.instanceStorePolicy", msg: "Unsupported value"},
-		{name: "kubelet maxPods of the wrong type", base: ec2, patch: `spec: {kubelet: {maxPods: many}}`, field: "spec.kubelet.maxPods"},
 		{name: "restricted tag", base: ec2, patch: `spec: {tags: {eks:eks-cluster-name: other}}`, field: "spec.tags", msg: "eks:eks-cluster-name"},
 	}
 }
@@ -251,6 +250,8 @@ func runtimeCases() []invalidCase {
 		{name: "requirement key name part too long", base: np, patch: reqs(`[{key: example.com/` + strings.Repeat("k", 64) + `, operator: Exists}]`), field: "spec.template.spec.requirements[0].key", msg: "63"},
 		{name: "nodeclaim requirement value malformed", base: nc, patch: `spec: {requirements: [{key: a, operator: In, values: ["x y"]}]}`, field: "spec.requirements[0].values[0]", msg: "label value"},
 		{name: "template label key malformed", base: np, patch: `spec: {template: {metadata: {labels: {"a b": x}}}}`, field: "spec.template.metadata.labels[a b]", msg: "label key"},
+		{name: "kubelet maxPods of the wrong type", base: ec2, patch: `spec: {kubelet: {maxPods: many, evictionHard: [x]}}`, field: "spec.kubelet.maxPods", msg: "must be an integer"},
+		{name: "kubelet evictionHard not a map", base: ec2, patch: `spec: {kubelet: {evictionHard: [x]}}`, field: "spec.kubelet.evictionHard", msg: "must be a map of strings"},
 		{name: "negative maxPods", base: ec2, patch: `spec: {kubelet: {maxPods: -1}}`, field: "spec.kubelet.maxPods", msg: "negative"},
 		{name: "clusterDNS not an address", base: ec2, patch: `spec: {kubelet: {clusterDNS: [dns.local]}}`, field: "spec.kubelet.clusterDNS[0]", msg: "IP address"},
 		{name: "grace period without evictionSoft", base: ec2, patch: `spec: {kubelet: {evictionSoftGracePeriod: {memory.available: 1m}}}`, field: "spec.kubelet.evictionSoftGracePeriod[memory.available]", msg: "no evictionSoft"},

@@ -90,7 +90,11 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['karpenter.sh/nodepool','karpenter.sh/nodeclaim','karpenter.k8s.aws/ec2nodeclass','eks:eks-cluster-name']) && !k.startsWith('kubernetes.io/cluster/'))",message="tags may not set karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, eks:eks-cluster-name or kubernetes.io/cluster/*"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// Kubelet configures the kubelet on the nodes.
+	// Kubelet configures the kubelet on the nodes. The schema takes it
+	// free-form, as the peer's does (see KubeletConfiguration).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 	// BlockDeviceMappings are the instances' volumes; at most one is the root
@@ -314,17 +318,20 @@ type AMISelectorTerm struct {
 // below are typed and acted on; like the peer's CRD, which takes any
 // kubelet configuration key, other keys are accepted and preserved, but
 // dovetail does not act on them: UnknownKeys lists them and the class gets
-// SpecSupported=False naming them. As in the peer's CRD, only the types
-// are checked at admission (a value of the wrong type could not be
-// decoded); bounds, key names and the rules between keys are checked by
-// RuntimeValidate and reported as ValidationSucceeded=False, as the peer
-// reports them.
+// SpecSupported=False naming them. As in the peer's CRD, nothing is
+// checked at admission: value types (TypeErrors), bounds, key names and
+// the rules between keys are checked by RuntimeValidate and reported as
+// ValidationSucceeded=False, as the peer reports them.
 //
 // +kubebuilder:pruning:PreserveUnknownFields
 type KubeletConfiguration struct {
 	// UnknownKeys are the keys of the object as read that are not fields
 	// below (sorted); never written back.
 	UnknownKeys []string `json:"-"`
+	// TypeErrors are the typed keys of the object as read whose values
+	// have another type (left unset), with what they must be; never
+	// written back. RuntimeValidate reports them.
+	TypeErrors map[string]string `json:"-"`
 	// ClusterDNS are the DNS server IPs pods use.
 	// +optional
 	ClusterDNS []string `json:"clusterDNS,omitempty"`

@@ -40,6 +40,9 @@ func (in *EC2NodeClass) RuntimeValidate() field.ErrorList {
 	}
 	path := spec.Child("kubelet")
 	var kerrs field.ErrorList
+	for _, key := range slices.Sorted(maps.Keys(k.TypeErrors)) {
+		kerrs = append(kerrs, field.Invalid(path.Child(key), key, k.TypeErrors[key]))
+	}
 	for i, ip := range k.ClusterDNS {
 		if net.ParseIP(ip) == nil {
 			kerrs = append(kerrs, field.Invalid(path.Child("clusterDNS").Index(i), ip, "must be an IP address"))
