@@ -173,7 +173,7 @@ func (e *Emulator) describeInstanceTypes(req *request) (any, *apiError) {
 	var matched []InstanceTypeInfo
 	for i := range types {
 		t := &types[i]
-		ok, aerr := matchFilters(filters, nil, instanceTypeFields(t))
+		ok, aerr := matchUntagged(filters, instanceTypeFields(t))
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -445,7 +445,7 @@ func (e *Emulator) describeInstanceTypeOfferings(req *request) (any, *apiError) 
 	var matched []offeringXML
 	for _, o := range all {
 		o := o
-		ok, aerr := matchFilters(filters, nil, func(name string) ([]string, bool) {
+		ok, aerr := matchUntagged(filters, func(name string) ([]string, bool) {
 			switch name {
 			case "location":
 				return []string{o.Location}, true
@@ -492,7 +492,7 @@ func (e *Emulator) describeAvailabilityZones(req *request) (any, *apiError) {
 			ZoneName: z.Name, ZoneState: "available", RegionName: region, ZoneID: z.ID, ZoneType: "availability-zone",
 			OptInStatus: "opt-in-not-required", GroupName: region, NetworkBorderGroup: region,
 		}
-		ok, aerr := matchFilters(filters, nil, func(name string) ([]string, bool) {
+		ok, aerr := matchUntagged(filters, func(name string) ([]string, bool) {
 			switch name {
 			case "zone-name":
 				return []string{x.ZoneName}, true
@@ -886,7 +886,7 @@ func (e *Emulator) describeSpotPriceHistory(req *request) (any, *apiError) {
 					InstanceType: t.Name, ProductDescription: pd, SpotPrice: strconv.FormatFloat(price, 'f', 6, 64),
 					Timestamp: stamp, AvailabilityZone: z.Name, AvailabilityZoneID: z.ID,
 				}
-				ok, aerr := matchFilters(filters, nil, func(name string) ([]string, bool) {
+				ok, aerr := matchUntagged(filters, func(name string) ([]string, bool) {
 					switch name {
 					case "availability-zone":
 						return []string{x.AvailabilityZone}, true

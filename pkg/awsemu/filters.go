@@ -48,6 +48,19 @@ func errUnknownFilter(name string) *apiError {
 	return newAPIError("InvalidParameterValue", 400, "The filter '%s' is invalid", name)
 }
 
+// matchUntagged is matchFilters for resources EC2 does not tag (instance
+// types, offerings, zones, spot prices, instance status): their model
+// documents no tag filters, so tag:KEY, tag-key and tag-value are unknown
+// filters there, refused like any other.
+func matchUntagged(filters []filter, fields fieldFunc) (bool, *apiError) {
+	for _, f := range filters {
+		if strings.HasPrefix(f.Name, "tag:") || f.Name == "tag-key" || f.Name == "tag-value" {
+			return false, errUnknownFilter(f.Name)
+		}
+	}
+	return matchFilters(filters, nil, fields)
+}
+
 // matchFilters reports whether an object passes every filter. Tag filters
 // (tag:KEY, tag-key, tag-value) are answered from tags.
 func matchFilters(filters []filter, tags map[string]string, fields fieldFunc) (bool, *apiError) {

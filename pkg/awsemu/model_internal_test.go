@@ -256,8 +256,8 @@ func TestFiltersMatchBotocore(t *testing.T) {
 
 // answeredFilters reads, from the source, the filter names each
 // operation's handler answers: the string cases of the field functions it
-// passes to matchFilters (a function literal in the handler, or a named
-// function such as instanceFields).
+// passes to matchFilters or matchUntagged (a function literal in the
+// handler, or a named function such as instanceFields).
 func answeredFilters(t *testing.T, ops []string) map[string][]string {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -311,10 +311,11 @@ func answeredFilters(t *testing.T, ops []string) map[string][]string {
 			if !ok {
 				return true
 			}
-			if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "matchFilters" || len(call.Args) != 3 {
+			fn, ok := call.Fun.(*ast.Ident)
+			if !ok || !(fn.Name == "matchFilters" && len(call.Args) == 3 || fn.Name == "matchUntagged" && len(call.Args) == 2) {
 				return true
 			}
-			switch a := call.Args[2].(type) {
+			switch a := call.Args[len(call.Args)-1].(type) {
 			case *ast.FuncLit:
 				out[op] = append(out[op], cases(a.Body)...)
 			case *ast.CallExpr:
@@ -350,6 +351,53 @@ for op in `+string(list)+`:
     out[op] = m.operation_model(op).input_shape.members['Filters'].documentation
 print(json.dumps(out))
 `, &docs)
+	// Tag filters: answered exactly where the model documents them.
+	ctx := context.Background()
+	e, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	c := ec2.NewFromConfig(e.AWSConfig())
+	for _, op := range append([]string{"DescribeInstanceTypes"}, ops...) {
+		if op == "DescribeInstanceTypes" {
+			var d map[string]string
+			botocoreEC2(t, `print(json.dumps({'DescribeInstanceTypes': m.operation_model('DescribeInstanceTypes').input_shape.members['Filters'].documentation}))`, &d)
+			docs[op] = d[op]
+		}
+		documented := strings.Contains(docs[op], "<code>tag")
+		f := []ec2types.Filter{{Name: aws.String("tag:team"), Values: []string{"x"}}}
+		var err error
+		switch op {
+		case "DescribeInstanceTypes":
+			_, err = c.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{Filters: f})
+		case "DescribeSpotPriceHistory":
+			_, err = c.DescribeSpotPriceHistory(ctx, &ec2.DescribeSpotPriceHistoryInput{Filters: f})
+		case "DescribeInstanceStatus":
+			_, err = c.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{Filters: f, IncludeAllInstances: aws.Bool(true)})
+		case "DescribeSubnets":
+			_, err = c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: f})
+		case "DescribeSecurityGroups":
+			_, err = c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: f})
+		case "DescribeImages":
+			_, err = c.DescribeImages(ctx, &ec2.DescribeImagesInput{Filters: f})
+		case "DescribeAvailabilityZones":
+			_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: f})
+		case "DescribeVpcs":
+			_, err = c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: f})
+		case "DescribeInstances":
+			_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: f})
+		case "DescribeLaunchTemplates":
+			_, err = c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: f})
+		}
+		refused := err != nil && strings.Contains(err.Error(), "is invalid")
+		if err != nil && !refused {
+			t.Errorf("%s tag:team: %v", op, err)
+		}
+		if refused == documented {
+			t.Errorf("%s: tag filters documented %v, refused %v", op, documented, refused)
+		}
+	}
 	for op, names := range answeredFilters(t, ops) {
 		for _, n := range names {
 			// Documented as a filter or as another name for one ("You can

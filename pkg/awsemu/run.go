@@ -198,7 +198,7 @@ func (e *Emulator) describeInstanceStatus(req *request) (any, *apiError) {
 			}
 			return nil, false
 		}
-		ok, aerr := matchFilters(filters, nil, fields)
+		ok, aerr := matchUntagged(filters, fields)
 		if aerr != nil {
 			return nil, aerr
 		}
