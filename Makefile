@@ -26,6 +26,7 @@ chromium:
 generate:
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=api/crds
+	go run ./api/crds/internal/patchcrds api/crds
 	cp api/crds/*.yaml charts/dovetail/crds/ && cp api/crds/*.yaml charts/dovetail-crd/templates/
 	go run ./pkg/catalog/internal/gen -data ../shared/data/ec2 -out pkg/catalog/data
 

@@ -16,6 +16,7 @@ CONTROLLER_GEN="go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0"
 echo "verify-generated: regenerating deepcopy and CRDs" >&2
 $CONTROLLER_GEN object paths=./api/...
 $CONTROLLER_GEN crd paths=./api/... output:crd:artifacts:config=api/crds
+go run ./api/crds/internal/patchcrds api/crds
 # The charts carry copies of the CRDs (make charts).
 cp api/crds/*.yaml charts/dovetail/crds/
 cp api/crds/*.yaml charts/dovetail-crd/templates/

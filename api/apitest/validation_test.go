@@ -2,12 +2,17 @@ package apitest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 )
 
 const baseNodePool = `
@@ -115,14 +120,12 @@ func invalidCases() []invalidCase {
 		{name: "minValues above In values", base: np, patch: reqs(`[{key: a, operator: In, values: [p, q], minValues: 3}]`), field: "spec.template.spec.requirements[0].minValues", msg: "number of values"},
 		{name: "minValues above 50", base: np, patch: reqs(`[{key: a, operator: Exists, minValues: 51}]`), field: "spec.template.spec.requirements[0].minValues"},
 		{name: "minValues 0", base: np, patch: reqs(`[{key: a, operator: Exists, minValues: 0}]`), field: "spec.template.spec.requirements[0].minValues"},
-		{name: "Gt with a word", base: np, patch: reqs(`[{key: a, operator: Gt, values: [five]}]`), field: "spec.template.spec.requirements[0].values", msg: "integer"},
+		{name: "Gt with a word", base: np, patch: reqs(`[{key: a, operator: Gt, values: [five]}]`), field: "spec.template.spec.requirements[0]", msg: "integer"},
+		{name: "Gt with a negative integer", base: np, patch: reqs(`[{key: a, operator: Gt, values: ["-1"]}]`), field: "spec.template.spec.requirements[0].values", msg: "non-negative integer"},
 		{name: "Lt with two values", base: np, patch: reqs(`[{key: a, operator: Lt, values: ["1", "2"]}]`), field: "spec.template.spec.requirements[0].values", msg: "integer"},
 		{name: "Gte without values", base: np, patch: reqs(`[{key: a, operator: Gte}]`), field: "spec.template.spec.requirements[0].values"},
-		{name: "Lte with a fraction", base: np, patch: reqs(`[{key: a, operator: Lte, values: ["1.5"]}]`), field: "spec.template.spec.requirements[0].values"},
-		{name: "Exists with values", base: np, patch: reqs(`[{key: a, operator: Exists, values: [x]}]`), field: "spec.template.spec.requirements[0].values", msg: "empty"},
+		{name: "Lte with a fraction", base: np, patch: reqs(`[{key: a, operator: Lte, values: ["1.5"]}]`), field: "spec.template.spec.requirements[0]", msg: "integer"},
 		{name: "malformed requirement key", base: np, patch: reqs(`[{key: "bad key!", operator: Exists}]`), field: "spec.template.spec.requirements[0].key"},
-		{name: "malformed requirement value", base: np, patch: reqs(`[{key: a, operator: In, values: ["has space"]}]`), field: "spec.template.spec.requirements[0].values[0]"},
-		{name: "requirement value too long", base: np, patch: reqs(`[{key: a, operator: In, values: [` + strings.Repeat("a", 64) + `]}]`), field: "spec.template.spec.requirements[0].values[0]"},
 		{name: "hostname in requirements", base: np, patch: reqs(`[{key: kubernetes.io/hostname, operator: In, values: [n1]}]`), field: "spec.template.spec.requirements", msg: "kubernetes.io/hostname"},
 		{name: "karpenter.sh/nodepool in requirements", base: np, patch: reqs(`[{key: karpenter.sh/nodepool, operator: In, values: [x]}]`), field: "spec.template.spec.requirements", msg: "karpenter.sh domain"},
 		{name: "karpenter.sh key in requirements", base: np, patch: reqs(`[{key: karpenter.sh/custom, operator: Exists}]`), field: "spec.template.spec.requirements", msg: "karpenter.sh domain"},
@@ -134,8 +137,17 @@ func invalidCases() []invalidCase {
 		{name: "hostname in template labels", base: np, patch: `spec: {template: {metadata: {labels: {kubernetes.io/hostname: n1}}}}`, field: "spec.template.metadata.labels", msg: "kubernetes.io/hostname"},
 		{name: "karpenter.sh key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/team: b}}}}`, field: "spec.template.metadata.labels", msg: "karpenter.sh domain"},
 		{name: "unknown karpenter.k8s.aws key in template labels", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/colour: red}}}}`, field: "spec.template.metadata.labels", msg: "well-known"},
-		{name: "taint effect", base: np, patch: `spec: {template: {spec: {taints: [{key: a, effect: Sometimes}]}}}`, field: "spec.template.spec.taints", msg: "effect"},
-		{name: "startup taint effect", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, effect: NoWay}]}}}`, field: "spec.template.spec.startupTaints", msg: "effect"},
+		{name: "taint effect", base: np, patch: `spec: {template: {spec: {taints: [{key: a, effect: Sometimes}]}}}`, field: "spec.template.spec.taints[0].effect", msg: "Unsupported value"},
+		{name: "startup taint effect", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, effect: NoWay}]}}}`, field: "spec.template.spec.startupTaints[0].effect", msg: "Unsupported value"},
+		{name: "taint key malformed", base: np, patch: `spec: {template: {spec: {taints: [{key: "bad key", effect: NoSchedule}]}}}`, field: "spec.template.spec.taints[0].key", msg: "should match"},
+		{name: "taint key empty", base: np, patch: `spec: {template: {spec: {taints: [{key: "", effect: NoSchedule}]}}}`, field: "spec.template.spec.taints[0].key"},
+		{name: "startup taint value malformed", base: np, patch: `spec: {template: {spec: {startupTaints: [{key: a, value: "x y", effect: NoSchedule}]}}}`, field: "spec.template.spec.startupTaints[0].value", msg: "should match"},
+		{name: "nodeclaim taint key malformed", base: nc, patch: `spec: {taints: [{key: "a b", effect: NoSchedule}]}`, field: "spec.taints[0].key", msg: "should match"},
+		{name: "template label value malformed", base: np, patch: `spec: {template: {metadata: {labels: {team: "a b"}}}}`, field: "spec.template.metadata.labels.team", msg: "should match"},
+		{name: "template label value too long", base: np, patch: `spec: {template: {metadata: {labels: {team: ` + strings.Repeat("a", 64) + `}}}}`, field: "spec.template.metadata.labels.team"},
+		{name: "nodeClassRef group with a slash", base: np, patch: `spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws/v1}}}}`, field: "spec.template.spec.nodeClassRef.group", msg: "should match"},
+		{name: "empty nodeClassRef kind", base: np, patch: `spec: {template: {spec: {nodeClassRef: {kind: ""}}}}`, field: "spec.template.spec.nodeClassRef.kind", msg: "may not be empty"},
+		{name: "volumeSize without unit", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: "20"}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize", msg: "should match"},
 		{name: "terminationGracePeriod 1 day", base: np, patch: `spec: {template: {spec: {terminationGracePeriod: "1 day"}}}`, field: "spec.template.spec.terminationGracePeriod", msg: "should match"},
 		{name: "terminationGracePeriod in days", base: np, patch: `spec: {template: {spec: {terminationGracePeriod: 2d}}}`, field: "spec.template.spec.terminationGracePeriod", msg: "should match"},
 		{name: "nodeclaim terminationGracePeriod 1 day", base: nc, patch: `spec: {terminationGracePeriod: "1 day"}`, field: "spec.terminationGracePeriod", msg: "should match"},
@@ -169,10 +181,8 @@ func invalidCases() []invalidCase {
 		{name: "budget nodes 101%", base: np, patch: budgets(`[{nodes: "101%"}]`), field: "spec.disruption.budgets[0].nodes"},
 		{name: "schedule without duration", base: np, patch: budgets(`[{nodes: "1", schedule: "@daily"}]`), field: "spec.disruption.budgets[0]", msg: "schedule and duration"},
 		{name: "duration without schedule", base: np, patch: budgets(`[{nodes: "1", duration: 1h}]`), field: "spec.disruption.budgets[0]", msg: "schedule and duration"},
-		{name: "cron hour 25", base: np, patch: budgets(`[{nodes: "1", schedule: "0 25 * * *", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "cron"},
-		{name: "cron with four fields", base: np, patch: budgets(`[{nodes: "1", schedule: "0 9 * *", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "cron"},
-		{name: "cron unknown day name", base: np, patch: budgets(`[{nodes: "1", schedule: "0 9 * * funday", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "cron"},
-		{name: "cron @every", base: np, patch: budgets(`[{nodes: "1", schedule: "@every 1h", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "cron"},
+		{name: "cron with four fields", base: np, patch: budgets(`[{nodes: "1", schedule: "0 9 * *", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "should match"},
+		{name: "cron @every", base: np, patch: budgets(`[{nodes: "1", schedule: "@every 1h", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "should match"},
 		{name: "budget duration in seconds", base: np, patch: budgets(`[{nodes: "1", schedule: "@daily", duration: 30s}]`), field: "spec.disruption.budgets[0].duration"},
 		{name: "unknown budget reason", base: np, patch: budgets(`[{nodes: "1", reasons: [Expired]}]`), field: "spec.disruption.budgets[0].reasons[0]", msg: "Unsupported value"},
 		{name: "more than 50 budgets", base: np, patch: manyBudgets(51), field: "spec.disruption.budgets", msg: "50"},
@@ -181,7 +191,7 @@ func invalidCases() []invalidCase {
 		{name: "nodeclaim hostname requirement", base: nc, patch: `spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [n1]}]}`, field: "spec.requirements", msg: "kubernetes.io/hostname"},
 		{name: "nodeclaim karpenter.sh key", base: nc, patch: `spec: {requirements: [{key: karpenter.sh/registered, operator: Exists}]}`, field: "spec.requirements", msg: "karpenter.sh domain"},
 		{name: "nodeclaim expireAfter forever", base: nc, patch: `spec: {expireAfter: forever}`, field: "spec.expireAfter"},
-		{name: "nodeclaim taint effect", base: nc, patch: `spec: {taints: [{key: a, effect: Maybe}]}`, field: "spec.taints", msg: "effect"},
+		{name: "nodeclaim taint effect", base: nc, patch: `spec: {taints: [{key: a, effect: Maybe}]}`, field: "spec.taints[0].effect", msg: "Unsupported value"},
 		{name: "nodeclaim no nodeClassRef", base: nc, patch: `spec: {nodeClassRef: null}`, field: "spec.nodeClassRef", msg: "Required"},
 		// EC2NodeClass.
 		{name: "role and instanceProfile", base: ec2, patch: `spec: {instanceProfile: my-profile}`, field: "spec", msg: "exactly one of role and instanceProfile"},
@@ -213,16 +223,87 @@ func invalidCases() []invalidCase {
 		{name: "hop limit 65", base: ec2, patch: `spec: {metadataOptions: {httpPutResponseHopLimit: 65}}`, field: "spec.metadataOptions.httpPutResponseHopLimit"},
 		{name: "two root volumes", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 20Gi}}, {deviceName: /dev/xvdb, rootVolume: true, ebs: {volumeSize: 20Gi}}]}`, field: "spec.blockDeviceMappings", msg: "rootVolume"},
 		{name: "volumeSize not a quantity", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: big}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize"},
-		{name: "volumeSize zero", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 0Gi}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize", msg: "positive"},
-		{name: "volumeSize above 64Ti", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 65Ti}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize", msg: "64Ti"},
+		{name: "volumeSize zero", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 0Gi}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize", msg: "should match"},
+		{name: "volumeSize above 64Ti", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 65Ti}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeSize", msg: "should match"},
 		{name: "unknown volumeType", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeType: gp9}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeType", msg: "Unsupported value"},
 		{name: "instanceStorePolicy RAID1", base: ec2, patch: `spec: {instanceStorePolicy: RAID1}`, field: "spec.instanceStorePolicy", msg: "Unsupported value"},
-		{name: "imageGC thresholds reversed", base: ec2, patch: `spec: {kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}}`, field: "spec.kubelet", msg: "imageGCHighThresholdPercent"},
-		{name: "imageGC above 100", base: ec2, patch: `spec: {kubelet: {imageGCHighThresholdPercent: 101}}`, field: "spec.kubelet.imageGCHighThresholdPercent"},
-		{name: "unknown evictionHard signal", base: ec2, patch: `spec: {kubelet: {evictionHard: {memory.free: 1Gi}}}`, field: "spec.kubelet.evictionHard", msg: "memory.available"},
-		{name: "evictionSoft without grace period", base: ec2, patch: `spec: {kubelet: {evictionSoft: {memory.available: 5%}}}`, field: "spec.kubelet", msg: "evictionSoftGracePeriod"},
-		{name: "unknown kubeReserved resource", base: ec2, patch: `spec: {kubelet: {kubeReserved: {gpu: "1"}}}`, field: "spec.kubelet.kubeReserved", msg: "cpu"},
 		{name: "restricted tag", base: ec2, patch: `spec: {tags: {eks:eks-cluster-name: other}}`, field: "spec.tags", msg: "eks:eks-cluster-name"},
+	}
+}
+
+// runtimeCases are objects both CRDs (ours and the peer's) admit and that
+// RuntimeValidate refuses afterwards, as the peer refuses them at run time
+// (ValidationSucceeded=False): the error must name field, with msg in its
+// message.
+func runtimeCases() []invalidCase {
+	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
+	return []invalidCase{
+		{name: "malformed requirement value", base: np, patch: reqs(`[{key: a, operator: In, values: ["has space"]}]`), field: "spec.template.spec.requirements[0].values[0]", msg: "label value"},
+		{name: "requirement value too long", base: np, patch: reqs(`[{key: a, operator: In, values: [` + strings.Repeat("a", 64) + `]}]`), field: "spec.template.spec.requirements[0].values[0]", msg: "63"},
+		{name: "cron hour 25", base: np, patch: budgets(`[{nodes: "1", schedule: "0 25 * * *", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "cron"},
+		{name: "cron unknown day name", base: np, patch: budgets(`[{nodes: "1", schedule: "0 9 * * funday", duration: 1h}]`), field: "spec.disruption.budgets[0].schedule", msg: "cron"},
+		{name: "imageGC thresholds reversed", base: ec2, patch: `spec: {kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}}`, field: "spec.kubelet.imageGCHighThresholdPercent", msg: "greater than imageGCLowThresholdPercent"},
+		{name: "imageGC above 100", base: ec2, patch: `spec: {kubelet: {imageGCHighThresholdPercent: 101}}`, field: "spec.kubelet.imageGCHighThresholdPercent", msg: "between 0 and 100"},
+		{name: "unknown evictionHard signal", base: ec2, patch: `spec: {kubelet: {evictionHard: {memory.free: 1Gi}}}`, field: "spec.kubelet.evictionHard[memory.free]", msg: "memory.available"},
+		{name: "evictionSoft without grace period", base: ec2, patch: `spec: {kubelet: {evictionSoft: {memory.available: 5%}}}`, field: "spec.kubelet.evictionSoftGracePeriod[memory.available]", msg: "grace period"},
+		{name: "unknown kubeReserved resource", base: ec2, patch: `spec: {kubelet: {kubeReserved: {gpu: "1"}}}`, field: "spec.kubelet.kubeReserved[gpu]", msg: "cpu"},
+		{name: "requirement key name part too long", base: np, patch: reqs(`[{key: example.com/` + strings.Repeat("k", 64) + `, operator: Exists}]`), field: "spec.template.spec.requirements[0].key", msg: "63"},
+		{name: "nodeclaim requirement value malformed", base: nc, patch: `spec: {requirements: [{key: a, operator: In, values: ["x y"]}]}`, field: "spec.requirements[0].values[0]", msg: "label value"},
+		{name: "template label key malformed", base: np, patch: `spec: {template: {metadata: {labels: {"a b": x}}}}`, field: "spec.template.metadata.labels[a b]", msg: "label key"},
+		{name: "kubelet maxPods of the wrong type", base: ec2, patch: `spec: {kubelet: {maxPods: many, evictionHard: [x]}}`, field: "spec.kubelet.maxPods", msg: "must be an integer"},
+		{name: "kubelet evictionHard not a map", base: ec2, patch: `spec: {kubelet: {evictionHard: [x]}}`, field: "spec.kubelet.evictionHard", msg: "must be a map of strings"},
+		{name: "negative maxPods", base: ec2, patch: `spec: {kubelet: {maxPods: -1}}`, field: "spec.kubelet.maxPods", msg: "negative"},
+		{name: "clusterDNS not an address", base: ec2, patch: `spec: {kubelet: {clusterDNS: [dns.local]}}`, field: "spec.kubelet.clusterDNS[0]", msg: "IP address"},
+		{name: "grace period without evictionSoft", base: ec2, patch: `spec: {kubelet: {evictionSoftGracePeriod: {memory.available: 1m}}}`, field: "spec.kubelet.evictionSoftGracePeriod[memory.available]", msg: "no evictionSoft"},
+		{name: "class without spec", base: ec2, patch: `spec: null`, field: "spec.subnetSelectorTerms", msg: "Required"},
+	}
+}
+
+// TestRuntimeRefusedAfterAdmission checks that each runtime case is
+// admitted and that RuntimeValidate on the object as stored refuses it
+// naming the field.
+func TestRuntimeRefusedAfterAdmission(t *testing.T) {
+	c := newClient(t)
+	ctx := testContext(t)
+	for _, tc := range runtimeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := object(t, tc.base, "runtime", tc.patch)
+			if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
+				t.Fatalf("refused at admission (the peer admits it): %v", err)
+			}
+			var errs field.ErrorList
+			switch obj.GetKind() {
+			case "NodePool":
+				np := &karpv1.NodePool{}
+				fromUnstructured(t, obj, np)
+				errs = np.RuntimeValidate()
+			case "NodeClaim":
+				nc := &karpv1.NodeClaim{}
+				fromUnstructured(t, obj, nc)
+				errs = nc.RuntimeValidate()
+			default:
+				ec := &awsv1.EC2NodeClass{}
+				fromUnstructured(t, obj, ec)
+				errs = ec.RuntimeValidate()
+			}
+			for _, e := range errs {
+				if e.Field == tc.field && strings.Contains(e.Error(), tc.msg) {
+					return
+				}
+			}
+			t.Errorf("RuntimeValidate: no error on %s with %q in %v", tc.field, tc.msg, errs)
+		})
+	}
+}
+
+func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
+	t.Helper()
+	b, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -270,6 +351,9 @@ func validCases() []validCase {
 		{name: "capacity-type requirement", base: np, patch: reqs(`[{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand, reserved]}]`)},
 		{name: "well-known karpenter.k8s.aws keys", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-cpu-manufacturer, operator: In, values: [aws]}, {key: karpenter.k8s.aws/instance-hypervisor, operator: In, values: [nitro]}, {key: karpenter.k8s.aws/instance-local-nvme, operator: Exists}, {key: topology.k8s.aws/zone-id, operator: In, values: [use1-az1]}]`)},
 		{name: "well-known karpenter.k8s.aws template label", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/instance-family: m5}}}}`},
+		{name: "Exists with values (ignored, as by the peer)", base: np, patch: reqs(`[{key: a, operator: Exists, values: [x]}]`)},
+		{name: "selector terms with empty tags (select everything, as in the peer)", base: ec2, patch: `spec: {subnetSelectorTerms: [{tags: {}}], securityGroupSelectorTerms: [{tags: {}}]}`},
+		{name: "volumeSize in T and G", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 64T}}, {deviceName: /dev/xvdb, ebs: {volumeSize: 100G}}]}`},
 		{name: "exactly 100 requirements", base: np, patch: manyRequirements(100)},
 		{name: "no requirements list entries", base: np, patch: reqs(`[]`)},
 		{name: "expireAfter Never", base: np, patch: `spec: {template: {spec: {expireAfter: Never}}}`},

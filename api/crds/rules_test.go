@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	"github.com/dovetail-sh/dovetail/api/crds"
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 )
 
 // schemaOf returns the openAPIV3Schema of the CRD with the given name.
@@ -130,30 +131,38 @@ func TestWellKnownAWSLabelsInNodePoolRules(t *testing.T) {
 	}
 }
 
-// scheduleRegexp extracts the regular expression of the budget schedule
-// rule from the NodePool CRD.
+// scheduleRegexp is the admission pattern of a budget schedule (the
+// peer's: five fields or a macro).
 func scheduleRegexp(t *testing.T) *regexp.Regexp {
 	t.Helper()
-	for _, r := range node(t, "nodepools.karpenter.sh", ".spec.disruption.budgets[].schedule").XValidations {
-		if rest, ok := strings.CutPrefix(r.Rule, "self.matches('"); ok {
-			re, err := regexp.Compile(strings.TrimSuffix(rest, "')"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return re
-		}
+	p := node(t, "nodepools.karpenter.sh", ".spec.disruption.budgets[].schedule").Pattern
+	if p == "" {
+		t.Fatal("no schedule pattern")
 	}
-	t.Fatal("no schedule rule")
-	return nil
+	return regexp.MustCompile(p)
 }
 
-// TestScheduleRuleAgreesWithCronParser checks the CRD's cron rule against an
-// independent parser (robfig/cron, standard five-field syntax). The rule may
-// be stricter than the parser only where documented: it refuses @every,
-// CRON_TZ= prefixes, "?" outside the day fields and empty list elements
-// ("1,,2"). It may be
-// looser only for descending ranges ("5-1"), which a regular expression
-// cannot order.
+// scheduleAdmitted says whether a NodePool with the schedule passes both
+// checks: the CRD's pattern at admission and RuntimeValidate after.
+func scheduleAdmitted(re *regexp.Regexp, s string) (admission, runtime bool) {
+	np := &karpv1.NodePool{}
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1", Schedule: &s}}
+	runtime = true
+	for _, e := range np.RuntimeValidate() {
+		if e.Field == "spec.disruption.budgets[0].schedule" {
+			runtime = false
+		}
+	}
+	return re.MatchString(s), runtime
+}
+
+// TestScheduleRuleAgreesWithCronParser checks the schedule checks against
+// an independent parser (robfig/cron, five-field syntax and descriptors):
+// a schedule the parser takes passes both the admission pattern and
+// RuntimeValidate; one it refuses is refused by one of them. The pattern
+// is the peer's and looser (e.g. "60 * * * *" is admitted and then fails
+// RuntimeValidate, as in the peer); the cases the pattern refuses itself
+// are counted so that both checks are exercised.
 func TestScheduleRuleAgreesWithCronParser(t *testing.T) {
 	re := scheduleRegexp(t)
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -162,39 +171,45 @@ func TestScheduleRuleAgreesWithCronParser(t *testing.T) {
 		"* * * * *", "0 9 * * mon-fri", "0 9 * * MON-FRI", "*/15 * * * *", "0 0 1 1 *",
 		"59 23 31 12 6", "0,30 8-18 * * 1-5", "5/10 * * * *", "0 0 ? * sun", "0 0 1,15 * ?",
 		"0 0 * jan-mar,oct *", "00 09 01 01 0", "0 0 */2 * *", "1-59/2 * * * *", "0 0 * * 0-6/2",
-		"0 12 * * Sat", "0 0 1 Dec *", "*/100 * * * *",
-		// Refused by both.
-		"", " ", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * 32 * *",
+		"0 12 * * Sat", "0 0 1 Dec *", "*/100 * * * *", "? * * * *", "* * * * 7",
+		// Refused.
+		"", " ", "* * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * 32 * *",
 		"* * * 0 *", "* * * 13 *", "* * * * 8", "*/0 * * * *", "* * * * funday", "@reboot",
-		"@daily ", " @daily", "a b c d e", "1-2-3 * * * *", "*/ * * * *",
-		"-1 * * * *", "0 9 * * mon-fri extra",
+		"a b c d e", "1-2-3 * * * *", "*/ * * * *", "-1 * * * *", "5-1 * * * *", "0 0 * * fri-mon",
 	}
-	documentedStricter := map[string]bool{"1,,2 * * * *": true, "@every 1h": true, "CRON_TZ=UTC 0 9 * * *": true, "? * * * *": true, "* * * * 7": true}
-	documentedLooser := map[string]bool{"5-1 * * * *": true, "0 0 * * fri-mon": true}
-	for s := range documentedStricter {
+	// The pattern (the peer's) refuses @every, which the parser takes.
+	peerRefuses := map[string]bool{"@every 1h": true}
+	for s := range peerRefuses {
 		schedules = append(schedules, s)
 	}
-	for s := range documentedLooser {
-		schedules = append(schedules, s)
-	}
+	byPattern, byRuntime := 0, 0
 	for _, s := range schedules {
 		_, err := parser.Parse(s)
-		parses := err == nil
-		matches := re.MatchString(s)
+		admission, runtime := scheduleAdmitted(re, s)
 		switch {
-		case matches == parses:
-		case documentedStricter[s] && parses && !matches:
-		case documentedLooser[s] && matches && !parses:
-		default:
-			t.Errorf("%q: CRD rule accepts=%v, cron parser accepts=%v (%v)", s, matches, parses, err)
+		case peerRefuses[s]:
+			if admission {
+				t.Errorf("%q: admitted, the peer's pattern refuses it", s)
+			}
+		case err == nil && !(admission && runtime):
+			t.Errorf("%q: the cron parser accepts it, but admission=%v runtime=%v", s, admission, runtime)
+		case err != nil && admission && runtime:
+			t.Errorf("%q: the cron parser refuses it (%v), both checks let it through", s, err)
+		case err != nil && !admission:
+			byPattern++
+		case err != nil:
+			byRuntime++
 		}
+	}
+	if byPattern == 0 || byRuntime == 0 {
+		t.Errorf("refused by the pattern %d, by RuntimeValidate %d: want both exercised", byPattern, byRuntime)
 	}
 }
 
 // TestScheduleRuleProperty generates cron-like schedules from a grammar that
-// mixes valid and out-of-range tokens, and checks that the CRD rule and the
-// cron parser agree, except for descending ranges (accepted by the rule,
-// refused by the parser as "beyond end of range").
+// mixes valid and out-of-range tokens, and checks that admission (the
+// pattern) never refuses a schedule the cron parser accepts, and that
+// admission plus RuntimeValidate refuse every one it refuses.
 func TestScheduleRuleProperty(t *testing.T) {
 	re := scheduleRegexp(t)
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -245,17 +260,14 @@ func TestScheduleRuleProperty(t *testing.T) {
 		}
 		s := strings.Join(fields, " ")
 		_, err := parser.Parse(s)
-		matches := re.MatchString(s)
-		if matches {
+		admission, runtime := scheduleAdmitted(re, s)
+		if err == nil {
 			accepted++
 		} else {
 			refused++
 		}
-		switch {
-		case matches && err == nil, !matches && err != nil:
-		case matches && strings.Contains(err.Error(), "beyond end of range"):
-		default:
-			t.Fatalf("%q: CRD rule accepts=%v, cron parser error=%v", s, matches, err)
+		if (err == nil) != (admission && runtime) {
+			t.Fatalf("%q: admission=%v runtime=%v, cron parser error=%v", s, admission, runtime, err)
 		}
 	})
 	// The generator must exercise both outcomes, or the property is vacuous.

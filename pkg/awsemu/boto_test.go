@@ -87,3 +87,91 @@ out['params'] = len(ssm.get_parameters(Names=['/aws/service/bottlerocket/aws-k8s
 		t.Errorf("spot prices %v", out["spot"])
 	}
 }
+
+// TestResponsesMatchTheModels sends the SSM, IAM and Pricing calls a
+// controller makes through botocore and checks each raw answer against
+// the operation's output shape in botocore's model: every JSON key or XML
+// element is a member of its shape (by its wire name), and every JSON
+// scalar has the member's type. botocore itself drops unknown members
+// silently, so the raw body is checked.
+func TestResponsesMatchTheModels(t *testing.T) {
+	e := start(t, awsemu.Options{})
+	out := boto(t, e, `
+import xml.etree.ElementTree as ET
+scalars = {'string': str, 'integer': int, 'long': int, 'boolean': bool, 'double': (int, float), 'float': (int, float), 'timestamp': (int, float, str)}
+def check_json(shape, v, path, bad):
+    t = shape.type_name
+    if t == 'structure':
+        if not isinstance(v, dict):
+            bad.append(path + ': not an object'); return
+        for k, x in v.items():
+            if k not in shape.members:
+                bad.append(path + '.' + k + ': not in the model'); continue
+            check_json(shape.members[k], x, path + '.' + k, bad)
+    elif t == 'list':
+        for x in v: check_json(shape.member, x, path + '[]', bad)
+    elif t == 'map':
+        for k, x in v.items(): check_json(shape.value, x, path + '{' + k + '}', bad)
+    elif t in scalars and (not isinstance(v, scalars[t]) or (t != 'boolean' and isinstance(v, bool))):
+        bad.append('%s: %r is not a %s' % (path, v, t))
+def wire(name, m):
+    return m.serialization.get('name', name)
+def check_xml(shape, el, path, bad):
+    t = shape.type_name
+    if t == 'structure':
+        names = {wire(n, m): m for n, m in shape.members.items()}
+        for c in el:
+            tag = c.tag.split('}')[-1]
+            if tag not in names:
+                bad.append(path + '.' + tag + ': not in the model'); continue
+            check_xml(names[tag], c, path + '.' + tag, bad)
+    elif t == 'list':
+        for c in el: check_xml(shape.member, c, path + '[]', bad)
+def checked(svc, op, call, **kw):
+    c = client(svc)
+    raw = {}
+    c.meta.events.register('after-call', lambda http_response, **_: raw.update(body=http_response.content))
+    getattr(c, call)(**kw)
+    shape = c.meta.service_model.operation_model(op).output_shape
+    bad = []
+    if c.meta.service_model.protocol == 'json':
+        check_json(shape, json.loads(raw['body']), op, bad)
+    else:
+        root = ET.fromstring(raw['body'])
+        result = [x for x in root if x.tag.split('}')[-1] == op + 'Result']
+        if shape is not None:
+            if not result:
+                bad.append(op + ': no ' + op + 'Result element')
+            else:
+                check_xml(shape, result[0], op, bad)
+    out.setdefault('bad', []).extend(bad)
+    out.setdefault('ops', []).append(op)
+# The checks must be able to fail: an unknown member and a mistyped one.
+probe = []
+check_json(client('ssm').meta.service_model.operation_model('GetParameter').output_shape, {'Parameter': {'Bogus': 1, 'Version': '1'}}, 'probe', probe)
+out['probe'] = len(probe)
+name = '/aws/service/eks/optimized-ami/1.37/amazon-linux-2023/x86_64/standard/recommended/image_id'
+checked('ssm', 'GetParameter', 'get_parameter', Name=name)
+checked('ssm', 'GetParameters', 'get_parameters', Names=[name, '/nope'])
+checked('pricing', 'GetProducts', 'get_products', ServiceCode='AmazonEC2', MaxResults=2,
+        Filters=[{'Type': 'TERM_MATCH', 'Field': 'instanceType', 'Value': 'm5.large'}])
+checked('iam', 'CreateInstanceProfile', 'create_instance_profile', InstanceProfileName='shape', Path='/dovetail/')
+checked('iam', 'TagInstanceProfile', 'tag_instance_profile', InstanceProfileName='shape', Tags=[{'Key': 'a', 'Value': 'b'}])
+checked('iam', 'AddRoleToInstanceProfile', 'add_role_to_instance_profile', InstanceProfileName='shape', RoleName='KarpenterNodeRole-local')
+checked('iam', 'GetInstanceProfile', 'get_instance_profile', InstanceProfileName='shape')
+checked('iam', 'ListInstanceProfiles', 'list_instance_profiles', PathPrefix='/dovetail/')
+checked('iam', 'RemoveRoleFromInstanceProfile', 'remove_role_from_instance_profile', InstanceProfileName='shape', RoleName='KarpenterNodeRole-local')
+checked('iam', 'DeleteInstanceProfile', 'delete_instance_profile', InstanceProfileName='shape')
+`)
+	if out["probe"] != float64(2) {
+		t.Fatalf("the shape check found %v faults in a made-up answer with two", out["probe"])
+	}
+	if ops, _ := out["ops"].([]any); len(ops) != 10 {
+		t.Fatalf("checked %v, want 10 operations", out["ops"])
+	}
+	if bad, _ := out["bad"].([]any); len(bad) > 0 {
+		for _, b := range bad {
+			t.Errorf("answer differs from the model: %v", b)
+		}
+	}
+}

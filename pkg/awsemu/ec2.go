@@ -173,7 +173,7 @@ func (e *Emulator) describeInstanceTypes(req *request) (any, *apiError) {
 	var matched []InstanceTypeInfo
 	for i := range types {
 		t := &types[i]
-		ok, aerr := matchFilters(filters, nil, instanceTypeFields(t))
+		ok, aerr := matchUntagged(filters, instanceTypeFields(t))
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -445,7 +445,7 @@ func (e *Emulator) describeInstanceTypeOfferings(req *request) (any, *apiError) 
 	var matched []offeringXML
 	for _, o := range all {
 		o := o
-		ok, aerr := matchFilters(filters, nil, func(name string) ([]string, bool) {
+		ok, aerr := matchUntagged(filters, func(name string) ([]string, bool) {
 			switch name {
 			case "location":
 				return []string{o.Location}, true
@@ -492,7 +492,7 @@ func (e *Emulator) describeAvailabilityZones(req *request) (any, *apiError) {
 			ZoneName: z.Name, ZoneState: "available", RegionName: region, ZoneID: z.ID, ZoneType: "availability-zone",
 			OptInStatus: "opt-in-not-required", GroupName: region, NetworkBorderGroup: region,
 		}
-		ok, aerr := matchFilters(filters, nil, func(name string) ([]string, bool) {
+		ok, aerr := matchUntagged(filters, func(name string) ([]string, bool) {
 			switch name {
 			case "zone-name":
 				return []string{x.ZoneName}, true
@@ -796,8 +796,6 @@ func (e *Emulator) describeImages(req *request) (any, *apiError) {
 				return []string{"hvm"}, true
 			case "hypervisor":
 				return []string{"xen"}, true
-			case "platform-details":
-				return []string{"Linux/UNIX"}, true
 			}
 			return nil, false
 		})
@@ -888,7 +886,7 @@ func (e *Emulator) describeSpotPriceHistory(req *request) (any, *apiError) {
 					InstanceType: t.Name, ProductDescription: pd, SpotPrice: strconv.FormatFloat(price, 'f', 6, 64),
 					Timestamp: stamp, AvailabilityZone: z.Name, AvailabilityZoneID: z.ID,
 				}
-				ok, aerr := matchFilters(filters, nil, func(name string) ([]string, bool) {
+				ok, aerr := matchUntagged(filters, func(name string) ([]string, bool) {
 					switch name {
 					case "availability-zone":
 						return []string{x.AvailabilityZone}, true
@@ -1244,6 +1242,9 @@ func (e *Emulator) describeLaunchTemplates(req *request) (any, *apiError) {
 			return nil, newAPIError("InvalidLaunchTemplateName.NotFoundException", 400, "At least one of the launch templates specified in the request does not exist.")
 		}
 	}
+	if aerr := checkFilterNames(filters, launchTemplateFields(&launchTemplateRec{})); aerr != nil {
+		return nil, aerr
+	}
 	all := make([]*launchTemplateRec, 0, len(e.acct.launchTemplates))
 	for _, lt := range e.acct.launchTemplates {
 		all = append(all, lt)
@@ -1256,18 +1257,7 @@ func (e *Emulator) describeLaunchTemplates(req *request) (any, *apiError) {
 				continue
 			}
 		}
-		lt := lt
-		ok, aerr := matchFilters(filters, lt.Tags, func(name string) ([]string, bool) {
-			switch name {
-			case "launch-template-name":
-				return []string{lt.Name}, true
-			case "launch-template-id":
-				return []string{lt.ID}, true
-			case "create-time":
-				return []string{lt.CreateTime.UTC().Format(ec2Time)}, true
-			}
-			return nil, false
-		})
+		ok, aerr := matchFilters(filters, lt.Tags, launchTemplateFields(lt))
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -1277,6 +1267,20 @@ func (e *Emulator) describeLaunchTemplates(req *request) (any, *apiError) {
 	}
 	from, to, next := pg.slice("DescribeLaunchTemplates", len(items))
 	return describeLaunchTemplatesXML{LaunchTemplates: set[launchTemplateXML]{Items: items[from:to]}, NextToken: next}, nil
+}
+
+// launchTemplateFields answers the DescribeLaunchTemplates filters
+// botocore's EC2 model documents (tag:KEY and tag-key by matchFilters).
+func launchTemplateFields(lt *launchTemplateRec) fieldFunc {
+	return func(name string) ([]string, bool) {
+		switch name {
+		case "launch-template-name":
+			return []string{lt.Name}, true
+		case "create-time":
+			return []string{lt.CreateTime.UTC().Format(ec2Time)}, true
+		}
+		return nil, false
+	}
 }
 
 func (e *Emulator) deleteLaunchTemplate(req *request) (any, *apiError) {
@@ -1329,6 +1333,9 @@ func (e *Emulator) describeInstances(req *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	if aerr := checkFilterNames(filters, instanceFields(e, &instanceRec{})); aerr != nil {
+		return nil, aerr
+	}
 	var matched []*instanceRec
 	for _, id := range e.acct.order {
 		in := e.acct.instances[id]
@@ -1362,7 +1369,26 @@ func (e *Emulator) describeInstances(req *request) (any, *apiError) {
 	return out, nil
 }
 
+// instanceFields answers DescribeInstances filters from what
+// DescribeInstances shows of the instance (its instanceXML, built on first
+// use). The names are those botocore's EC2 model documents; the ones it
+// documents that the emulator has no data for are refused (see
+// unimplementedFilters in model_internal_test.go).
 func instanceFields(e *Emulator, in *instanceRec) fieldFunc {
+	var x *instanceXML
+	shown := func() *instanceXML {
+		if x == nil {
+			v := e.instanceToXML(in)
+			x = &v
+		}
+		return x
+	}
+	one := func(v string) []string {
+		if v == "" {
+			return nil
+		}
+		return []string{v}
+	}
 	return func(name string) ([]string, bool) {
 		switch name {
 		case "instance-id":
@@ -1375,33 +1401,123 @@ func instanceFields(e *Emulator, in *instanceRec) fieldFunc {
 			return []string{in.InstanceType}, true
 		case "availability-zone":
 			return []string{in.Zone}, true
+		case "availability-zone-id":
+			return one(in.ZoneID), true
 		case "subnet-id":
-			return []string{in.SubnetID}, true
+			return one(shown().SubnetID), true
 		case "vpc-id":
-			return []string{in.VPCID}, true
+			return one(shown().VPCID), true
 		case "image-id":
 			return []string{in.ImageID}, true
 		case "private-dns-name":
-			return []string{in.PrivateDNSName}, true
+			return one(shown().PrivateDNSName), true
 		case "private-ip-address":
-			return []string{in.PrivateIP}, true
-		case "instance-lifecycle":
-			if in.CapacityType == "spot" {
-				return []string{"spot"}, true
-			}
+			return one(shown().PrivateIPAddress), true
+		case "dns-name", "ip-address", "ipv6-address":
+			return nil, true // no public or IPv6 addresses
+		case "key-name", "kernel-id", "ramdisk-id", "platform", "placement-group-name", "placement-partition-number",
+			"capacity-reservation-id", "host-id", "affinity", "outpost-arn", "product-code", "product-code.type":
+			// Emulated instances have no key pair, kernel or ramdisk, are
+			// Linux, and are launched outside placement groups, capacity
+			// reservations, dedicated hosts and outposts, without product
+			// codes: these filters match none of them.
 			return nil, true
+		case "instance-lifecycle":
+			return one(shown().InstanceLifecycle), true
 		case "architecture":
 			return []string{in.Architecture}, true
-		case "launch-template-id", "launch-template.launch-template-id":
-			return []string{in.LaunchTemplateID}, true
-		case "instance.group-id", "group-id":
+		case "instance.group-id":
 			return in.SecurityGroupIDs, true
+		case "instance.group-name":
+			var out []string
+			for _, g := range shown().GroupSet.Items {
+				out = append(out, g.GroupName)
+			}
+			return out, true
 		case "owner-id":
 			return []string{e.opts.AccountID}, true
 		case "reservation-id":
 			return []string{in.ReservationID}, true
 		case "spot-instance-request-id":
-			return []string{in.SpotRequestID}, true
+			return one(in.SpotRequestID), true
+		case "client-token":
+			return one(shown().ClientToken), true
+		case "launch-time":
+			return []string{shown().LaunchTime}, true
+		case "launch-index":
+			return []string{strconv.Itoa(shown().AmiLaunchIndex)}, true
+		case "reason":
+			return one(shown().Reason), true
+		case "state-reason-code", "state-reason-message":
+			if r := shown().StateReason; r != nil {
+				if name == "state-reason-code" {
+					return []string{r.Code}, true
+				}
+				return []string{r.Message}, true
+			}
+			return nil, true
+		case "root-device-type":
+			return []string{shown().RootDeviceType}, true
+		case "root-device-name":
+			return []string{shown().RootDeviceName}, true
+		case "virtualization-type":
+			return []string{shown().VirtualizationType}, true
+		case "hypervisor":
+			return []string{shown().Hypervisor}, true
+		case "tenancy":
+			return []string{shown().Placement.Tenancy}, true
+		case "monitoring-state":
+			return []string{shown().Monitoring.State}, true
+		case "source-dest-check":
+			return []string{boolStr(shown().SourceDestCheck)}, true
+		case "ebs-optimized":
+			return []string{boolStr(shown().EBSOptimized)}, true
+		case "ena-support":
+			return []string{boolStr(shown().ENASupport)}, true
+		case "boot-mode":
+			return one(shown().BootMode), true
+		case "platform-details":
+			return []string{shown().PlatformDetails}, true
+		case "usage-operation":
+			return []string{shown().UsageOperation}, true
+		case "iam-instance-profile.arn", "iam-instance-profile.id":
+			if p := shown().IAMInstanceProfile; p != nil {
+				if name == "iam-instance-profile.arn" {
+					return []string{p.ARN}, true
+				}
+				return []string{p.ID}, true
+			}
+			return nil, true
+		case "metadata-options.state":
+			return []string{shown().MetadataOptions.State}, true
+		case "metadata-options.http-tokens":
+			return one(shown().MetadataOptions.HTTPTokens), true
+		case "metadata-options.http-put-response-hop-limit":
+			return []string{strconv.FormatInt(shown().MetadataOptions.HTTPPutResponseHopLimit, 10)}, true
+		case "metadata-options.http-endpoint":
+			return one(shown().MetadataOptions.HTTPEndpoint), true
+		case "metadata-options.http-protocol-ipv6":
+			return one(shown().MetadataOptions.HTTPProtocolIPv6), true
+		case "metadata-options.instance-metadata-tags":
+			return one(shown().MetadataOptions.InstanceMetadataTags), true
+		case "block-device-mapping.device-name", "block-device-mapping.volume-id", "block-device-mapping.status",
+			"block-device-mapping.attach-time", "block-device-mapping.delete-on-termination":
+			var out []string
+			for _, b := range shown().BlockDeviceMapping.Items {
+				switch name {
+				case "block-device-mapping.device-name":
+					out = append(out, b.DeviceName)
+				case "block-device-mapping.volume-id":
+					out = append(out, b.EBS.VolumeID)
+				case "block-device-mapping.status":
+					out = append(out, b.EBS.Status)
+				case "block-device-mapping.attach-time":
+					out = append(out, b.EBS.AttachTime)
+				default:
+					out = append(out, boolStr(b.EBS.DeleteOnTermination))
+				}
+			}
+			return out, true
 		}
 		return nil, false
 	}

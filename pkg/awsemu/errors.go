@@ -42,6 +42,19 @@ func newAPIError(code string, status int, format string, args ...any) *apiError 
 	return &apiError{Code: code, Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
+// ec2ErrorStatus is the HTTP status EC2 answers an error code with when
+// the code fails the whole request (RunInstances; CreateFleet lists the
+// same codes per override instead): insufficient capacity and internal
+// errors are server errors (500, which SDKs retry), the rest client
+// errors (400).
+func ec2ErrorStatus(code string) int {
+	switch code {
+	case "InsufficientInstanceCapacity", "InternalError":
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
 // Common EC2/IAM query-protocol errors.
 
 func errInvalidParameterValue(param, value, why string) *apiError {

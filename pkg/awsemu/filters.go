@@ -29,6 +29,38 @@ func parseFilters(p params) ([]filter, *apiError) {
 // false for a filter name the resource does not support.
 type fieldFunc func(name string) (values []string, known bool)
 
+// checkFilterNames refuses, as EC2 does before looking at any object, a
+// filter whose name the resource does not answer (fields is asked with a
+// zero object; tag filters are always answered).
+func checkFilterNames(filters []filter, fields fieldFunc) *apiError {
+	for _, f := range filters {
+		if strings.HasPrefix(f.Name, "tag:") || f.Name == "tag-key" || f.Name == "tag-value" {
+			continue
+		}
+		if _, known := fields(f.Name); !known {
+			return errUnknownFilter(f.Name)
+		}
+	}
+	return nil
+}
+
+func errUnknownFilter(name string) *apiError {
+	return newAPIError("InvalidParameterValue", 400, "The filter '%s' is invalid", name)
+}
+
+// matchUntagged is matchFilters for resources EC2 does not tag (instance
+// types, offerings, zones, spot prices, instance status): their model
+// documents no tag filters, so tag:KEY, tag-key and tag-value are unknown
+// filters there, refused like any other.
+func matchUntagged(filters []filter, fields fieldFunc) (bool, *apiError) {
+	for _, f := range filters {
+		if strings.HasPrefix(f.Name, "tag:") || f.Name == "tag-key" || f.Name == "tag-value" {
+			return false, errUnknownFilter(f.Name)
+		}
+	}
+	return matchFilters(filters, nil, fields)
+}
+
 // matchFilters reports whether an object passes every filter. Tag filters
 // (tag:KEY, tag-key, tag-value) are answered from tags.
 func matchFilters(filters []filter, tags map[string]string, fields fieldFunc) (bool, *apiError) {
@@ -48,7 +80,7 @@ func matchFilters(filters []filter, tags map[string]string, fields fieldFunc) (b
 		default:
 			v, known := fields(f.Name)
 			if !known {
-				return false, newAPIError("InvalidParameterValue", 400, "The filter '%s' is invalid", f.Name)
+				return false, errUnknownFilter(f.Name)
 			}
 			vals = v
 		}

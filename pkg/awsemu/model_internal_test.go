@@ -3,6 +3,9 @@ package awsemu
 import (
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
 	"slices"
 	"strings"
@@ -94,7 +97,10 @@ print(json.dumps(out))
 }
 
 // unimplementedFilters are the model's filters the emulator refuses, each
-// because its catalog has no data for it. Everything else in the model is
+// because its catalog or its records have no data for it (emulated
+// instances have no network-interface, capacity-reservation-specification,
+// enclave, hibernation, maintenance, operator or private-DNS-name-options
+// data). Everything else in the model is
 // answered; nothing outside it is.
 var unimplementedFilters = map[string][]string{
 	"DescribeInstanceTypes": {
@@ -135,6 +141,44 @@ var unimplementedFilters = map[string][]string{
 		"ipv6-cidr-block-association.ipv6-cidr-block", "ipv6-cidr-block-association.ipv6-pool",
 		"ipv6-cidr-block-association.association-id", "ipv6-cidr-block-association.state",
 	},
+	"DescribeInstances": {
+		"capacity-reservation-specification.capacity-reservation-preference",
+		"capacity-reservation-specification.capacity-reservation-target.capacity-reservation-id",
+		"capacity-reservation-specification.capacity-reservation-target.capacity-reservation-resource-group-arn",
+		"current-instance-boot-mode", "enclave-options.enabled", "hibernation-options.configured",
+		"maintenance-options.auto-recovery", "metadata-options.http-protocol-ipv4",
+		"network-interface.addresses.association.allocation-id",
+		"network-interface.addresses.association.association-id",
+		"network-interface.addresses.association.carrier-ip",
+		"network-interface.addresses.association.customer-owned-ip",
+		"network-interface.addresses.association.ip-owner-id",
+		"network-interface.addresses.association.public-dns-name",
+		"network-interface.addresses.association.public-ip", "network-interface.addresses.primary",
+		"network-interface.addresses.private-dns-name", "network-interface.addresses.private-ip-address",
+		"network-interface.association.allocation-id", "network-interface.association.association-id",
+		"network-interface.association.carrier-ip", "network-interface.association.customer-owned-ip",
+		"network-interface.association.ip-owner-id", "network-interface.association.public-dns-name",
+		"network-interface.association.public-ip", "network-interface.attachment.attach-time",
+		"network-interface.attachment.attachment-id", "network-interface.attachment.delete-on-termination",
+		"network-interface.attachment.device-index", "network-interface.attachment.instance-id",
+		"network-interface.attachment.instance-owner-id", "network-interface.attachment.network-card-index",
+		"network-interface.attachment.status", "network-interface.availability-zone",
+		"network-interface.deny-all-igw-traffic", "network-interface.description", "network-interface.group-id",
+		"network-interface.group-name", "network-interface.ipv4-prefixes.ipv4-prefix",
+		"network-interface.ipv6-address", "network-interface.ipv6-addresses.ipv6-address",
+		"network-interface.ipv6-addresses.is-primary-ipv6", "network-interface.ipv6-native",
+		"network-interface.ipv6-prefixes.ipv6-prefix", "network-interface.mac-address",
+		"network-interface.network-interface-id", "network-interface.operator.managed",
+		"network-interface.operator.principal", "network-interface.outpost-arn", "network-interface.owner-id",
+		"network-interface.private-dns-name", "network-interface.private-ip-address",
+		"network-interface.public-dns-name", "network-interface.requester-id",
+		"network-interface.requester-managed", "network-interface.status", "network-interface.source-dest-check",
+		"network-interface.subnet-id", "network-interface.tag-key", "network-interface.tag-value",
+		"network-interface.vpc-id", "network-performance-options.bandwidth-weighting", "operator.managed",
+		"operator.principal", "private-dns-name-options.enable-resource-name-dns-a-record",
+		"private-dns-name-options.enable-resource-name-dns-aaaa-record", "private-dns-name-options.hostname-type",
+		"requester-id", "tpm-support", "usage-operation-update-time",
+	},
 	"DescribeInstanceStatus": {
 		"event.code", "event.description", "event.instance-event-id", "event.not-after", "event.not-before",
 		"event.not-before-deadline", "operator.managed", "operator.principal", "attached-ebs-status.status",
@@ -145,12 +189,14 @@ var unimplementedFilters = map[string][]string{
 // botocore's model documents; for these operations every documented filter
 // is answered unless listed in unimplementedFilters (probed through
 // aws-sdk-go-v2, on the seeded account, whose subnets, security groups,
-// images, zones and VPCs every probe evaluates). DescribeInstances and
-// DescribeLaunchTemplates are not probed: they answer a filter only once
-// an object is evaluated against it.
+// images, zones and VPCs every probe evaluates; DescribeInstances and
+// DescribeLaunchTemplates check filter names before looking at any
+// object, as EC2 does, so they are probed on an account without
+// instances or launch templates).
 func TestFiltersMatchBotocore(t *testing.T) {
 	ops := []string{"DescribeInstanceTypes", "DescribeSpotPriceHistory", "DescribeInstanceStatus",
-		"DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs"}
+		"DescribeSubnets", "DescribeSecurityGroups", "DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs",
+		"DescribeInstances", "DescribeLaunchTemplates"}
 	model := modelFilters(t, ops...)
 	for name := range instanceTypeFilters {
 		if !slices.Contains(model["DescribeInstanceTypes"], name) {
@@ -192,6 +238,10 @@ func TestFiltersMatchBotocore(t *testing.T) {
 				_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: f})
 			case "DescribeVpcs":
 				_, err = c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: f})
+			case "DescribeInstances":
+				_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: f})
+			case "DescribeLaunchTemplates":
+				_, err = c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: f})
 			}
 			refused := err != nil && strings.Contains(err.Error(), "is invalid")
 			if err != nil && !refused {
@@ -199,6 +249,161 @@ func TestFiltersMatchBotocore(t *testing.T) {
 			}
 			if want := slices.Contains(unimplementedFilters[op], name); refused != want {
 				t.Errorf("%s filter %s: refused %v, listed as unimplemented %v", op, name, refused, want)
+			}
+		}
+	}
+}
+
+// answeredFilters reads, from the source, the filter names each
+// operation's handler answers: the string cases of the field functions it
+// passes to matchFilters or matchUntagged (a function literal in the
+// handler, or a named function such as instanceFields).
+func answeredFilters(t *testing.T, ops []string) map[string][]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	funcs := map[string]*ast.FuncDecl{}
+	for _, name := range []string{"ec2.go", "run.go"} {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok {
+				funcs[fd.Name.Name] = fd
+			}
+		}
+	}
+	cases := func(body ast.Node) []string {
+		var out []string
+		ast.Inspect(body, func(n ast.Node) bool {
+			if cc, ok := n.(*ast.CaseClause); ok {
+				for _, e := range cc.List {
+					if s, ok := stringLit(e); ok {
+						out = append(out, s)
+					}
+				}
+			}
+			return true
+		})
+		return out
+	}
+	handlers := opHandlers(t, "ec2.go", "ec2Ops")
+	out := map[string][]string{}
+	for _, op := range ops {
+		h := funcs[handlers[op]]
+		if h == nil {
+			t.Fatalf("%s: no handler %s", op, handlers[op])
+		}
+		// Function literals assigned in the handler (fields := func...).
+		lits := map[string]*ast.FuncLit{}
+		ast.Inspect(h.Body, func(n ast.Node) bool {
+			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && len(as.Rhs) == 1 {
+				if id, ok := as.Lhs[0].(*ast.Ident); ok {
+					if fl, ok := as.Rhs[0].(*ast.FuncLit); ok {
+						lits[id.Name] = fl
+					}
+				}
+			}
+			return true
+		})
+		ast.Inspect(h.Body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			fn, ok := call.Fun.(*ast.Ident)
+			if !ok || !(fn.Name == "matchFilters" && len(call.Args) == 3 || fn.Name == "matchUntagged" && len(call.Args) == 2) {
+				return true
+			}
+			switch a := call.Args[len(call.Args)-1].(type) {
+			case *ast.FuncLit:
+				out[op] = append(out[op], cases(a.Body)...)
+			case *ast.CallExpr:
+				if fn, ok := a.Fun.(*ast.Ident); ok && funcs[fn.Name] != nil {
+					out[op] = append(out[op], cases(funcs[fn.Name].Body)...)
+				}
+			case *ast.Ident:
+				if fl := lits[a.Name]; fl != nil {
+					out[op] = append(out[op], cases(fl.Body)...)
+				}
+			}
+			return true
+		})
+		if len(out[op]) == 0 {
+			t.Errorf("%s: found no filter names in handler %s", op, handlers[op])
+		}
+	}
+	return out
+}
+
+// TestFiltersAnsweredAreDocumented is the other direction of
+// TestFiltersMatchBotocore: every filter name an operation answers (read
+// from its source) is one botocore's model documents for it, so nothing
+// that works against the emulator fails against EC2.
+func TestFiltersAnsweredAreDocumented(t *testing.T) {
+	ops := []string{"DescribeSpotPriceHistory", "DescribeInstanceStatus", "DescribeSubnets", "DescribeSecurityGroups",
+		"DescribeImages", "DescribeAvailabilityZones", "DescribeVpcs", "DescribeInstances", "DescribeLaunchTemplates"}
+	var docs map[string]string
+	list, _ := json.Marshal(ops)
+	botocoreEC2(t, `
+out = {}
+for op in `+string(list)+`:
+    out[op] = m.operation_model(op).input_shape.members['Filters'].documentation
+print(json.dumps(out))
+`, &docs)
+	// Tag filters: answered exactly where the model documents them.
+	ctx := context.Background()
+	e, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	c := ec2.NewFromConfig(e.AWSConfig())
+	for _, op := range append([]string{"DescribeInstanceTypes"}, ops...) {
+		if op == "DescribeInstanceTypes" {
+			var d map[string]string
+			botocoreEC2(t, `print(json.dumps({'DescribeInstanceTypes': m.operation_model('DescribeInstanceTypes').input_shape.members['Filters'].documentation}))`, &d)
+			docs[op] = d[op]
+		}
+		documented := strings.Contains(docs[op], "<code>tag")
+		f := []ec2types.Filter{{Name: aws.String("tag:team"), Values: []string{"x"}}}
+		var err error
+		switch op {
+		case "DescribeInstanceTypes":
+			_, err = c.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{Filters: f})
+		case "DescribeSpotPriceHistory":
+			_, err = c.DescribeSpotPriceHistory(ctx, &ec2.DescribeSpotPriceHistoryInput{Filters: f})
+		case "DescribeInstanceStatus":
+			_, err = c.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{Filters: f, IncludeAllInstances: aws.Bool(true)})
+		case "DescribeSubnets":
+			_, err = c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: f})
+		case "DescribeSecurityGroups":
+			_, err = c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: f})
+		case "DescribeImages":
+			_, err = c.DescribeImages(ctx, &ec2.DescribeImagesInput{Filters: f})
+		case "DescribeAvailabilityZones":
+			_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: f})
+		case "DescribeVpcs":
+			_, err = c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: f})
+		case "DescribeInstances":
+			_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: f})
+		case "DescribeLaunchTemplates":
+			_, err = c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: f})
+		}
+		refused := err != nil && strings.Contains(err.Error(), "is invalid")
+		if err != nil && !refused {
+			t.Errorf("%s tag:team: %v", op, err)
+		}
+		if refused == documented {
+			t.Errorf("%s: tag filters documented %v, refused %v", op, documented, refused)
+		}
+	}
+	for op, names := range answeredFilters(t, ops) {
+		for _, n := range names {
+			// Documented as a filter or as another name for one ("You can
+			// also use availabilityZone as the filter name").
+			if !strings.Contains(docs[op], "<code>"+n+"</code>") {
+				t.Errorf("%s answers filter %q, which botocore's model does not document", op, n)
 			}
 		}
 	}

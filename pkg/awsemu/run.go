@@ -80,7 +80,7 @@ func (e *Emulator) runInstances(req *request) (any, *apiError) {
 	c := fleetCandidate{lt: lt, instanceType: it, subnet: subnets[0], imageID: img.ID}
 	e.judge(&c, img, capType)
 	if c.errCode != "" {
-		return nil, newAPIError(c.errCode, 400, "%s", c.errMsg)
+		return nil, newAPIError(c.errCode, ec2ErrorStatus(c.errCode), "%s", c.errMsg)
 	}
 	reservation := e.newID("r")
 	now := e.clock.Now()
@@ -198,7 +198,7 @@ func (e *Emulator) describeInstanceStatus(req *request) (any, *apiError) {
 			}
 			return nil, false
 		}
-		ok, aerr := matchFilters(filters, nil, fields)
+		ok, aerr := matchUntagged(filters, fields)
 		if aerr != nil {
 			return nil, aerr
 		}

@@ -18,7 +18,9 @@ type EC2NodeClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +required
+	// Spec is optional in the schema, as in the peer's; a class without
+	// one fails RuntimeValidate (ValidationSucceeded=False).
+	// +optional
 	Spec EC2NodeClassSpec `json:"spec"`
 	// +optional
 	Status EC2NodeClassStatus `json:"status,omitempty"`
@@ -42,12 +44,12 @@ type EC2NodeClassList struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.instanceProfile) || size(oldSelf.instanceProfile) == 0 || (has(self.instanceProfile) && size(self.instanceProfile) > 0)",message="changing from instanceProfile to role is not supported"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms find the subnets instances may launch in.
-	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:XValidation:rule="self.size() != 0",message="expected at least one, got none"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
 	// SecurityGroupSelectorTerms find the security groups of instances.
-	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:XValidation:rule="self.size() != 0",message="expected at least one, got none"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
@@ -76,22 +78,23 @@ type EC2NodeClassSpec struct {
 	UserData *string `json:"userData,omitempty"`
 	// Role is the IAM role nodes assume; dovetail manages an instance
 	// profile for it. Exactly one of role and instanceProfile.
-	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Role string `json:"role,omitempty"`
 	// InstanceProfile is an existing IAM instance profile to launch with.
 	// Exactly one of role and instanceProfile.
-	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	InstanceProfile *string `json:"instanceProfile,omitempty"`
 	// Tags are put on instances, volumes and launch templates. Tags dovetail
 	// sets itself are refused.
-	// +kubebuilder:validation:MaxProperties=50
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0)",message="tags must not have empty keys"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['karpenter.sh/nodepool','karpenter.sh/nodeclaim','karpenter.k8s.aws/ec2nodeclass','eks:eks-cluster-name']) && !k.startsWith('kubernetes.io/cluster/'))",message="tags may not set karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, eks:eks-cluster-name or kubernetes.io/cluster/*"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// Kubelet configures the kubelet on the nodes.
+	// Kubelet configures the kubelet on the nodes. The schema takes it
+	// free-form, as the peer's does (see KubeletConfiguration).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 	// BlockDeviceMappings are the instances' volumes; at most one is the root
@@ -219,7 +222,6 @@ type ConnectionTracking struct {
 type SubnetSelectorTerm struct {
 	// Tags a subnet must carry ("*" matches any value).
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -237,7 +239,6 @@ type SubnetSelectorTerm struct {
 type SecurityGroupSelectorTerm struct {
 	// Tags a security group must carry.
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -246,7 +247,6 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the security group.
-	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Name string `json:"name,omitempty"`
 }
@@ -259,7 +259,6 @@ type SecurityGroupSelectorTerm struct {
 type CapacityReservationSelectorTerm struct {
 	// Tags a reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -297,7 +296,6 @@ type AMISelectorTerm struct {
 	Alias string `json:"alias,omitempty"`
 	// Tags an AMI must carry.
 	// +kubebuilder:validation:MaxProperties=20
-	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(self[k]) > 0)",message="tags must not have empty keys or values"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
@@ -306,15 +304,12 @@ type AMISelectorTerm struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the AMI (wildcards allowed).
-	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Name string `json:"name,omitempty"`
 	// Owner is an account ID or an alias such as "self" or "amazon".
-	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Owner string `json:"owner,omitempty"`
 	// SSMParameter names an SSM parameter whose value is an AMI ID.
-	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
@@ -323,55 +318,44 @@ type AMISelectorTerm struct {
 // below are typed and acted on; like the peer's CRD, which takes any
 // kubelet configuration key, other keys are accepted and preserved, but
 // dovetail does not act on them: UnknownKeys lists them and the class gets
-// SpecSupported=False naming them.
+// SpecSupported=False naming them. As in the peer's CRD, nothing is
+// checked at admission: value types (TypeErrors), bounds, key names and
+// the rules between keys are checked by RuntimeValidate and reported as
+// ValidationSucceeded=False, as the peer reports them.
 //
 // +kubebuilder:pruning:PreserveUnknownFields
-// +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
-// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoft) || (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(k, k in self.evictionSoftGracePeriod))",message="every evictionSoft threshold needs an evictionSoftGracePeriod"
-// +kubebuilder:validation:XValidation:rule="!has(self.evictionSoftGracePeriod) || (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft))",message="every evictionSoftGracePeriod needs an evictionSoft threshold"
 type KubeletConfiguration struct {
 	// UnknownKeys are the keys of the object as read that are not fields
 	// below (sorted); never written back.
 	UnknownKeys []string `json:"-"`
+	// TypeErrors are the typed keys of the object as read whose values
+	// have another type (left unset), with what they must be; never
+	// written back. RuntimeValidate reports them.
+	TypeErrors map[string]string `json:"-"`
 	// ClusterDNS are the DNS server IPs pods use.
-	// +kubebuilder:validation:MaxItems=10
-	// +kubebuilder:validation:items:MaxLength=45
-	// +kubebuilder:validation:items:Pattern=`^[0-9A-Fa-f.:]+$`
 	// +optional
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// MaxPods caps the pods per node.
-	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxPods *int32 `json:"maxPods,omitempty"`
 	// PodsPerCore caps the pods per CPU core (the lower of this and MaxPods
 	// applies).
-	// +kubebuilder:validation:Minimum=0
 	// +optional
 	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
 	// SystemReserved is kept back for the operating system.
-	// +kubebuilder:validation:MaxProperties=4
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu','memory','ephemeral-storage','pid'])",message="keys must be one of cpu, memory, ephemeral-storage, pid"
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// KubeReserved is kept back for Kubernetes daemons.
-	// +kubebuilder:validation:MaxProperties=4
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu','memory','ephemeral-storage','pid'])",message="keys must be one of cpu, memory, ephemeral-storage, pid"
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// EvictionHard are thresholds at which pods are evicted at once.
-	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])",message="keys must be one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
 	// +optional
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
 	// EvictionSoft are thresholds at which pods are evicted after a grace
 	// period.
-	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])",message="keys must be one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
 	// +optional
 	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
 	// EvictionSoftGracePeriod is the grace period of each soft threshold.
-	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])",message="keys must be one of memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
 	// +optional
 	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
 	// EvictionMaxPodGracePeriod caps pod termination grace during soft
@@ -380,14 +364,10 @@ type KubeletConfiguration struct {
 	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
 	// ImageGCHighThresholdPercent is the disk usage at which image garbage
 	// collection always runs.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
 	// +optional
 	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
 	// ImageGCLowThresholdPercent is the disk usage garbage collection frees
 	// down to; below ImageGCHighThresholdPercent.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
 	// +optional
 	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
 	// CPUCFSQuota turns on CPU CFS quota enforcement for limits.
@@ -464,9 +444,9 @@ type BlockDevice struct {
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
 	// VolumeSize is the volume size as a quantity, e.g. 20Gi (at most 64Ti).
-	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0')) && !quantity(string(self)).isGreaterThan(quantity('64Ti'))",message="volumeSize must be a positive quantity of at most 64Ti, e.g. 20Gi"
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$`
 	// +optional
 	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
 	// VolumeType is the EBS volume type.

@@ -1,6 +1,7 @@
 package v1_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -86,9 +87,10 @@ func TestRuntimeValidate(t *testing.T) {
 			EvictionHard:   map[string]string{"memory.available": "5%", "nodefs.available": "1Gi"},
 		}},
 		{name: "bad values", kubelet: &awsv1.KubeletConfiguration{
-			KubeReserved: map[string]string{"cpu": "lots"},
-			EvictionHard: map[string]string{"memory.available": "150%"},
-			EvictionSoft: map[string]string{"nodefs.available": "0%", "pid.available": "-1"},
+			KubeReserved:            map[string]string{"cpu": "lots"},
+			EvictionHard:            map[string]string{"memory.available": "150%"},
+			EvictionSoft:            map[string]string{"nodefs.available": "0%", "pid.available": "-1"},
+			EvictionSoftGracePeriod: map[string]metav1.Duration{"nodefs.available": {Duration: time.Minute}, "pid.available": {Duration: time.Minute}},
 		}, want: []string{
 			"spec.kubelet.evictionHard[memory.available]",
 			"spec.kubelet.evictionSoft[nodefs.available]",
@@ -98,7 +100,13 @@ func TestRuntimeValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Kubelet: tt.kubelet}}
+			nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{
+				SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{ID: "subnet-1"}},
+				SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{ID: "sg-1"}},
+				AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+				Role:                       "nodes",
+				Kubelet:                    tt.kubelet,
+			}}
 			var got []string
 			for _, e := range nc.RuntimeValidate() {
 				got = append(got, e.Field)
@@ -116,4 +124,32 @@ func ExampleEC2NodeClass_AMIFamily() {
 	}}
 	fmt.Println(nc.AMIFamily(), awsv1.AliasVersion(nc.Alias()))
 	// Output: AL2023 latest
+}
+
+func TestKubeletDecodingIsFreeForm(t *testing.T) {
+	var k awsv1.KubeletConfiguration
+	in := `{"maxPods": 110, "podsPerCore": "ten", "kubeReserved": {"cpu": "100m"}, "evictionHard": ["x"],
+		"evictionSoftGracePeriod": {"memory.available": "1m"}, "cpuManagerPolicy": "static", "imageGCLowThresholdPercent": 40}`
+	if err := json.Unmarshal([]byte(in), &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.MaxPods == nil || *k.MaxPods != 110 || k.KubeReserved["cpu"] != "100m" || k.ImageGCLowThresholdPercent == nil || *k.ImageGCLowThresholdPercent != 40 {
+		t.Errorf("typed keys not decoded: %+v", k)
+	}
+	if k.EvictionSoftGracePeriod["memory.available"].Duration != time.Minute {
+		t.Errorf("evictionSoftGracePeriod %v", k.EvictionSoftGracePeriod)
+	}
+	if k.PodsPerCore != nil || k.EvictionHard != nil {
+		t.Errorf("mistyped keys were set: podsPerCore %v evictionHard %v", k.PodsPerCore, k.EvictionHard)
+	}
+	want := map[string]string{"podsPerCore": "must be an integer", "evictionHard": "must be a map of strings"}
+	if fmt.Sprint(k.TypeErrors) != fmt.Sprint(want) {
+		t.Errorf("TypeErrors %v, want %v", k.TypeErrors, want)
+	}
+	if fmt.Sprint(k.UnknownKeys) != "[cpuManagerPolicy]" {
+		t.Errorf("UnknownKeys %v", k.UnknownKeys)
+	}
+	if err := json.Unmarshal([]byte(`["not", "an", "object"]`), &k); err == nil {
+		t.Error("a kubelet that is not an object decoded")
+	}
 }

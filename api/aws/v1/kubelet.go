@@ -8,38 +8,78 @@ import (
 	"sync"
 )
 
-// kubeletKeys are the JSON names of KubeletConfiguration's fields.
-var kubeletKeys = sync.OnceValue(func() map[string]bool {
-	out := map[string]bool{}
+// kubeletFields maps the JSON names of KubeletConfiguration's typed fields
+// to their field indexes.
+var kubeletFields = sync.OnceValue(func() map[string]int {
+	out := map[string]int{}
 	t := reflect.TypeFor[KubeletConfiguration]()
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if name != "" && name != "-" {
-			out[name] = true
+			out[name] = i
 		}
 	}
 	return out
 })
 
-// UnmarshalJSON decodes the known keys and records the others in
-// UnknownKeys.
+// UnmarshalJSON decodes the typed keys one by one and records the others
+// in UnknownKeys. Like the peer's CRD, the schema takes the kubelet object
+// free-form, so a typed key may hold a value of another type: it is left
+// unset and recorded in TypeErrors (RuntimeValidate reports it), rather
+// than failing the decoding of the whole class. A value that is not a JSON
+// object is an error.
 func (in *KubeletConfiguration) UnmarshalJSON(b []byte) error {
-	type plain KubeletConfiguration
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	p.UnknownKeys = nil
-	for k := range raw {
-		if !kubeletKeys()[k] {
-			p.UnknownKeys = append(p.UnknownKeys, k)
+	var out KubeletConfiguration
+	v := reflect.ValueOf(&out).Elem()
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range raw {
+			if !yield(k) {
+				return
+			}
 		}
+	}) {
+		i, known := kubeletFields()[k]
+		if !known {
+			out.UnknownKeys = append(out.UnknownKeys, k)
+			continue
+		}
+		f := reflect.New(v.Field(i).Type())
+		if err := json.Unmarshal(raw[k], f.Interface()); err != nil {
+			if out.TypeErrors == nil {
+				out.TypeErrors = map[string]string{}
+			}
+			out.TypeErrors[k] = "must be " + jsonKind(v.Field(i).Type())
+			continue
+		}
+		v.Field(i).Set(f.Elem())
 	}
-	slices.Sort(p.UnknownKeys)
-	*in = KubeletConfiguration(p)
+	*in = out
 	return nil
+}
+
+// jsonKind names the JSON type a Go field type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(jsonKind(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map:
+		return "a map of " + strings.TrimPrefix(strings.TrimPrefix(jsonKind(t.Elem()), "a "), "an ") + "s"
+	case reflect.Struct:
+		if t.Name() == "Duration" {
+			return "a duration such as 1m30s"
+		}
+		return "an object"
+	}
+	return "a string"
 }

@@ -140,4 +140,5 @@ const (
 var ReadyDependents = []string{
 	ConditionTypeSubnetsReady, ConditionTypeSecurityGroupsReady,
 	ConditionTypeAMIsReady, ConditionTypeInstanceProfileReady,
+	ConditionTypeValidationSucceeded,
 }

@@ -24,10 +24,12 @@
 // WhenEmptyOrUnderutilized, consolidateAfter 0s, budgets [{nodes: "10%"}]) are
 // applied by the apiserver, not by Go code.
 //
-// A few checks cannot be afforded by CEL's cost budget (regular expressions
-// over the unbounded strings of template label keys and values and of
-// corev1.Taint): NodePool.RuntimeValidate and NodeClaim.RuntimeValidate do
-// them and return a field.ErrorList for the ValidationSucceeded condition.
+// Some checks are left to run time: those CEL's cost budget cannot afford
+// (template label keys), and those the peer's CRD leaves through and the
+// peer refuses at run time, so both admit the same manifests (requirement
+// keys and values, cron fields of budget schedules; see docs/api.md).
+// NodePool.RuntimeValidate and NodeClaim.RuntimeValidate do them and return
+// a field.ErrorList for the ValidationSucceeded condition.
 //
 // NodeClaim specs are immutable. The rule compares terminationGracePeriod as
 // a duration and NillableDuration keeps the text it was read from, but

@@ -48,17 +48,12 @@ type NodeClaimList struct {
 // change NodeClaims with a patch (client.MergeFrom) rather than a full Update
 // when the spec may not have been written by these Go types.
 type NodeClaimSpec struct {
-	// Taints are put on the node.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
-	// +kubebuilder:validation:MaxItems=100
+	// Taints are put on the node. Key, value and effect are checked as the
+	// peer checks them (see crds.Patch: corev1.Taint carries no markers).
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on the node and expected to be removed by an
 	// agent on it.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
-	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the node's labels.
@@ -96,23 +91,21 @@ type ResourceRequirements struct {
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
-// NodeClassReference points at a provider node class.
+// NodeClassReference points at a provider node class. The schema checks
+// what the peer's does (no empty value, no '/' in the group); a reference
+// that names no node class leaves the pool's NodeClassReady False.
 type NodeClassReference struct {
 	// Kind of the node class, e.g. EC2NodeClass.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="kind may not be empty"
 	// +required
 	Kind string `json:"kind"`
 	// Name of the node class.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="name may not be empty"
 	// +required
 	Name string `json:"name"`
 	// Group of the node class, e.g. karpenter.k8s.aws.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:Pattern=`^[^/]*$`
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="group may not be empty"
 	// +required
 	Group string `json:"group"`
 }

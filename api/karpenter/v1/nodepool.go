@@ -87,9 +87,10 @@ type NodeClaimTemplate struct {
 // annotations only.
 type ObjectMeta struct {
 	// Labels are put on every node of the pool. The schema refuses
-	// restricted keys; key and value syntax are checked by RuntimeValidate
-	// (the CRD cost budget does not allow a regular expression over
-	// unbounded map keys and values).
+	// restricted keys and checks the values (pattern and length, added by
+	// crds.Patch as controller-gen cannot mark map values); key syntax is
+	// checked by RuntimeValidate (the CRD cost budget does not allow a
+	// regular expression over unbounded map keys).
 	// +kubebuilder:validation:MaxProperties=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != 'kubernetes.io/hostname')",message="labels may not set kubernetes.io/hostname"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x == 'karpenter.sh/capacity-type' || !(x.startsWith('karpenter.sh/') || x.contains('.karpenter.sh/')))",message="labels may not use keys in the karpenter.sh domain, except karpenter.sh/capacity-type"
@@ -97,7 +98,6 @@ type ObjectMeta struct {
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are put on every node of the pool.
-	// +kubebuilder:validation:MaxProperties=100
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -105,17 +105,13 @@ type ObjectMeta struct {
 // NodeClaimTemplateSpec is NodeClaimSpec without resources: the resources
 // of a NodeClaim are decided when it is made.
 type NodeClaimTemplateSpec struct {
-	// Taints are put on every node of the pool.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
-	// +kubebuilder:validation:MaxItems=100
+	// Taints are put on every node of the pool. Key, value and effect are
+	// checked as the peer checks them (see crds.Patch: corev1.Taint carries
+	// no markers).
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on new nodes and expected to be removed by an
 	// agent on the node; pods need not tolerate them to be scheduled.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule','PreferNoSchedule','NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, size(x.key) > 0)",message="taint key must not be empty"
-	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the labels of the pool's nodes: instance types,
@@ -213,8 +209,9 @@ type Budget struct {
 	// for Duration. Without it the budget is always active. Five fields
 	// (minute hour day-of-month month day-of-week) or one of @yearly,
 	// @annually, @monthly, @weekly, @daily, @midnight, @hourly.
-	// +kubebuilder:validation:MaxLength=200
-	// +kubebuilder:validation:XValidation:rule="self.matches('(?i)^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|([*]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]*)?(,([*]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]*)?)* +([*]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)* +([*]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?(,([*]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?)* +([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?)*)$')",message="schedule must be a cron expression with 5 fields (minute hour day-of-month month day-of-week) or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly"
+	// The schema checks the shape as the peer does (five fields or a
+	// macro); RuntimeValidate parses the fields.
+	// +kubebuilder:validation:Pattern=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
 	// +optional
 	Schedule *string `json:"schedule,omitempty"`
 	// Duration is how long the budget stays active after each Schedule tick.

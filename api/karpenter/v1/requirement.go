@@ -33,13 +33,14 @@ var Operators = []corev1.NodeSelectorOperator{
 // NodeSelectorRequirement converts to the Kubernetes type.
 //
 // +kubebuilder:validation:XValidation:rule="self.operator != 'In' || (has(self.values) && size(self.values) > 0)",message="values must not be empty with operator In",fieldPath=".values",reason=FieldValueRequired
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt','Lt','Gte','Lte']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^-?[0-9]{1,18}$'))",message="values must be exactly one integer with operator Gt, Lt, Gte or Lte",fieldPath=".values"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists','DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="values must be empty with operator Exists or DoesNotExist",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt','Lt','Gte','Lte']) || (has(self.values) && size(self.values) == 1 && int(self.values[0]) >= 0)",message="values must be exactly one non-negative integer with operator Gt, Lt, Gte or Lte",fieldPath=".values"
 // +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || (has(self.values) && self.minValues <= size(self.values))",message="minValues must not exceed the number of values with operator In",fieldPath=".minValues"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the node label the requirement constrains.
 	// +kubebuilder:validation:MaxLength=316
-	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	// The name part's 63-character bound is checked at run time
+	// (RuntimeValidate), as the peer's pattern does not bound it.
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
 	// +required
 	Key string `json:"key"`
 	// Operator relates the key to the values: In, NotIn, Exists,
@@ -48,10 +49,10 @@ type NodeSelectorRequirementWithMinValues struct {
 	// +required
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values: one or more for In and NotIn, none for Exists and
-	// DoesNotExist, exactly one integer for Gt, Lt, Gte and Lte.
-	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$`
+	// DoesNotExist, exactly one integer for Gt, Lt, Gte and Lte. Each value
+	// must be a label value; like the peer, that is checked at run time
+	// (RuntimeValidate), not by the schema, and so is "no values with
+	// Exists or DoesNotExist".
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`

@@ -17,7 +17,14 @@ func Convert(reqs []karpv1.NodeSelectorRequirementWithMinValues, path *field.Pat
 	var errs field.ErrorList
 	var out requirements.Requirements
 	for i, r := range reqs {
-		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), r.Values, r.MinValues)
+		values := r.Values
+		if r.Operator == karpv1.NodeSelectorOpExists || r.Operator == karpv1.NodeSelectorOpDoesNotExist {
+			// Values mean nothing with these operators; the CRD lets them
+			// through (as the peer's does) and they are ignored, as the
+			// peer ignores them.
+			values = nil
+		}
+		req, err := requirements.New(r.Key, requirements.Operator(r.Operator), values, r.MinValues)
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Index(i), fmt.Sprintf("%s %s %v", r.Key, r.Operator, r.Values), err.Error()))
 			continue

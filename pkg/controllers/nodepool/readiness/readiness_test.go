@@ -65,16 +65,16 @@ func TestNodePoolReadinessFollowsItsNodeClassAndValidation(t *testing.T) {
 		t.Errorf("nodeClassObservedGeneration = %d, want %d", np.Status.NodeClassObservedGeneration, class.Generation)
 	}
 
-	// A template label value the schema lets through but Kubernetes refuses.
+	// A template label key the schema lets through but Kubernetes refuses.
 	if err := env.Get(np); err != nil {
 		t.Fatal(err)
 	}
-	np.Spec.Template.Labels = map[string]string{"team": "a b"}
+	np.Spec.Template.Labels = map[string]string{"te am": "a"}
 	if err := env.Client.Update(env.Context(), np); err != nil {
 		t.Fatalf("the schema refused the label (the test needs one only RuntimeValidate catches): %v", err)
 	}
 	waitPool(t, env, np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, readiness.ReasonValidationFailed)
-	if c := np.GetCondition(karpv1.ConditionTypeValidationSucceeded); c == nil || !contains(c.Message, "spec.template.metadata.labels[team]") {
+	if c := np.GetCondition(karpv1.ConditionTypeValidationSucceeded); c == nil || !contains(c.Message, "spec.template.metadata.labels[te am]") {
 		t.Errorf("message %q does not name the field", c.Message)
 	}
 	waitPool(t, env, np, karpv1.ConditionTypeReady, metav1.ConditionFalse, readiness.ReasonValidationFailed)

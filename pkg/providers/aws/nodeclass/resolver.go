@@ -43,6 +43,10 @@ const (
 	// reasons of SpotPricesReady.
 	ReasonSpotPricesLive        = "LiveSpotPrices"
 	ReasonSpotPricesUnavailable = "SpotPricesUnavailable"
+	// ReasonValid and ReasonValidationFailed are the reasons of
+	// ValidationSucceeded (EC2NodeClass.RuntimeValidate).
+	ReasonValid            = "Valid"
+	ReasonValidationFailed = "ValidationFailed"
 )
 
 // CapacityReservationsNotSupported is the message of the
@@ -138,6 +142,11 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionFalse, ReasonNotSupported, CapacityReservationsNotSupported, now)
 	} else {
 		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonResolved, "", now)
+	}
+	if errs := nc.RuntimeValidate(); len(errs) > 0 {
+		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, errs.ToAggregate().Error(), now)
+	} else {
+		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValid, "", now)
 	}
 	r.spotPricesCondition(nc, out, now)
 	if fields := UnsupportedFields(&nc.Spec); len(fields) > 0 {
