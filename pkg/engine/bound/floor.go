@@ -39,7 +39,7 @@ func Floor(p *Problem) float64 {
 	for _, g := range p.Groups {
 		pods += g.Count
 	}
-	if pods == 0 || pods > floorMaxPods || Validate(p) != nil {
+	if pods == 0 || pods > floorMaxPods || len(p.Groups) > floorMaxGroups || Validate(p) != nil {
 		return 0
 	}
 	f := floorer{p: p, cache: map[capKey]int64{}}
@@ -54,6 +54,12 @@ func Floor(p *Problem) float64 {
 			f.allowedBy[oi] = append(f.allowedBy[oi], gi)
 		}
 	}
+	f.offMask = make([]uint64, len(p.Offerings))
+	for oi, gs := range f.allowedBy {
+		for _, gi := range gs {
+			f.offMask[oi] |= 1 << uint(gi)
+		}
+	}
 	f.reduceOfferings()
 	best := 0.0
 	sets := [][]int{allIndices(len(p.Groups))}
@@ -62,8 +68,14 @@ func Floor(p *Problem) float64 {
 			sets = append(sets, []int{gi})
 		}
 	}
+	// The work is counted (table cells and words touched) and capped, so
+	// that Floor costs a few milliseconds at most; every covering is a bound
+	// by itself, so stopping early only loses tightness.
 	for _, set := range sets {
 		for r := range NumResources {
+			if f.work > floorMaxWork {
+				return best * (1 - 1e-9)
+			}
 			best = max(best, f.global(set, r), f.zonal(set, r))
 		}
 	}
@@ -71,13 +83,16 @@ func Floor(p *Problem) float64 {
 }
 
 const (
-	// floorMaxPods: above this many pods Floor returns 0.
-	floorMaxPods = 1000
+	// floorMaxPods and floorMaxGroups: above these Floor returns 0.
+	floorMaxPods   = 500
+	floorMaxGroups = 24
 	// floorSubsetUnits caps the subset-sum table (units of the resource's
 	// gcd); past it a node's capacity is its allocatable.
 	floorSubsetUnits = 1 << 14
 	// floorCoverUnits caps the covering table; past it units are coarsened.
 	floorCoverUnits = 4096
+	// floorMaxWork caps the work, in table cells and bitset words.
+	floorMaxWork = 1_500_000
 )
 
 type floorer struct {
@@ -90,11 +105,15 @@ type floorer struct {
 	// in every resource): a plan's nodes can be swapped for their
 	// dominators, so the coverings need only the kept ones.
 	kept []int
+	// work counts what capacity and cover did.
+	work int
+	// offMask is, per offering, the groups allowed on it (bit gi).
+	offMask []uint64
 }
 
 // capKey identifies a capacity computation: the allocatable in units, the
 // resource and unit, the zone whose minimums bound the counts (-1: the
-// groups' counts) and the groups that take part (bitmask, when <= 64).
+// groups' counts) and the groups that take part (bitmask).
 type capKey struct {
 	alloc, unit int64
 	r, zone     int
@@ -195,22 +214,20 @@ func gcdInt(a, b int64) int64 {
 // group's count (zone < 0) or its minimum in zone, and at most perNode.
 func (f *floorer) capacity(oi int, set []int, r int, unit int64, zone int) int64 {
 	alloc := int64(math.Floor(f.p.Offerings[oi].Alloc[r]/float64(unit) + 1e-9))
-	var mask uint64
-	for _, gi := range f.allowedBy[oi] {
-		if gi < 64 && slices.Contains(set, gi) {
-			mask |= 1 << uint(gi)
-		}
+	f.work += len(f.allowedBy[oi])
+	var setMask uint64
+	for _, gi := range set {
+		setMask |= 1 << uint(gi)
 	}
+	mask := f.offMask[oi] & setMask
 	key := capKey{alloc: alloc, unit: unit, r: r, zone: zone, mask: mask}
-	if len(f.p.Groups) <= 64 {
-		if c, ok := f.cache[key]; ok {
-			return c
-		}
+	if c, ok := f.cache[key]; ok {
+		return c
 	}
 	var items []item
 	var total int64
 	for _, gi := range f.allowedBy[oi] {
-		if !slices.Contains(set, gi) {
+		if mask&(1<<uint(gi)) == 0 {
 			continue
 		}
 		s := int64(f.p.Groups[gi].Request[r]) / unit
@@ -234,11 +251,10 @@ func (f *floorer) capacity(oi int, set []int, r int, unit int64, zone int) int64
 	case alloc > floorSubsetUnits:
 		c = alloc
 	default:
+		f.work += int(alloc/64+1) * 8 * len(items)
 		c = subsetSum(items, alloc)
 	}
-	if len(f.p.Groups) <= 64 {
-		f.cache[key] = c
-	}
+	f.cache[key] = c
 	return c
 }
 
@@ -308,7 +324,7 @@ func (f *floorer) global(set []int, r int) float64 {
 			offs = append(offs, offer{c, f.p.Offerings[oi].Price})
 		}
 	}
-	return cover(offs, demand)
+	return f.cover(offs, demand)
 }
 
 // zonal is the sum over zones of the covering bounds for the pods of set
@@ -342,7 +358,7 @@ func (f *floorer) zonal(set []int, r int) float64 {
 				offs = append(offs, offer{c, o.Price})
 			}
 		}
-		v := cover(offs, demand)
+		v := f.cover(offs, demand)
 		if math.IsInf(v, 1) {
 			return 0 // a minimum nothing serves: leave it to the relaxation
 		}
@@ -353,7 +369,7 @@ func (f *floorer) zonal(set []int, r int) float64 {
 
 // cover is the least cost of whole nodes whose capacities sum to at least
 // demand (+Inf when no offer has capacity).
-func cover(offs []offer, demand int64) float64 {
+func (f *floorer) cover(offs []offer, demand int64) float64 {
 	if len(offs) == 0 {
 		return math.Inf(1)
 	}
@@ -383,6 +399,7 @@ func cover(offs []offer, demand int64) float64 {
 			bestCap = o.cap
 		}
 	}
+	f.work += int(d) * len(front)
 	g := make([]float64, d+1)
 	for l := int64(1); l <= d; l++ {
 		v := math.Inf(1)
