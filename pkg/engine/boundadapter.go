@@ -121,7 +121,7 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 		if err != nil {
 			return 0
 		}
-		total += max(res.LowerBound, zoneFloor(sub))
+		total += max(res.LowerBound, zoneFloor(sub), bound.Floor(sub))
 	}
 	return total
 }
@@ -140,8 +140,9 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 //     allows (whatever nodes hold them provide that much r),
 //
 // so at least the larger of the two. The sum over the zones bounds the
-// plan; the relaxation's optimum is a bound as well, and the caller takes
-// the larger.
+// plan; the relaxation's optimum and bound.Floor (whole nodes: what one
+// node of a type can hold of the pods, per resource) are bounds as well,
+// and the caller takes the largest.
 func zoneFloor(p *bound.Problem) float64 {
 	type zoneNeed struct {
 		cheapest float64

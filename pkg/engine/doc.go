@@ -104,7 +104,11 @@
 // results. Work is bounded by Options.ImprovementBudget
 // (DefaultImprovementBudget scales with the input). Plan.LowerBound,
 // from pkg/engine/bound, bounds every plan for the pods put on new claims;
-// per independent part it is the larger of the linear relaxation and a
+// per independent part it is the largest of the linear relaxation, a
 // zone floor (every zone with pods a spread forces into it pays at least
-// one node and their requests at the zone's cheapest unit prices).
+// one node and their requests at the zone's cheapest unit prices) and
+// bound.Floor (whole nodes: for parts of at most 500 pods, the cheapest
+// set of whole nodes whose per-node capacity for the pods, by subset sum,
+// covers their total cpu, memory or pod slots, over all zones or zone by
+// zone for what spreads force there).
 package engine

@@ -140,6 +140,20 @@
 // tolerance (the master then holds a fractional solution meeting every row,
 // Result.LPValue, within Options.Tolerance of the bound).
 //
+// # Whole nodes (Floor)
+//
+// The relaxation pays fractions of nodes; on a few nodes that can be far
+// below any plan (41 pods of 750m and 500m need 22.75 cpu, a 7.74-cpu node
+// holds at most 7.5 of them, so three nodes never suffice, where the
+// relaxation pays 2.94). Floor is a second, separate bound for small
+// problems (at most 500 pods and 24 groups, and a cap on its work): per
+// resource, per set of groups (all, and each alone), the cheapest integral
+// set of nodes whose capacities for those pods (subset sums within each
+// offering's allocatable) cover their total demand, for all zones together
+// and, summed, zone by zone for the pods zone minimums force there. It is
+// checked against the brute-force optimum like Solve. The engine takes the
+// larger of the two.
+//
 // # Cost
 //
 // Work is bounded deterministically by Options.MaxRounds, Options.MaxPivots
