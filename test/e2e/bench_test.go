@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -115,15 +116,18 @@ func BenchmarkScaleUp1000(b *testing.B) {
 		}
 		nodes := len(nodeClaims(b))
 		price := fleetPrice(b)
+		// Instances launched by the scale-up (the scenario starts with none).
+		launched := len(liveInstances())
 		b.ReportMetric(elapsed.Seconds(), "s-to-running")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 		b.ReportMetric(float64(len(calls)), "aws-calls")
+		b.ReportMetric(float64(len(calls))/float64(max(launched, 1)), "aws-calls/launch")
 		b.ReportMetric(reqAfter-reqBefore, "apiserver-requests")
 		b.ReportMetric(float64(nodes), "nodes")
 		b.ReportMetric(price, "$/h")
 		b.ReportMetric(plan, "simulate-$/h")
-		b.Logf("1000 pods Running in %s; controller peak RSS %.1f MiB; %d AWS calls %v; %.0f API server requests; %d nodes at $%.4f/h (simulate: $%.4f/h)",
-			elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), len(calls), byAction, reqAfter-reqBefore, nodes, price, plan)
+		b.Logf("1000 pods Running in %s; controller peak RSS %.1f MiB; %d AWS calls for %d instances launched (%.2f per launch) %v; %.0f API server requests; %d nodes at $%.4f/h (simulate: $%.4f/h)",
+			elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), len(calls), launched, float64(len(calls))/float64(max(launched, 1)), byAction, reqAfter-reqBefore, nodes, price, plan)
 		b.StartTimer() // b.Loop wants the timer running when it checks
 		b.Cleanup(func() {
 			_ = kube.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
@@ -153,8 +157,9 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 			if kube.List(context.Background(), &pods, client.InNamespace(ns)) != nil || kube.List(context.Background(), &ncs) != nil {
 				continue
 			}
-			var unbound, bound, running, launched, registered, initialized int
+			var unbound, bound, running, launched, registered, initialized, nominated int
 			unboundBy := map[string]int{}
+			why := map[string]int{}
 			for _, p := range pods.Items {
 				switch {
 				case p.Status.Phase == corev1.PodRunning:
@@ -164,6 +169,14 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 				default:
 					unbound++
 					unboundBy[p.Labels["app"]]++
+					if p.Status.NominatedNodeName != "" {
+						nominated++
+					}
+					for _, c := range p.Status.Conditions {
+						if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+							why[schedulerReason(c.Message)]++
+						}
+					}
 				}
 			}
 			for _, nc := range ncs.Items {
@@ -177,8 +190,8 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 					initialized++
 				}
 			}
-			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d | unbound by app %v",
-				time.Since(begin).Seconds(), unbound, bound, running, len(ncs.Items), launched, registered, initialized, unboundBy))
+			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d (nominated %4d) bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d | unbound by app %v | scheduler says %v",
+				time.Since(begin).Seconds(), unbound, nominated, bound, running, len(ncs.Items), launched, registered, initialized, unboundBy, topReasons(why, 3)))
 		}
 	}()
 	return func() {
@@ -187,4 +200,29 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 		// Straight to stderr: a benchmark's log is cut short.
 		fmt.Fprintf(os.Stderr, "timeline of %s:\n%s\n", b.Name(), strings.Join(lines, "\n"))
 	}
+}
+
+// schedulerReason is the part of a PodScheduled=False message before the
+// preemption note, with the node counts kept (they say what blocks).
+func schedulerReason(msg string) string {
+	if i := strings.Index(msg, " preemption:"); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// topReasons are the n most frequent reasons, with their counts.
+func topReasons(why map[string]int, n int) []string {
+	keys := make([]string, 0, len(why))
+	for k := range why {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return why[keys[i]] > why[keys[j]] || why[keys[i]] == why[keys[j]] && keys[i] < keys[j]
+	})
+	var out []string
+	for _, k := range keys[:min(n, len(keys))] {
+		out = append(out, fmt.Sprintf("%d×%q", why[k], k))
+	}
+	return out
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,46 +22,71 @@ import (
 // handoffParallelism bounds concurrent pod status patches.
 const handoffParallelism = 16
 
+// handoffHold is how long a hand-off the scheduler has not acted on yet
+// (the pod unbound, its nomination still set) holds the pod's room on the
+// node. A loaded scheduler can take that long to reach every pod of a
+// burst; planning such a pod again would launch a node for a pod that
+// already has one.
+const handoffHold = 2 * time.Minute
+
 // handoff tells the kube-scheduler where the pods planned onto a NodeClaim
-// go, once the NodeClaim's Node object exists but before it can take pods
-// (it still carries the unregistered or not-ready taints). Each pod gets
-// status.nominatedNodeName = the node. The scheduler (v1.37, KEP-5278)
-// records such nominations: it tries a pod's nominated node first, and
-// while filtering any node it counts the pods nominated there, so pods that
-// were not planned for the node cannot take the room planned for others.
-// Without it, the first nodes to become Ready absorb whichever pods the
-// scheduler happens to pick, and the pods planned for them need a second
-// launch.
+// go, once its node is registered: each pod gets status.nominatedNodeName
+// = the node. The scheduler (v1.37, KEP-5278) tries a pod's nominated node
+// first, and while filtering any node it counts the pods nominated there,
+// so pods that were not planned for the node cannot take the room planned
+// for others. Without it, the first nodes to become Ready absorb whichever
+// pods the scheduler happens to pick, and the pods planned for them need a
+// second launch.
 //
-// It runs twice per node: when the Node appears, and when the NodeClaim
-// registers it (final): the scheduler clears a pod's nomination when it
-// tries the pod and the node cannot take it yet, and registration is the
-// last step before the node can. If the node can already take pods at
-// registration, the scheduler is placing them right now and a nomination
-// would come too late to help, so none is written. After the final
-// hand-off the nominations point at the node instead of the NodeClaim and
-// hold for NominationTTL, like a pod planned onto an existing node (the
-// scheduler holds its own nomination too; a snapshot counts the pod on
-// that node either way); once they expire, a pod still unbound is planned
-// again.
-func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node, final bool) {
+// One write per pod, when the node is registered and can take pods (no
+// taint it will shed, not cordoned), and only where it can help:
+//
+//   - not earlier (when the Node object appears, or while it is still
+//     tainted): a nomination to a node that cannot take pods yet makes
+//     every scheduling cycle of every pending pod also filter the
+//     nominated pods on that node, and the scheduler clears it as soon as
+//     it tries the pod there, which a node event soon makes it do;
+//   - not for a node no other waiting pod could use (contested): if every
+//     pod that may run there was planned there, the scheduler cannot put
+//     them anywhere else, and a nomination only costs a write and the
+//     scheduler's time.
+//
+// After the hand-off the nominations point at the node instead of the
+// NodeClaim (see memory.handOff). The scheduler clears a pod's nomination
+// when it tries the pod and the node cannot take it: then the pod is
+// planned again at once (memory.refused). While the nomination stays, the
+// scheduler has not tried the pod yet, and the room stays held for it (up
+// to handoffHold; see heldHandoffs), rather than a second node launched
+// for a pod that is merely waiting its turn.
+func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 	if node.Spec.ProviderID == "" {
 		return
 	}
 	nc, err := nodeclaimutil.NodeClaimForProviderID(ctx, p.kube, node.Spec.ProviderID)
-	if err != nil || nc == nil {
+	if err != nil || nc == nil || blocked(node, nc) {
+		return // a later update of the node (a taint gone) hands off
+	}
+	planned := p.mem.planned(nc.Name, node.Name)
+	if len(planned) == 0 {
 		return
 	}
-	write := !final || blocked(node, nc)
-	pods := p.mem.handOff(nc.Name, node.Name, final, write, p.clock.Now(), p.opts.NominationTTL)
+	var all corev1.PodList
+	listed := p.kube.List(ctx, &all, client.UnsafeDisableDeepCopy) == nil
+	write := !listed || contested(all.Items, node, nc, planned)
+	verdicts := make(map[types.UID]string, len(planned))
+	for i := range all.Items {
+		if pod := &all.Items[i]; planned[pod.UID] {
+			verdicts[pod.UID] = schedulerVerdict(pod)
+		}
+	}
+	pods := p.mem.handOff(nc.Name, node.Name, write, verdicts, p.clock.Now(), p.opts.NominationTTL)
 	if len(pods) == 0 {
 		return
 	}
-	if final {
-		// Once the hand-offs expire, pods still unbound are planned again.
-		p.after(ctx, p.opts.NominationTTL+time.Second, p.Trigger)
-	}
+	// Once the hand-offs expire, pods still unbound are planned again.
+	p.after(ctx, p.opts.NominationTTL+time.Second, p.Trigger)
 	if !write {
+		p.log.V(1).Info("no other pod can use the node: no hand-off", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods))
 		return
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node.Name)))
@@ -78,7 +106,43 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node, final bool
 			firstErr = err
 		}
 	}
-	p.log.V(1).Info("handed pods to the scheduler", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods), "failed", failed, "firstError", firstErr, "final", final)
+	p.log.V(1).Info("handed pods to the scheduler", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods), "failed", failed, "firstError", firstErr)
+}
+
+// contested reports whether an unbound pod not planned onto the node could
+// be placed there by the scheduler: it tolerates the node's taints (those
+// the node keeps once it is initialized) and its node selector and
+// required node affinity match the node's labels (with the NodeClaim's).
+// Resources are not compared: a smaller pod fits wherever a planned one
+// would.
+func contested(pods []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) bool {
+	view := snapshot.NodeView(node, nc, false)
+	for i := range pods {
+		pod := &pods[i]
+		if planned[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if mayRunOn(pod, view) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayRunOn: the pod tolerates the node's NoSchedule and NoExecute taints,
+// and its node selector and required node affinity match the node.
+func mayRunOn(pod *corev1.Pod, node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(pod.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), &t, false) }) {
+			return false
+		}
+	}
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
+	return err != nil || ok
 }
 
 // blocked reports whether the node cannot take pods yet: it is cordoned or
