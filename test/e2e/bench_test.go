@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,4 +226,130 @@ func topReasons(why map[string]int, n int) []string {
 		out = append(out, fmt.Sprintf("%d×%q", why[k], k))
 	}
 	return out
+}
+
+// BenchmarkScaleKwok measures the controller at fleet size: NODES nodes
+// (env DOVETAIL_BENCH_NODES, default 3,000) with ten pods each, one
+// Deployment pinned to one instance type (m6g.xlarge: 4 vCPU; 380m per
+// pod makes ten a node), on the local stack's kwok nodes. It is far too
+// slow for make test:
+//
+//	DOVETAIL_BENCH_NODES=3000 go test -run '^$' -bench ScaleKwok -benchtime 1x -timeout 3h ./test/e2e/
+//
+// Reported: seconds to all Running, the controller's peak RSS (target
+// 300 MiB at 3,000 nodes), its API server requests per pod (counted by its
+// own client, rest_client_requests_total; target 4), and the peak RSS of
+// this stack's kube-apiserver and etcd, to show the run fits the machine.
+func BenchmarkScaleKwok(b *testing.B) {
+	nodes := 3000
+	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
+		}
+		nodes = n
+	}
+	pods := 10 * nodes
+	manifest := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: fleet
+spec:
+  replicas: %d
+  selector:
+    matchLabels: {app: fleet}
+  template:
+    metadata:
+      labels: {app: fleet}
+    spec:
+      nodeSelector:
+        node.kubernetes.io/instance-type: m6g.xlarge
+      containers:
+        - name: fleet
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: 380m, memory: 256Mi}
+`, pods)
+	for b.Loop() {
+		b.StopTimer()
+		if err := ctrl.Kill(0); err != nil {
+			b.Fatal(err)
+		}
+		if err := ctrl.Restart(context.Background(), 0); err != nil {
+			b.Fatal(err)
+		}
+		r := ctrl.Replica(0)
+		reqBefore, err := scrape(r, "rest_client_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		emu().ResetCalls()
+		s := newScenario(b)
+		b.StartTimer()
+		begin := time.Now()
+		s.apply([]byte(manifest))
+		s.waitRunning(pods, 3*time.Hour)
+		elapsed := time.Since(begin)
+		b.StopTimer()
+		rss, err := r.PeakRSS()
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqAfter, err := scrape(r, "rest_client_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		apiRSS, etcdRSS := stackPeakRSS(b, "kube-apiserver"), stackPeakRSS(b, "etcd")
+		got := len(managedNodes(b))
+		calls := len(emu().Calls())
+		b.ReportMetric(elapsed.Seconds(), "s-to-running")
+		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric((reqAfter-reqBefore)/float64(pods), "requests/pod")
+		b.ReportMetric(float64(apiRSS)/(1<<20), "apiserver-peak-rss-MiB")
+		b.ReportMetric(float64(etcdRSS)/(1<<20), "etcd-peak-rss-MiB")
+		b.ReportMetric(float64(got), "nodes")
+		b.Logf("%d pods Running on %d nodes in %s; controller peak RSS %.1f MiB; %.0f API server requests (%.2f per pod); %d AWS calls (%.2f per node); kube-apiserver peak RSS %.0f MiB, etcd %.0f MiB",
+			pods, got, elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), reqAfter-reqBefore, (reqAfter-reqBefore)/float64(pods),
+			calls, float64(calls)/float64(max(got, 1)), float64(apiRSS)/(1<<20), float64(etcdRSS)/(1<<20))
+		b.StartTimer()
+	}
+}
+
+// stackPeakRSS is the peak resident memory (VmHWM) of this stack's
+// process running the named control-plane binary: the one whose command
+// line names the stack's directory (other stacks may run on the machine).
+func stackPeakRSS(b *testing.B, binary string) int64 {
+	b.Helper()
+	dir := stk.ControlPlane().Dir()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) != binary || !strings.Contains(string(cmdline), dir) {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				if err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	b.Fatalf("no %s process of the stack in %s", binary, dir)
+	return 0
 }

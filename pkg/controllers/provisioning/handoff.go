@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,10 +47,16 @@ const handoffHold = 2 * time.Minute
 //     every scheduling cycle of every pending pod also filter the
 //     nominated pods on that node, and the scheduler clears it as soon as
 //     it tries the pod there, which a node event soon makes it do;
-//   - not for a node no other waiting pod could use (contested): if every
-//     pod that may run there was planned there, the scheduler cannot put
-//     them anywhere else, and a nomination only costs a write and the
-//     scheduler's time.
+//   - only for a pod whose room a pod of another kind could take: an
+//     unbound pod not planned there that tolerates the node's taints and
+//     whose node selector and affinity match it (otherKinds), of another
+//     controller than the pod (kindOf). If only pods of the pod's own kind
+//     could take its room, the one that does leaves its own planned room,
+//     which fits this pod, in exchange; if none can, the scheduler cannot
+//     put anything else there. Either way a nomination would only cost a
+//     write and the scheduler's time: every nominated pod makes each
+//     scheduling cycle of every pending pod costlier on that node, and a
+//     loaded scheduler then takes a minute to cycle through a burst.
 //
 // After the hand-off the nominations point at the node instead of the
 // NodeClaim (see memory.handOff). The scheduler clears a pod's nomination
@@ -71,22 +78,22 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 		return
 	}
 	var all corev1.PodList
-	listed := p.kube.List(ctx, &all, client.UnsafeDisableDeepCopy) == nil
-	write := !listed || contested(all.Items, node, nc, planned)
-	verdicts := make(map[types.UID]string, len(planned))
-	for i := range all.Items {
-		if pod := &all.Items[i]; planned[pod.UID] {
-			verdicts[pod.UID] = schedulerVerdict(pod)
+	write, verdicts := map[types.UID]bool{}, map[types.UID]string{}
+	if err := p.kube.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+		for uid := range planned {
+			write[uid] = true // unknown: hand every pod off
 		}
+	} else {
+		write, verdicts = toHandOff(all.Items, node, nc, planned)
 	}
-	pods := p.mem.handOff(nc.Name, node.Name, write, verdicts, p.clock.Now(), p.opts.NominationTTL)
-	if len(pods) == 0 {
+	moved, pods := p.mem.handOff(nc.Name, node.Name, write, verdicts, p.clock.Now(), p.opts.NominationTTL)
+	if moved == 0 {
 		return
 	}
 	// Once the hand-offs expire, pods still unbound are planned again.
 	p.after(ctx, p.opts.NominationTTL+time.Second, p.Trigger)
-	if !write {
-		p.log.V(1).Info("no other pod can use the node: no hand-off", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods))
+	if len(pods) == 0 {
+		p.log.V(1).Info("no pod of another kind can use the node: no hand-off", "nodeClaim", nc.Name, "node", node.Name, "pods", moved)
 		return
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node.Name)))
@@ -109,25 +116,57 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 	p.log.V(1).Info("handed pods to the scheduler", "nodeClaim", nc.Name, "node", node.Name, "pods", len(pods), "failed", failed, "firstError", firstErr)
 }
 
-// contested reports whether an unbound pod not planned onto the node could
-// be placed there by the scheduler: it tolerates the node's taints (those
-// the node keeps once it is initialized) and its node selector and
-// required node affinity match the node's labels (with the NodeClaim's).
+// toHandOff decides which of the pods planned onto the node get a
+// nomination: those a pod of another kind could displace (see handoff),
+// and returns the scheduler's last verdict on each planned pod.
+func toHandOff(all []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) (write map[types.UID]bool, verdicts map[types.UID]string) {
+	kinds := otherKinds(all, node, nc, planned)
+	write, verdicts = map[types.UID]bool{}, make(map[types.UID]string, len(planned))
+	for i := range all {
+		pod := &all[i]
+		if !planned[pod.UID] {
+			continue
+		}
+		verdicts[pod.UID] = schedulerVerdict(pod)
+		// Only a pod of another kind can take this one's room at a cost:
+		// one of the same kind taking it leaves its own planned room, which
+		// fits this one, in exchange.
+		if len(kinds) > 1 || len(kinds) == 1 && !kinds[kindOf(pod)] {
+			write[pod.UID] = true
+		}
+	}
+	return write, verdicts
+}
+
+// otherKinds are the kinds (kindOf) of the unbound pods not planned onto
+// the node that the scheduler could place there: they tolerate the node's
+// taints (those it keeps once initialized) and their node selector and
+// required node affinity match its labels (with the NodeClaim's).
 // Resources are not compared: a smaller pod fits wherever a planned one
 // would.
-func contested(pods []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) bool {
+func otherKinds(pods []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) map[string]bool {
 	view := snapshot.NodeView(node, nc, false)
+	kinds := map[string]bool{}
 	for i := range pods {
 		pod := &pods[i]
 		if planned[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if mayRunOn(pod, view) {
-			return true
+		if k := kindOf(pod); !kinds[k] && mayRunOn(pod, view) {
+			kinds[k] = true
 		}
 	}
-	return false
+	return kinds
+}
+
+// kindOf names the pods that schedule alike: those of one controller (a
+// ReplicaSet's pods share their spec); a pod without one is its own kind.
+func kindOf(pod *corev1.Pod) string {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		return string(ref.UID)
+	}
+	return "pod/" + string(pod.UID)
 }
 
 // mayRunOn: the pod tolerates the node's NoSchedule and NoExecute taints,

@@ -99,22 +99,22 @@ func (m *memory) planned(nodeClaim, node string) map[types.UID]bool {
 // plannedOnto) and moves their nominations to the node, held until now+ttl (the
 // cache may not show the scheduler's nomination yet, and the next pass
 // must still count them there) and kept while the scheduler's verdict on
-// the pod stays what verdicts says (see extend); with mark it records them
-// as handed to the scheduler at now.
-func (m *memory) handOff(nodeClaim, node string, mark bool, verdicts map[types.UID]string, now time.Time, ttl time.Duration) []types.NamespacedName {
+// the pod stays what verdicts says (see extend). It returns how many moved
+// and those of them in write, recorded as handed to the scheduler at now.
+func (m *memory) handOff(nodeClaim, node string, write map[types.UID]bool, verdicts map[types.UID]string, now time.Time, ttl time.Duration) (moved int, handed []types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []types.NamespacedName
 	for uid := range m.plannedOnto(nodeClaim, node) {
 		if t := m.noms[uid]; t.pod.Name != "" {
-			out = append(out, t.pod)
+			moved++
 			m.noms[uid] = target{name: node, until: now.Add(ttl), pod: t.pod, evacuee: t.evacuee, since: now, verdict: verdicts[uid]}
-			if mark {
+			if write[uid] {
+				handed = append(handed, t.pod)
 				m.handed[uid] = now
 			}
 		}
 	}
-	return out
+	return moved, handed
 }
 
 // refused reports whether the update shows the scheduler clearing the
