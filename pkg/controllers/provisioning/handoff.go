@@ -147,13 +147,19 @@ func toHandOff(all []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planne
 func otherKinds(pods []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) map[string]bool {
 	view := snapshot.NodeView(node, nc, false)
 	kinds := map[string]bool{}
+	checked := map[string]bool{} // one pod per kind: they share their spec
 	for i := range pods {
 		pod := &pods[i]
 		if planned[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if k := kindOf(pod); !kinds[k] && mayRunOn(pod, view) {
+		k := kindOf(pod)
+		if checked[k] {
+			continue
+		}
+		checked[k] = true
+		if mayRunOn(pod, view) {
 			kinds[k] = true
 		}
 	}
