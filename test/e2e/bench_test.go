@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,15 +117,18 @@ func BenchmarkScaleUp1000(b *testing.B) {
 		}
 		nodes := len(nodeClaims(b))
 		price := fleetPrice(b)
+		// Instances launched by the scale-up (the scenario starts with none).
+		launched := len(liveInstances())
 		b.ReportMetric(elapsed.Seconds(), "s-to-running")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 		b.ReportMetric(float64(len(calls)), "aws-calls")
+		b.ReportMetric(float64(len(calls))/float64(max(launched, 1)), "aws-calls/launch")
 		b.ReportMetric(reqAfter-reqBefore, "apiserver-requests")
 		b.ReportMetric(float64(nodes), "nodes")
 		b.ReportMetric(price, "$/h")
 		b.ReportMetric(plan, "simulate-$/h")
-		b.Logf("1000 pods Running in %s; controller peak RSS %.1f MiB; %d AWS calls %v; %.0f API server requests; %d nodes at $%.4f/h (simulate: $%.4f/h)",
-			elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), len(calls), byAction, reqAfter-reqBefore, nodes, price, plan)
+		b.Logf("1000 pods Running in %s; controller peak RSS %.1f MiB; %d AWS calls for %d instances launched (%.2f per launch) %v; %.0f API server requests; %d nodes at $%.4f/h (simulate: $%.4f/h)",
+			elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), len(calls), launched, float64(len(calls))/float64(max(launched, 1)), byAction, reqAfter-reqBefore, nodes, price, plan)
 		b.StartTimer() // b.Loop wants the timer running when it checks
 		b.Cleanup(func() {
 			_ = kube.Delete(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
@@ -153,8 +158,9 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 			if kube.List(context.Background(), &pods, client.InNamespace(ns)) != nil || kube.List(context.Background(), &ncs) != nil {
 				continue
 			}
-			var unbound, bound, running, launched, registered, initialized int
+			var unbound, bound, running, launched, registered, initialized, nominated int
 			unboundBy := map[string]int{}
+			why := map[string]int{}
 			for _, p := range pods.Items {
 				switch {
 				case p.Status.Phase == corev1.PodRunning:
@@ -164,6 +170,14 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 				default:
 					unbound++
 					unboundBy[p.Labels["app"]]++
+					if p.Status.NominatedNodeName != "" {
+						nominated++
+					}
+					for _, c := range p.Status.Conditions {
+						if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+							why[schedulerReason(c.Message)]++
+						}
+					}
 				}
 			}
 			for _, nc := range ncs.Items {
@@ -177,8 +191,8 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 					initialized++
 				}
 			}
-			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d | unbound by app %v",
-				time.Since(begin).Seconds(), unbound, bound, running, len(ncs.Items), launched, registered, initialized, unboundBy))
+			lines = append(lines, fmt.Sprintf("%5.1fs pods unbound %4d (nominated %4d) bound %4d running %4d | nodeclaims %3d launched %3d registered %3d initialized %3d | unbound by app %v | scheduler says %v",
+				time.Since(begin).Seconds(), unbound, nominated, bound, running, len(ncs.Items), launched, registered, initialized, unboundBy, topReasons(why, 3)))
 		}
 	}()
 	return func() {
@@ -187,4 +201,155 @@ func timeline(b *testing.B, ns string, begin time.Time) (stop func()) {
 		// Straight to stderr: a benchmark's log is cut short.
 		fmt.Fprintf(os.Stderr, "timeline of %s:\n%s\n", b.Name(), strings.Join(lines, "\n"))
 	}
+}
+
+// schedulerReason is the part of a PodScheduled=False message before the
+// preemption note, with the node counts kept (they say what blocks).
+func schedulerReason(msg string) string {
+	if i := strings.Index(msg, " preemption:"); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// topReasons are the n most frequent reasons, with their counts.
+func topReasons(why map[string]int, n int) []string {
+	keys := make([]string, 0, len(why))
+	for k := range why {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return why[keys[i]] > why[keys[j]] || why[keys[i]] == why[keys[j]] && keys[i] < keys[j]
+	})
+	var out []string
+	for _, k := range keys[:min(n, len(keys))] {
+		out = append(out, fmt.Sprintf("%d×%q", why[k], k))
+	}
+	return out
+}
+
+// BenchmarkScaleKwok measures the controller at fleet size: NODES nodes
+// (env DOVETAIL_BENCH_NODES, default 3,000) with ten pods each, one
+// Deployment pinned to one instance type (m6g.xlarge: 4 vCPU; 380m per
+// pod makes ten a node), on the local stack's kwok nodes. It is far too
+// slow for make test:
+//
+//	DOVETAIL_BENCH_NODES=3000 go test -run '^$' -bench ScaleKwok -benchtime 1x -timeout 3h ./test/e2e/
+//
+// Reported: seconds to all Running, the controller's peak RSS (target
+// 300 MiB at 3,000 nodes), its API server requests per pod (counted by its
+// own client, rest_client_requests_total; target 4), and the peak RSS of
+// this stack's kube-apiserver and etcd, to show the run fits the machine.
+func BenchmarkScaleKwok(b *testing.B) {
+	nodes := 3000
+	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
+		}
+		nodes = n
+	}
+	pods := 10 * nodes
+	manifest := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: fleet
+spec:
+  replicas: %d
+  selector:
+    matchLabels: {app: fleet}
+  template:
+    metadata:
+      labels: {app: fleet}
+    spec:
+      nodeSelector:
+        node.kubernetes.io/instance-type: m6g.xlarge
+      containers:
+        - name: fleet
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: 380m, memory: 256Mi}
+`, pods)
+	for b.Loop() {
+		b.StopTimer()
+		if err := ctrl.Kill(0); err != nil {
+			b.Fatal(err)
+		}
+		if err := ctrl.Restart(context.Background(), 0); err != nil {
+			b.Fatal(err)
+		}
+		r := ctrl.Replica(0)
+		reqBefore, err := scrape(r, "rest_client_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		emu().ResetCalls()
+		s := newScenario(b)
+		b.StartTimer()
+		begin := time.Now()
+		s.apply([]byte(manifest))
+		s.waitRunning(pods, 3*time.Hour)
+		elapsed := time.Since(begin)
+		b.StopTimer()
+		rss, err := r.PeakRSS()
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqAfter, err := scrape(r, "rest_client_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		apiRSS, etcdRSS := stackPeakRSS(b, "kube-apiserver"), stackPeakRSS(b, "etcd")
+		got := len(managedNodes(b))
+		calls := len(emu().Calls())
+		b.ReportMetric(elapsed.Seconds(), "s-to-running")
+		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric((reqAfter-reqBefore)/float64(pods), "requests/pod")
+		b.ReportMetric(float64(apiRSS)/(1<<20), "apiserver-peak-rss-MiB")
+		b.ReportMetric(float64(etcdRSS)/(1<<20), "etcd-peak-rss-MiB")
+		b.ReportMetric(float64(got), "nodes")
+		b.Logf("%d pods Running on %d nodes in %s; controller peak RSS %.1f MiB; %.0f API server requests (%.2f per pod); %d AWS calls (%.2f per node); kube-apiserver peak RSS %.0f MiB, etcd %.0f MiB",
+			pods, got, elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), reqAfter-reqBefore, (reqAfter-reqBefore)/float64(pods),
+			calls, float64(calls)/float64(max(got, 1)), float64(apiRSS)/(1<<20), float64(etcdRSS)/(1<<20))
+		b.StartTimer()
+	}
+}
+
+// stackPeakRSS is the peak resident memory (VmHWM) of this stack's
+// process running the named control-plane binary: the one whose command
+// line names the stack's directory (other stacks may run on the machine).
+func stackPeakRSS(b *testing.B, binary string) int64 {
+	b.Helper()
+	dir := stk.ControlPlane().Dir()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) != binary || !strings.Contains(string(cmdline), dir) {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				if err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	b.Fatalf("no %s process of the stack in %s", binary, dir)
+	return 0
 }

@@ -123,7 +123,13 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	}
 	// The pure part (nominations and their expiry, evacuated and leaving
 	// nodes, relocated pods) is snapshot.NewView, shared with disruption.
+	handed := p.mem.heldHandoffs(podList, now, handoffHold)
+	byUID := make(map[types.UID]*corev1.Pod, len(podList))
+	for _, pod := range podList {
+		byUID[pod.UID] = pod
+	}
 	p.mem.mu.Lock()
+	p.mem.extend(byUID, now, p.opts.NominationTTL, handoffHold)
 	evacuating := make(map[string]bool, len(p.mem.evacuating))
 	for n := range p.mem.evacuating {
 		evacuating[n] = true
@@ -134,7 +140,7 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	}
 	cv := snapshot.NewView(snapshot.ViewInput{
 		Now: now, Nodes: nodeList, NodeClaims: c.NodeClaims, Pods: podList,
-		Nominations: noms, HandedOff: p.mem.handed, NominationTTL: p.opts.NominationTTL,
+		Nominations: noms, HandedOff: handed, NominationTTL: p.opts.NominationTTL,
 		Evacuating: evacuating, Evacuate: evacuate,
 	})
 	for _, uid := range cv.Dropped {

@@ -24,9 +24,13 @@
 //     existing node (held for NominationTTL). Nominated pods are given to
 //     the next snapshot where they were planned, so they are not planned
 //     twice, and their status updates do not trigger new passes. When the
-//     NodeClaim's node registers, its nominations move to the node (held
-//     for NominationTTL). A Nominated event is recorded once per pod and
-//     target.
+//     NodeClaim's node is registered and can take pods, its nominations
+//     move to the node (held for NominationTTL, and kept while the
+//     scheduler has not tried the pod since) and, where another waiting
+//     pod could take their room, are handed to the kube-scheduler as
+//     status.nominatedNodeName (handoff). A hand-off the scheduler clears
+//     is planned again at once. A Nominated event is recorded once per
+//     pod and target.
 //   - In flight: a NodeClaim with no Node yet. It counts as capacity in
 //     every snapshot, with or without nominations.
 //   - Replacement: capacity planned by Replace for the movable pods of

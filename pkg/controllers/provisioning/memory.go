@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,6 +22,12 @@ type target struct {
 	// replacement's reservation, which outlives the binding); otherwise
 	// the pod was pending, and its binding anywhere ends the nomination.
 	evacuee bool
+	// since: when the pod was first expected on this node; verdict: the
+	// scheduler's last word on the pod then (its PodScheduled=False
+	// message). A nomination to a node that expires while the verdict is
+	// unchanged is kept (see memory.extend).
+	since   time.Time
+	verdict string
 }
 
 // memory is what the provisioner remembers between passes. It is lost on
@@ -68,27 +75,116 @@ func (m *memory) nominated(uid types.UID, now time.Time) bool {
 	return ok && (t.inFlight || now.Before(t.until))
 }
 
-// handOff returns the pods nominated to the in-flight NodeClaim. With
-// take their nominations move to the NodeClaim's node, held until now+ttl
-// (the cache may not show the scheduler's nomination yet, and the next
-// pass must still count them there); with mark it records them as handed
-// to the scheduler at now.
-func (m *memory) handOff(nodeClaim, node string, take, mark bool, now time.Time, ttl time.Duration) []types.NamespacedName {
+// plannedOnto lists the pods planned onto the NodeClaim while it was in
+// flight, or onto its node since it appeared, and not handed off yet.
+// Callers hold m.mu.
+func (m *memory) plannedOnto(nodeClaim, node string) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for uid, t := range m.noms {
+		if t.inFlight && t.name == nodeClaim || !t.inFlight && t.name == node && m.handed[uid].IsZero() && !t.evacuee {
+			out[uid] = true
+		}
+	}
+	return out
+}
+
+// planned is plannedOnto under the lock.
+func (m *memory) planned(nodeClaim, node string) map[types.UID]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []types.NamespacedName
-	for uid, t := range m.noms {
-		if t.inFlight && t.name == nodeClaim && t.pod.Name != "" {
-			out = append(out, t.pod)
-			if take {
-				m.noms[uid] = target{name: node, until: now.Add(ttl), pod: t.pod, evacuee: t.evacuee}
-			}
-			if mark {
+	return m.plannedOnto(nodeClaim, node)
+}
+
+// handOff returns the pods planned onto the NodeClaim or its node (see
+// plannedOnto) and moves their nominations to the node, held until now+ttl (the
+// cache may not show the scheduler's nomination yet, and the next pass
+// must still count them there) and kept while the scheduler's verdict on
+// the pod stays what verdicts says (see extend). It returns how many moved
+// and those of them in write, recorded as handed to the scheduler at now.
+func (m *memory) handOff(nodeClaim, node string, write map[types.UID]bool, verdicts map[types.UID]string, now time.Time, ttl time.Duration) (moved int, handed []types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid := range m.plannedOnto(nodeClaim, node) {
+		if t := m.noms[uid]; t.pod.Name != "" {
+			moved++
+			m.noms[uid] = target{name: node, until: now.Add(ttl), pod: t.pod, evacuee: t.evacuee, since: now, verdict: verdicts[uid]}
+			if write[uid] {
+				handed = append(handed, t.pod)
 				m.handed[uid] = now
 			}
 		}
 	}
+	return moved, handed
+}
+
+// refused reports whether the update shows the scheduler clearing the
+// nomination of a pod handed to it, while the pod is unbound: it tried the
+// pod and the node could not take it. The pod's nomination is dropped, so
+// the next pass plans it again.
+func (m *memory) refused(old, pod *corev1.Pod) bool {
+	if old.Status.NominatedNodeName == "" || pod.Status.NominatedNodeName != "" || pod.Spec.NodeName != "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.handed[pod.UID]; !ok {
+		return false
+	}
+	delete(m.handed, pod.UID)
+	if t, ok := m.noms[pod.UID]; ok && !t.inFlight && t.name == old.Status.NominatedNodeName {
+		delete(m.noms, pod.UID)
+	}
+	return true
+}
+
+// heldHandoffs is the hand-off times a snapshot should use: a pod handed
+// off less than hold ago that still carries the nomination and is unbound
+// counts as handed off now (the scheduler has not tried it yet: its room
+// stays held); the others as handed.
+func (m *memory) heldHandoffs(pods []*corev1.Pod, now time.Time, hold time.Duration) map[types.UID]time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[types.UID]time.Time, len(m.handed))
+	for uid, at := range m.handed {
+		out[uid] = at
+	}
+	for _, pod := range pods {
+		at, ok := m.handed[pod.UID]
+		if ok && pod.Spec.NodeName == "" && pod.Status.NominatedNodeName != "" && now.Sub(at) < hold {
+			out[pod.UID] = now
+		}
+	}
 	return out
+}
+
+// extend keeps the expired nominations to nodes whose pods the scheduler
+// has not tried since (the pod is unbound and its PodScheduled=False
+// message is the one it had when it was nominated), for another ttl, up
+// to hold after the first: a loaded scheduler works through a burst of
+// pods slowly, and planning a pod again before it was even tried would
+// launch a second node for it. A pod the scheduler tried and could not
+// place has a new message, and is planned again. Callers hold m.mu.
+func (m *memory) extend(pods map[types.UID]*corev1.Pod, now time.Time, ttl, hold time.Duration) {
+	for uid, t := range m.noms {
+		pod := pods[uid]
+		if t.inFlight || now.Before(t.until) || pod == nil || pod.Spec.NodeName != "" ||
+			t.since.IsZero() || now.Sub(t.since) >= hold || schedulerVerdict(pod) != t.verdict {
+			continue
+		}
+		t.until = now.Add(ttl)
+		m.noms[uid] = t
+	}
+}
+
+// schedulerVerdict is the message of the pod's PodScheduled=False
+// condition ("" when it has none).
+func schedulerVerdict(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
 }
 
 // forget drops everything remembered about a pod.

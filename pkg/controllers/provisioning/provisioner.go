@@ -386,7 +386,13 @@ func truncate(s string) string {
 
 func (p *Provisioner) nominate(pod *corev1.Pod, t target) {
 	t.pod = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	t.verdict = schedulerVerdict(pod)
 	p.mem.mu.Lock()
+	if old, ok := p.mem.noms[pod.UID]; ok && old.name == t.name && !old.since.IsZero() {
+		t.since = old.since
+	} else if !t.inFlight {
+		t.since = p.clock.Now()
+	}
 	p.mem.noms[pod.UID] = t
 	delete(p.mem.failedEvent, pod.UID)
 	announce := p.mem.nominatedEvent[pod.UID] != t.name

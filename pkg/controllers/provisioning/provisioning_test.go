@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -345,31 +346,46 @@ func TestNoSecondLaunchForTheSamePods(t *testing.T) {
 	}
 }
 
+// TestPodThatNeverFitsGetsOneEventAndNoLaunch: a pod larger than every
+// instance type gets the ResourcesExceedAllTypes reason (one event, the
+// gauge) and no NodeClaim, whether it is a little too large or so large
+// that quantity arithmetic would overflow (cpu 1e18, memory 1e19).
 func TestPodThatNeverFitsGetsOneEventAndNoLaunch(t *testing.T) {
-	f := setup(t, provisioning.Options{}, false)
-	f.readyPool(controllerstest.NodePool("default"))
-	huge := f.createPods(1, "huge", "64", "1Gi", nil)[0]
-	for range 3 {
-		res := f.provision()
-		if len(res.Created) != 0 {
-			t.Fatalf("created %d NodeClaims for a pod no instance type can hold", len(res.Created))
-		}
-		if len(res.Plan.Unschedulable) != 1 || res.Plan.Unschedulable[0].Code != engine.ResourcesExceedAllTypes {
-			t.Fatalf("unschedulable = %+v, want the pod with %s", res.Plan.Unschedulable, engine.ResourcesExceedAllTypes)
-		}
-	}
-	f.env.Eventually("one FailedScheduling event", func() (bool, error) {
-		return len(f.ourEvents(huge, provisioning.ReasonFailedScheduling)) == 1, nil
-	})
-	controllerstest.Consistently(t, time.Second, "a single FailedScheduling event", func() (bool, error) {
-		evs := f.ourEvents(huge, provisioning.ReasonFailedScheduling)
-		return holds(len(evs) == 1 && strings.Contains(evs[0].Note, string(engine.ResourcesExceedAllTypes)), "events %+v", evs)
-	})
-	if v := metricstest.Value(t, f.m.UnschedulablePods); v != 1 {
-		t.Errorf("unschedulable pods gauge = %v, want 1", v)
-	}
-	if n := f.env.Cloud.Calls("Create"); n != 0 {
-		t.Errorf("the cloud was asked to launch %d times", n)
+	for _, c := range []struct{ name, cpu, mem string }{
+		{"cpu-64", "64", "1Gi"},
+		{"cpu-1e18", "1e18", "1Gi"},
+		{"memory-1e19", "1", "1e19"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := setup(t, provisioning.Options{}, false)
+			f.readyPool(controllerstest.NodePool("default"))
+			huge := f.createPods(1, "huge", c.cpu, c.mem, nil)[0]
+			for range 3 {
+				res := f.provision()
+				if len(res.Created) != 0 {
+					t.Fatalf("created %d NodeClaims for a pod no instance type can hold", len(res.Created))
+				}
+				if len(res.Plan.Unschedulable) != 1 || res.Plan.Unschedulable[0].Code != engine.ResourcesExceedAllTypes {
+					t.Fatalf("unschedulable = %+v, want the pod with %s", res.Plan.Unschedulable, engine.ResourcesExceedAllTypes)
+				}
+			}
+			f.env.Eventually("one FailedScheduling event", func() (bool, error) {
+				return len(f.ourEvents(huge, provisioning.ReasonFailedScheduling)) == 1, nil
+			})
+			controllerstest.Consistently(t, time.Second, "a single FailedScheduling event", func() (bool, error) {
+				evs := f.ourEvents(huge, provisioning.ReasonFailedScheduling)
+				return holds(len(evs) == 1 && strings.Contains(evs[0].Note, string(engine.ResourcesExceedAllTypes)), "events %+v", evs)
+			})
+			if v := metricstest.Value(t, f.m.UnschedulablePods); v != 1 {
+				t.Errorf("unschedulable pods gauge = %v, want 1", v)
+			}
+			if n := f.env.Cloud.Calls("Create"); n != 0 {
+				t.Errorf("the cloud was asked to launch %d times", n)
+			}
+			if n := len(f.nodeClaims()); n != 0 {
+				t.Errorf("%d NodeClaims exist", n)
+			}
+		})
 	}
 }
 
@@ -686,4 +702,89 @@ func TestHandoffCanBeTurnedOff(t *testing.T) {
 			}
 		}
 	}
+}
+
+// nominatedByUs reports whether someone other than the kube-scheduler
+// wrote the pod's status.nominatedNodeName.
+func nominatedByUs(pod *corev1.Pod) bool {
+	for _, mf := range pod.ManagedFields {
+		if mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), "nominatedNodeName") && mf.Manager != "kube-scheduler" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNoHandoffWhereNoOtherPodCanGo: two tainted pools, each with pods
+// that tolerate and select only it, one NodeClaim each. No other pod can
+// use either node, so the hand-off writes no nomination (the scheduler
+// cannot put the pods anywhere else); the pods still run where they were
+// planned.
+func TestNoHandoffWhereNoOtherPodCanGo(t *testing.T) {
+	f := setup(t, provisioning.Options{}, true)
+	var pods []*corev1.Pod
+	for _, team := range []string{"a", "b"} {
+		np := controllerstest.NodePool("team-" + team)
+		np.Spec.Template.Labels = map[string]string{"team": team}
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "team", Value: team, Effect: corev1.TaintEffectNoSchedule}}
+		f.readyPool(np)
+		pods = append(pods, f.createPods(3, "team-"+team, "100m", "128Mi", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"team": team}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "team", Value: team, Effect: corev1.TaintEffectNoSchedule}}
+		})...)
+	}
+	res := f.provision()
+	if len(res.Created) != 2 {
+		t.Fatalf("%d NodeClaims planned, want one per pool", len(res.Created))
+	}
+	f.env.Eventually("every pod Running", func() (bool, error) {
+		for _, p := range pods {
+			got := &corev1.Pod{}
+			if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+				return false, err
+			}
+			if got.Status.Phase != corev1.PodRunning {
+				return holds(false, "pod %s is %s", p.Name, got.Status.Phase)
+			}
+		}
+		return true, nil
+	})
+	for _, p := range pods {
+		got := &corev1.Pod{}
+		if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		if nominatedByUs(got) {
+			t.Errorf("pod %s got a nomination although no other pod can use its node", p.Name)
+		}
+	}
+	if n := len(f.nodeClaims()); n != 2 {
+		t.Errorf("%d NodeClaims exist, want 2", n)
+	}
+}
+
+// TestHandoffWritesWhereOtherPodsCouldGo: pods of one pool that fit on any
+// of its nodes, several NodeClaims: each node is contested, so the pods
+// planned onto it are handed to the scheduler (status.nominatedNodeName
+// written by the provisioner, observed before the pod binds or in the
+// pod's managed fields after).
+func TestHandoffWritesWhereOtherPodsCouldGo(t *testing.T) {
+	f := setup(t, provisioning.Options{}, true)
+	f.readyPool(controllerstest.NodePool("default"))
+	pods := f.createPods(3, "big", "1500m", "2Gi", nil)
+	if res := f.provision(); len(res.Created) < 2 {
+		t.Fatalf("%d NodeClaims planned, want several", len(res.Created))
+	}
+	f.env.Eventually("a hand-off written to a pod", func() (bool, error) {
+		for _, p := range pods {
+			got := &corev1.Pod{}
+			if err := f.env.Client.Get(f.env.Context(), client.ObjectKeyFromObject(p), got); err != nil {
+				return false, err
+			}
+			if nominatedByUs(got) {
+				return true, nil
+			}
+		}
+		return false, errors.New("no pod carries a nomination written by the provisioner")
+	})
 }

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -17,9 +18,12 @@ import (
 //   - a pod that becomes provisionable and is not already nominated (a
 //     nominated pod's status updates must not hold the window open);
 //   - a Node or NodeClaim deleted (pods planned onto it need a new plan);
-//   - a Node created or registered, or a NodeClaim's instance recorded
-//     after its Node appeared: the pods planned onto the NodeClaim are
-//     handed to the kube-scheduler (handoff);
+//   - a registered Node that can take pods (registered, its last blocking
+//     taint gone, or its NodeClaim's instance recorded after that): the
+//     pods planned onto the NodeClaim are handed to the kube-scheduler
+//     (handoff);
+//   - a handed-off pod whose nomination the scheduler cleared (it tried
+//     the pod and the node could not take it): planned again at once;
 //   - a NodePool created, or whose spec or readiness changed.
 //
 // Status-only churn (node heartbeats, NodePool counters) never triggers,
@@ -36,8 +40,19 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		}
 	}
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    podChanged,
-		UpdateFunc: func(_, obj any) { podChanged(obj) },
+		AddFunc: podChanged,
+		UpdateFunc: func(oldObj, obj any) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := obj.(*corev1.Pod)
+			if ok1 && ok2 && p.mem.refused(o, n) {
+				// The scheduler tried a handed-off pod and cleared its
+				// nomination: the node cannot take it. Plan it again now
+				// rather than when the hand-off would have expired.
+				p.Trigger()
+				return
+			}
+			podChanged(obj)
+		},
 		DeleteFunc: func(obj any) {
 			if pod, ok := unwrap(obj).(*corev1.Pod); ok {
 				p.mem.forget(pod.UID)
@@ -56,7 +71,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		return fmt.Errorf("Node informer: %w", err)
 	}
 	slots := make(chan struct{}, handoffParallelism)
-	handoff := func(node *corev1.Node, final bool) {
+	handoff := func(node *corev1.Node) {
 		if p.opts.DisableHandoff {
 			return
 		}
@@ -67,7 +82,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 				return
 			}
 			defer func() { <-slots }()
-			p.handoff(ctx, node, final)
+			p.handoff(ctx, node)
 		}()
 	}
 	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -86,7 +101,9 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 				return
 			}
 			for i := range nodes {
-				handoff(&nodes[i], nodes[i].Labels[karpv1.NodeRegisteredLabelKey] == "true")
+				if nodes[i].Labels[karpv1.NodeRegisteredLabelKey] == "true" {
+					handoff(&nodes[i])
+				}
 			}
 		},
 		DeleteFunc: func(any) { p.Trigger() },
@@ -95,15 +112,20 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 	}
 	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if node, ok := obj.(*corev1.Node); ok {
-				handoff(node, node.Labels[karpv1.NodeRegisteredLabelKey] == "true")
+			if node, ok := obj.(*corev1.Node); ok && node.Labels[karpv1.NodeRegisteredLabelKey] == "true" {
+				handoff(node)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
-			if ok1 && ok2 && o.Labels[karpv1.NodeRegisteredLabelKey] != "true" && n.Labels[karpv1.NodeRegisteredLabelKey] == "true" {
-				handoff(n, true)
+			if !ok1 || !ok2 || n.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
+				return
+			}
+			// Registered now, or registered and its taints or cordon
+			// changed (it may just have become able to take pods).
+			if o.Labels[karpv1.NodeRegisteredLabelKey] != "true" || o.Spec.Unschedulable != n.Spec.Unschedulable || !slices.EqualFunc(o.Spec.Taints, n.Spec.Taints, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) }) {
+				handoff(n)
 			}
 		},
 		DeleteFunc: func(any) { p.Trigger() },

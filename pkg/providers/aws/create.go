@@ -98,14 +98,14 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	}
 	in := res.Instance
 	in.ImageID = images[in.Type]
-	tagged := true
-	if err := p.instances.CreateTags(ctx, in.ID, map[string]string{karpv1.NodeClaimTagKey: nodeClaim.Name, awsv1.TagName: nodeClaim.Name}); err != nil {
-		// Not fatal: the instance runs and is found by providerID; a
-		// later pass can tag it (the annotation says it is not tagged).
-		tagged = false
-		p.o.Log.Info("tagging a launched instance failed", "instance", in.ID, "nodeclaim", nodeClaim.Name, "error", err.Error())
+	for _, g := range nc.Status.SecurityGroups {
+		in.SecurityGroupIDs = append(in.SecurityGroupIDs, g.ID)
 	}
-	return p.launchedClaim(nodeClaim, nc, in, types, tagged), nil
+	slices.Sort(in.SecurityGroupIDs)
+	in.LaunchTime = p.o.Clock.Now()
+	// Drift reads the instance as launched: no DescribeInstances per check.
+	p.instances.Remember(in)
+	return p.launchedClaim(nodeClaim, nc, in, types), nil
 }
 
 // ReasonLaunchNarrowed is the event reason when a launch offers EC2 fewer
@@ -138,9 +138,10 @@ func nodeTaints(nodeClaim *karpv1.NodeClaim) []corev1.Taint {
 	return append(t, karpv1.UnregisteredNoExecuteTaint)
 }
 
-// commonTags are the tags of the fleet and its instances, volumes and
-// network interfaces (identical for every claim of a pool and class, so
-// launches batch).
+// commonTags are the tags of the launch templates, and of the fleet and
+// its instances, volumes and network interfaces with the NodeClaim's name
+// added (identical for every claim of a pool and class, so templates are
+// shared).
 func (p *Provider) commonTags(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) map[string]string {
 	tags := maps.Clone(nc.Spec.Tags)
 	if tags == nil {
@@ -185,7 +186,13 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 			subnetByZone[s.Zone] = s.ID
 		}
 	}
-	req := &instance.LaunchRequest{CapacityType: plan.CapacityType, Tags: tags}
+	// The fleet also tags the instance with the NodeClaim's name (in the
+	// same call, not a CreateTags after it); the launch templates keep the
+	// common tags, so claims of one pool and class share templates.
+	fleetTags := maps.Clone(tags)
+	fleetTags[karpv1.NodeClaimTagKey] = nodeClaim.Name
+	fleetTags[awsv1.TagName] = nodeClaim.Name
+	req := &instance.LaunchRequest{CapacityType: plan.CapacityType, Tags: fleetTags}
 	if nc.Spec.Context != nil {
 		req.Context = *nc.Spec.Context
 	}
@@ -240,7 +247,7 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 // launchedClaim is the NodeClaim as launched: labels for the chosen type,
 // zone and capacity type, and status with providerID, image, capacity and
 // allocatable.
-func (p *Provider) launchedClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, in *instance.Instance, types []*cloudprovider.InstanceType, tagged bool) *karpv1.NodeClaim {
+func (p *Provider) launchedClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, in *instance.Instance, types []*cloudprovider.InstanceType) *karpv1.NodeClaim {
 	out := nodeClaim.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
@@ -271,9 +278,8 @@ func (p *Provider) launchedClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeC
 	out.Labels[karpv1.CapacityTypeLabelKey] = in.CapacityType
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nodeclass.Hash(nc)
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = nodeclass.HashVersion
-	if tagged {
-		out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
-	}
+	// The fleet request tagged the instance with the NodeClaim's name.
+	out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
 	out.Status.ProviderID = ProviderID(in.Zone, in.ID)
 	out.Status.ImageID = in.ImageID
 	return out

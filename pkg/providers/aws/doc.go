@@ -24,10 +24,12 @@
 //	NodeClaim --> EC2NodeClass (status, Ready) --> instance types (cached)
 //	  --> PlanLaunch: compatible types, capacity type, cheapest 60
 //	  --> user data + launch template per image (reused by content hash)
-//	  --> CreateFleet instant, capacity 1 (batched with identical launches)
+//	  --> CreateFleet instant, capacity 1, tagged with the NodeClaim's name
+//	      (batched with identical launches)
 //	  --> insufficient-capacity errors mark offerings unavailable (3 min)
-//	  --> CreateTags nodeclaim/Name --> NodeClaim with providerID, labels,
-//	      capacity, allocatable, image, node class hash annotations
+//	  --> the instance as launched is remembered for drift checks
+//	  --> NodeClaim with providerID, labels, capacity, allocatable, image,
+//	      node class hash annotations
 //
 // Spot is used when the claim allows it and some available spot offering
 // is cheaper than the cheapest available on-demand one; a claim that does
@@ -41,8 +43,16 @@
 // Fleets, instances, volumes and network interfaces carry
 // kubernetes.io/cluster/<cluster>=owned, eks:eks-cluster-name,
 // karpenter.sh/nodepool, karpenter.k8s.aws/ec2nodeclass and the class's
-// tags; instances then get karpenter.sh/nodeclaim and Name. Get, List and
+// tags; instances (and their volumes and interfaces) also get
+// karpenter.sh/nodeclaim and Name in the same request. Get, List and
 // Delete only ever touch instances with the cluster tag.
+//
+// # Calls
+//
+// Calls grow with launches, not with reconciles: a launch is one
+// CreateFleet; Get and Delete describe (batched); IsDrifted reads the
+// instance as launched or last described, at most DriftMaxAge old, and
+// refreshes stale records together (instance.Provider.Recent).
 //
 // # Time and credentials
 //

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -46,6 +47,7 @@ func (p *Provider) owned(in *instance.Instance) bool {
 
 // List returns every live instance the cluster owns.
 func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	start := p.o.Clock.Now()
 	found, err := p.instances.List(ctx, []ec2types.Filter{
 		{Name: sdkaws.String("tag:" + TagClusterPrefix + p.o.ClusterName), Values: []string{"owned"}},
 		{Name: sdkaws.String("tag-key"), Values: []string{karpv1.NodePoolTagKey}},
@@ -54,6 +56,7 @@ func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.instances.Retain(found, start)
 	out := make([]*karpv1.NodeClaim, 0, len(found))
 	for _, id := range slices.Sorted(maps.Keys(found)) {
 		out = append(out, p.claimFor(found[id]))
@@ -144,9 +147,18 @@ func (p *Provider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) erro
 	return nil
 }
 
+// DriftMaxAge is how old the description of an instance IsDrifted compares
+// may be. An instance's image and subnet never change, its security groups
+// only by a call outside dovetail; so drift reads the instance as launched
+// (or as last described), and the records of a whole fleet are described
+// again together, in one call per DriftMaxAge/2 or so, not one call per
+// check (see instance.Provider.Recent).
+const DriftMaxAge = 5 * time.Minute
+
 // IsDrifted reports why the NodeClaim's instance no longer matches its
 // node class: its image, subnet or security groups are no longer what the
-// class resolves to, or the class's static fields changed (hash).
+// class resolves to, or the class's static fields changed (hash). The
+// instance is read as described at most DriftMaxAge ago.
 func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
@@ -164,7 +176,7 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	if err != nil {
 		return "", err
 	}
-	in, err := p.instances.Get(ctx, id)
+	in, err := p.instances.Recent(ctx, id, DriftMaxAge)
 	if err != nil {
 		if instance.IsNotFound(err) {
 			return "", &cloudprovider.NodeClaimNotFoundError{ProviderID: nodeClaim.Status.ProviderID, Err: err}

@@ -387,8 +387,20 @@ func TestDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	describes := func() int {
+		n := 0
+		for _, c := range e.emu.Calls() {
+			if c.Action == "ec2:DescribeInstances" {
+				n++
+			}
+		}
+		return n
+	}
+	before := describes()
+	checks := 0
 	check := func(want cloudprovider.DriftReason) {
 		t.Helper()
+		checks++
 		got, err := e.p.IsDrifted(e.ctx, launched)
 		if err != nil || got != want {
 			t.Errorf("IsDrifted = %q, %v; want %q", got, err, want)
@@ -438,6 +450,10 @@ func TestDrift(t *testing.T) {
 	old.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = "v0"
 	if got, err := e.p.IsDrifted(e.ctx, old); err != nil || got != "" {
 		t.Errorf("IsDrifted with another hash version = %q, %v", got, err)
+	}
+	// The instance is read as launched: drift checks cost no call.
+	if n := describes() - before; n != 0 {
+		t.Errorf("%d DescribeInstances calls for %d drift checks of an instance launched %s ago, want 0", n, checks+1, awsprovider.DriftMaxAge)
 	}
 }
 
@@ -501,10 +517,11 @@ func TestBottlerocketLaunch(t *testing.T) {
 	}
 }
 
-// TestConcurrentLaunchesBatch: 40 concurrent identical launches make far
-// fewer CreateFleet calls than launches (at most 5; one on an idle
-// machine).
-func TestConcurrentLaunchesBatch(t *testing.T) {
+// TestConcurrentLaunchesCostOneCallEach: 40 concurrent launches of one
+// pool make at most one EC2 call each: the CreateFleet request tags the
+// instance with its NodeClaim's name (no CreateTags after it), and nothing
+// is described. Each instance carries the tags of its own NodeClaim.
+func TestConcurrentLaunchesCostOneCallEach(t *testing.T) {
 	// Generous windows: the check is about combining, not timing, and must
 	// hold on a loaded machine (or under -race).
 	e := newEnv(t, envOptions{provider: awsprovider.Options{BatchIdle: 200 * time.Millisecond, BatchMax: 3 * time.Second}})
@@ -515,28 +532,32 @@ func TestConcurrentLaunchesBatch(t *testing.T) {
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
-	ids := make(chan string, n)
+	var mu sync.Mutex
+	ids2claim := map[string]string{}
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := e.p.Create(e.ctx, e.claim())
+			claim := e.claim()
+			got, err := e.p.Create(e.ctx, claim)
 			if err != nil {
 				errs <- err
 				return
 			}
-			ids <- got.Status.ProviderID
+			mu.Lock()
+			ids2claim[got.Status.ProviderID] = claim.Name
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	close(errs)
-	close(ids)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	distinct := map[string]bool{}
-	for id := range ids {
-		distinct[id] = true
+	ids := ids2claim
+	distinct := map[string]string{} // instance id -> NodeClaim
+	for id, claim := range ids {
+		distinct[id[strings.LastIndexByte(id, '/')+1:]] = claim
 	}
 	if len(distinct) != n {
 		t.Errorf("%d distinct instances for %d launches", len(distinct), n)
@@ -546,8 +567,20 @@ func TestConcurrentLaunchesBatch(t *testing.T) {
 		counts[c.Action]++
 	}
 	t.Logf("calls for %d concurrent launches: %v", n, counts)
-	if counts["ec2:CreateFleet"] > n/8 {
-		t.Errorf("%d CreateFleet calls for %d identical launches", counts["ec2:CreateFleet"], n)
+	if total := len(e.emu.Calls()); total > n {
+		t.Errorf("%d EC2 calls for %d launches (%v), want at most one each", total, n, counts)
+	}
+	if counts["ec2:CreateTags"] != 0 || counts["ec2:DescribeInstances"] != 0 {
+		t.Errorf("launches made CreateTags or DescribeInstances calls: %v", counts)
+	}
+	for _, in := range e.emu.Instances() {
+		want, ok := distinct[in.ID]
+		if !ok {
+			continue
+		}
+		if in.Tags[karpv1.NodeClaimTagKey] != want || in.Tags[awsv1.TagName] != want {
+			t.Errorf("instance %s tagged nodeclaim=%q Name=%q, want %q", in.ID, in.Tags[karpv1.NodeClaimTagKey], in.Tags[awsv1.TagName], want)
+		}
 	}
 }
 

@@ -17,6 +17,15 @@
 // Allocation strategies: price-capacity-optimized for spot, lowest-price
 // for on-demand.
 //
+// # Records
+//
+// The provider remembers each instance it launched (Remember), described
+// or listed, with when. Recent answers from that record while it is young
+// enough and otherwise describes the instance together with every other
+// stale record in one call: for questions that do not need the latest
+// state (drift), calls grow with the fleet's age, not with how often it is
+// asked. Terminate and a full List (Retain) forget instances that are gone.
+//
 // # Errors
 //
 // *NotFoundError for an instance that does not exist (Describe, Terminate).

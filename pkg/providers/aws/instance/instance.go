@@ -98,6 +98,8 @@ type Provider struct {
 	fleet     *batcher.Batcher[*LaunchRequest, *LaunchResult]
 	describe  *batcher.Batcher[string, *Instance]
 	terminate *batcher.Batcher[string, struct{}]
+	clock     clock.Clock
+	recent    recent
 }
 
 // Default batching windows.
@@ -114,7 +116,10 @@ func New(ctx context.Context, o Options) *Provider {
 	if o.BatchMax == 0 {
 		o.BatchMax = DefaultBatchMax
 	}
-	p := &Provider{ec2: o.EC2}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	p := &Provider{ec2: o.EC2, clock: o.Clock}
 	p.fleet = batcher.New(ctx, batcher.Options[*LaunchRequest, *LaunchResult]{
 		Name: "CreateFleet", IdleWindow: o.BatchIdle, MaxWindow: o.BatchMax, MaxItems: 1000, Clock: o.Clock,
 		Key: func(r *LaunchRequest) string {
@@ -147,7 +152,17 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 // Terminate terminates one instance (batched with concurrent calls).
 func (p *Provider) Terminate(ctx context.Context, id string) error {
 	_, err := p.terminate.Add(ctx, id)
+	if err == nil || IsNotFound(err) {
+		p.recent.drop(id)
+	}
 	return err
+}
+
+// Retain forgets the records (see Recent) of instances learned before
+// since that are not in live: call it with a List of every instance the
+// caller owns that started at since.
+func (p *Provider) Retain(live map[string]*Instance, since time.Time) {
+	p.recent.retain(live, since)
 }
 
 // BatchCalls reports how many CreateFleet, DescribeInstances and
@@ -272,9 +287,16 @@ func unique(ids []string) []string {
 	return slices.Compact(out)
 }
 
-// List describes every instance matching the filters, by id.
+// List describes every instance matching the filters, by id (and records
+// them for Recent).
 func (p *Provider) List(ctx context.Context, filters []ec2types.Filter) (map[string]*Instance, error) {
 	out := map[string]*Instance{}
+	defer func() {
+		now := p.clock.Now()
+		for _, in := range out {
+			p.recent.put(in, now)
+		}
+	}()
 	pg := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(1000)})
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -19,6 +20,7 @@ import (
 type fixture struct {
 	e   *awsemu.Emulator
 	p   *instance.Provider
+	ec2 *ec2.Client
 	req *instance.LaunchRequest
 }
 
@@ -52,7 +54,7 @@ func setup(t *testing.T) fixture {
 	bctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	p := instance.New(bctx, instance.Options{EC2: c.EC2, BatchIdle: 30 * time.Millisecond})
-	return fixture{e: e, p: p, req: &instance.LaunchRequest{
+	return fixture{e: e, p: p, ec2: c.EC2, req: &instance.LaunchRequest{
 		CapacityType: "spot", Tags: map[string]string{"kubernetes.io/cluster/" + awstest.ClusterName: "owned", "karpenter.sh/nodepool": "p"},
 		Configs: []instance.LaunchConfig{{LaunchTemplateName: tpl.Name, Overrides: overrides}},
 	}}
