@@ -1241,6 +1241,29 @@ func (p *planner) finish() {
 	}
 }
 
+// LowerBound returns what Compute puts in Plan.LowerBoundPricePerHour
+// (without planning anything): a proven lower bound on the $/h of any
+// fleet of new nodes holding every pod running on managed nodes or
+// pending. It is the costly part of a pass at scale; a caller that plans
+// often can set Options.SkipLowerBound and call this only when the pods
+// or pools changed. It only reads in, so it may run while Compute runs on
+// the same input. The error is Compute's: malformed input.
+func LowerBound(in *Input) (float64, error) {
+	if in == nil || in.Cluster == nil {
+		return 0, fmt.Errorf("disruption: %s", field.Required(field.NewPath("cluster"), "must not be nil"))
+	}
+	p := &planner{in: in, now: in.Now, byName: map[string]*cnode{}, budgets: map[string]*budgetState{},
+		pools: map[string]*engine.NodePool{}, gone: map[string]bool{}, plan: &Plan{Allowed: map[string]map[Reason]int{}}}
+	p.eopts = in.Options.Engine
+	for i := range in.Cluster.NodePools {
+		p.pools[in.Cluster.NodePools[i].Name] = &in.Cluster.NodePools[i]
+	}
+	if err := p.build(); err != nil {
+		return 0, err
+	}
+	return p.lowerBound(), nil
+}
+
 // lowerBound bounds the $/h of any fleet of new nodes holding every pod
 // running on managed nodes or pending.
 func (p *planner) lowerBound() float64 {

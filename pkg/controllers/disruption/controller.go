@@ -49,6 +49,11 @@ type Options struct {
 	// Timeout is how long a command may wait for its replacements before
 	// it is rolled back.
 	Timeout time.Duration
+	// LowerBoundInterval is the least time between two computations of
+	// the fleet's lower bound (dovetail_fleet_lower_bound_price_per_hour),
+	// which run in the background and only when the pods or pools changed
+	// (see bound).
+	LowerBoundInterval time.Duration
 	// SpotToSpotConsolidation is the peer's feature gate.
 	SpotToSpotConsolidation bool
 	// Snapshot are the options of snapshot.Build (region, engine options).
@@ -70,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.LowerBoundInterval <= 0 {
+		o.LowerBoundInterval = DefaultLowerBoundInterval
 	}
 	return o
 }
@@ -100,6 +108,9 @@ type Controller struct {
 	// world is what the last plan was made from.
 	world *world
 	kick  chan struct{}
+	// bound keeps the fleet lower bound metric (computed in the
+	// background).
+	bound *bound
 }
 
 type held struct {
@@ -114,6 +125,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 		kube: kube, apiReader: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailableCache,
 		newNodeClaim: factory, opts: opts.withDefaults(),
 		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
+		bound: &bound{compute: planner.LowerBound, set: m.FleetLowerBoundPricePerHour.Set},
 	}
 }
 
@@ -184,6 +196,9 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 		active = active || !done
 	}
 	if err := c.untaintStale(ctx, st); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.liftHolds(ctx, st); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

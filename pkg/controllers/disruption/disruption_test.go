@@ -109,6 +109,15 @@ func (f *fixture) pod(name, node, cpu string) *corev1.Pod {
 	return p
 }
 
+func hold(n *corev1.Node) *corev1.Taint {
+	for i, t := range n.Spec.Taints {
+		if t.Key == disruption.HoldTaintKey {
+			return &n.Spec.Taints[i]
+		}
+	}
+	return nil
+}
+
 func tainted(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == karpv1.DisruptedTaintKey {
@@ -274,6 +283,22 @@ func TestDriftReplacementSurvivesARestart(t *testing.T) {
 	})
 	if n := len(f.replacements()); n != 1 {
 		t.Errorf("%d replacements after the restart, want 1 (none launched twice)", n)
+	}
+	// The replacement is held (PreferNoSchedule) while the old node's pods
+	// move, and no longer once the old NodeClaim is gone.
+	rep := f.replacements()[0]
+	repNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: rep.Status.NodeName}}
+	if err := f.env.Get(repNode); err != nil {
+		t.Fatal(err)
+	}
+	cmdID := rep.Labels[disruption.CommandLabelKey]
+	if h := hold(repNode); h == nil || h.Value != cmdID || h.Effect != corev1.TaintEffectPreferNoSchedule {
+		t.Errorf("replacement node taints %v while the old node drains, want %s=%s:PreferNoSchedule", repNode.Spec.Taints, disruption.HoldTaintKey, cmdID)
+	}
+	f.env.Eventually("the drifted NodeClaim gone", func() (bool, error) { return f.env.NotFound(old) })
+	f.pass(second)
+	if err := f.env.Get(repNode); err != nil || hold(repNode) != nil {
+		t.Errorf("the hold stayed on the replacement after the old NodeClaim went (taints %v, err %v)", repNode.Spec.Taints, err)
 	}
 	if v := metricstest.Value(t, f.env.Metrics.NodeClaimsDisrupted.WithLabelValues("drifted", f.pool.Name, karpv1.CapacityTypeOnDemand)); v != 1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=drifted} = %v, want 1", v)

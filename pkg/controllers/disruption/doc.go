@@ -24,9 +24,12 @@
 // Nodes karpenter.sh/disrupted:NoSchedule, set their DisruptionReason
 // condition, and create the replacement NodeClaims (NewNodeClaim, the way
 // provisioning builds them) under deterministic names and the
-// CommandLabelKey label. Once every replacement is Initialized the
-// candidate NodeClaims are deleted; the termination controllers drain them
-// (PDBs and do-not-disrupt honoured) and the kube-scheduler moves the pods.
+// CommandLabelKey label. Once every replacement is Initialized, the
+// replacement Nodes are held (HoldTaintKey, PreferNoSchedule, so the
+// kube-scheduler fills existing nodes' room first, as the plan did) and
+// the candidate NodeClaims are deleted; the termination controllers drain
+// them (PDBs and do-not-disrupt honoured) and the kube-scheduler moves the
+// pods. The hold is lifted once no candidate of the command is left.
 // A replacement that disappears (the lifecycle deletes a NodeClaim that
 // fails to launch or register) or a command older than Options.Timeout
 // rolls the command back: the candidates are untainted and keep running,
@@ -56,7 +59,10 @@
 // node consolidation cannot remove or replace), each emitted when a node's
 // kept code changes. Metrics: karpenter_voluntary_disruption_* ,
 // karpenter_nodepools_allowed_disruptions, karpenter_nodeclaims_disrupted_total,
-// dovetail_disruption_savings_dollars_per_hour_total and the fleet prices.
+// dovetail_disruption_savings_dollars_per_hour_total and the fleet prices;
+// the fleet's lower bound is computed in the background, only when the
+// pods, pools or offerings changed, at most once per
+// Options.LowerBoundInterval (see bound).
 //
 // # Must not
 //
