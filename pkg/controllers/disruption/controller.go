@@ -107,6 +107,10 @@ type Controller struct {
 	lastSummary string
 	// world is what the last plan was made from.
 	world *world
+	// lastPlan is when the last plan was made, lastDraining how many
+	// candidate NodeClaims were being deleted then.
+	lastPlan     time.Time
+	lastDraining int
 	kick  chan struct{}
 	// bound keeps the fleet lower bound metric (computed in the
 	// background).
@@ -187,8 +191,14 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	}
 	// Commands in progress first: drive them, plan nothing new meanwhile.
 	active := false
+	draining := 0
 	var errs []error
 	for _, cmd := range st.commands {
+		for _, nc := range cmd.candidates {
+			if nc.DeletionTimestamp != nil {
+				draining++
+			}
+		}
 		done, err := c.advance(ctx, st, cmd, now)
 		if err != nil {
 			errs = append(errs, err)
@@ -211,6 +221,16 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	if c.held != nil && now.Before(c.held.until) {
 		return c.held.until.Sub(now), nil
 	}
+	// While candidates of finished commands are still being deleted, they
+	// count against the budgets: look every ActiveInterval, and plan again
+	// as soon as one is gone (its room in the budget is free), not a whole
+	// Interval later.
+	if c.held == nil && (draining > 0 || c.lastDraining > 0) && draining >= c.lastDraining &&
+		!c.lastPlan.IsZero() && now.Sub(c.lastPlan) < c.opts.Interval {
+		c.lastDraining = draining
+		return c.opts.ActiveInterval, nil
+	}
+	c.lastPlan, c.lastDraining = now, draining
 	plan, err := c.plan(ctx, st, now)
 	if err != nil {
 		return c.opts.Interval, err
@@ -246,7 +266,7 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	switch {
 	case len(errs) > 0:
 		return c.opts.ActiveInterval, errors.Join(errs...)
-	case started > 0 || c.held != nil:
+	case started > 0 || c.held != nil || draining > 0:
 		return c.opts.ActiveInterval, nil
 	}
 	return c.opts.Interval, nil

@@ -35,8 +35,11 @@
 // rolls the command back: the candidates are untainted and keep running,
 // the replacements are deleted, and the candidates' DisruptionReason
 // condition turns False with why. The loop passes every Options.Interval
-// (10 s), every second while a command or a validation is in progress, and
-// at once after a command completes.
+// (10 s), every second while a command or a validation is in progress or
+// a finished command's candidates are still being deleted, and at once
+// after a command completes. While candidates are being deleted (they
+// count against the budgets) a pass plans again only once one of them is
+// gone, or after Interval.
 //
 // # Restart safety
 //
