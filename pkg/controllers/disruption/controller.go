@@ -111,7 +111,7 @@ type Controller struct {
 	// candidate NodeClaims were being deleted then.
 	lastPlan     time.Time
 	lastDraining int
-	kick  chan struct{}
+	kick         chan struct{}
 	// bound keeps the fleet lower bound metric (computed in the
 	// background).
 	bound *bound
