@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -320,8 +321,34 @@ func (c *Controller) fitting(st *state, plan *planner.Plan) []planner.Command {
 // validate returns the held commands that still hold in the new plan: a
 // command of the same reason over exactly the same nodes, a delete still a
 // delete. The new plan's version of each is returned.
+//
+// An Empty command holds as well when each of its nodes is still empty and
+// eligible (in an Empty command of the new plan, or kept only by the
+// budget) and the pools' Empty budgets still allow them all: during a
+// scale-down more nodes become empty between the two plans and the new
+// plan may pick another subset of them, which is no reason to wait again.
 func (c *Controller) validate(st *state, plan *planner.Plan) []planner.Command {
 	fresh := c.fitting(st, plan)
+	emptyOK := map[string]bool{}
+	for _, f := range plan.Commands {
+		if f.Reason == planner.ReasonEmpty {
+			for _, n := range f.Nodes {
+				emptyOK[n] = true
+			}
+		}
+	}
+	for _, k := range plan.Kept {
+		// Kept by the Empty budget: an empty node ("empty; budget for Empty ...").
+		if k.Code == planner.CodeBudget && strings.HasPrefix(k.Reason, "empty; ") {
+			emptyOK[k.Node] = true
+		}
+	}
+	emptyLeft := map[string]int{} // what the budgets allow now
+	for pool, m := range plan.Allowed {
+		if n, ok := m[planner.ReasonEmpty]; ok {
+			emptyLeft[pool] = n
+		}
+	}
 	var out []planner.Command
 	for _, h := range c.held.commands {
 		found := false
@@ -330,6 +357,24 @@ func (c *Controller) validate(st *state, plan *planner.Plan) []planner.Command {
 				out = append(out, f)
 				found = true
 				break
+			}
+		}
+		if !found && h.Reason == planner.ReasonEmpty && len(h.Replacements) == 0 && len(out) == 0 {
+			per := map[string]int{}
+			ok := true
+			for _, n := range h.Nodes {
+				per[st.poolOfNode(n)]++
+				ok = ok && emptyOK[n]
+			}
+			for pool, n := range per {
+				if left, limited := emptyLeft[pool]; limited && left >= 0 && n > left {
+					ok = false
+				}
+			}
+			if ok {
+				// Alone: the new plan's other commands assumed its own
+				// choice of empty nodes.
+				return []planner.Command{h}
 			}
 		}
 		if !found {

@@ -16,6 +16,9 @@
 //     then the planner runs again and a command starts only if the new plan
 //     has a command of the same reason over exactly the same nodes and, for
 //     a delete, still no replacement; the new plan's command is executed.
+//     An Empty command whose nodes are all still empty and eligible (and
+//     within the budgets now) holds too, even if the new plan picked
+//     another subset of the empty nodes.
 //
 // Commands start in plan order while their nodes fit what the pools'
 // budgets allow at that moment (Plan.Allowed, less the commands already
