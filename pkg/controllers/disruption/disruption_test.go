@@ -341,3 +341,34 @@ func TestCommandCutShortBeforeItsReplacementsIsRolledBack(t *testing.T) {
 		t.Errorf("%d replacements launched for a command the controller lost", n)
 	}
 }
+
+// A held Empty command still starts when the new plan picked another
+// empty node for the budget: its node is still empty and kept only by the
+// budget (a scale-down keeps emptying nodes between the two plans).
+func TestHeldEmptyCommandStartsWhenThePlanPicksAnotherEmptyNode(t *testing.T) {
+	f := setup(t, false, func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
+	})
+	first, n1 := f.node("first", "m5.large")
+	second, n2 := f.node("second", "m5.large")
+	if n1.Name > n2.Name {
+		t.Fatalf("node %s sorts after %s", n1.Name, n2.Name)
+	}
+	p := f.pod("busy", n1.Name, "100m") // the first node is not empty yet
+	c := f.controller(disruption.Options{})
+	f.env.Clock.Step(time.Minute)
+	f.pass(c) // holds an Empty command over the second node (budget 1)
+	if err := f.env.Client.Delete(f.env.Context(), p, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("pod busy gone", func() (bool, error) { return f.env.NotFound(p) })
+	// Now both are empty; the new plan picks the first node for the budget.
+	f.env.Clock.Step(time.Minute)
+	f.pass(c)
+	if err := f.env.Get(second); err != nil || second.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Fatalf("the held Empty command over %s did not start (err %v, annotations %v)", n2.Name, err, second.Annotations)
+	}
+	if err := f.env.Get(first); err != nil || first.Annotations[disruption.CommandAnnotationKey] != "" {
+		t.Fatalf("%s taken as well: the budget allows one node (err %v)", n1.Name, err)
+	}
+}
