@@ -3,6 +3,7 @@ package disruption
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -976,12 +977,27 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 		}
 	}
 	// Narrow each replacement's options to what keeps the total below the
-	// price of the removed nodes.
+	// price of the removed nodes. A launch may take any option kept (a
+	// spot fleet picks by spare capacity among offerings up to 10% above
+	// the cheapest), so for several nodes each replacement is pinned to
+	// its planned zone and capacity type and may cost at most its planned
+	// price plus its share of half the savings: whatever is launched, at
+	// least half of the savings are real. Without it a replacement of
+	// several nodes saving a few percent may launch dearer than planned,
+	// and the next pass finds the same saving again, and again
+	// (replacements replaced in a loop). A single node keeps the peer's
+	// rule: options cheaper than the node.
+	slack := res.price - res.replPrice
 	for i := range res.replacements {
 		r := &res.replacements[i]
 		limit := res.price - (res.replPrice - r.Offering.Price)
+		worst := len(nodes) > 1
+		if worst {
+			limit = r.Offering.Price + slack/float64(2*len(res.replacements))
+			pinOffering(r)
+		}
 		spotOnly := allSpot && spotRepl
-		keep := p.cheaperOptions(r, limit, spotOnly)
+		keep := p.cheaperOptions(r, limit, spotOnly, worst)
 		if allSpot && spotRepl && len(nodes) == 1 {
 			if !p.in.Options.SpotToSpotConsolidation {
 				res.failCode = CodeSpotToSpotDisabled
@@ -997,6 +1013,12 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 		} else if allSpot && spotRepl && !p.in.Options.SpotToSpotConsolidation {
 			res.failCode = CodeSpotToSpotDisabled
 			res.failMsg = "only spot replacements would be cheaper, and spot-to-spot consolidation is off (feature gate SpotToSpotConsolidation)"
+			return
+		}
+		if len(keep) == 0 && worst {
+			res.failCode = CodeNoCheaper
+			res.failMsg = fmt.Sprintf("no cheaper placement: no instance type for replacement %s stays below $%.4f/h in every zone it may launch in (half of the $%.4f/h saved must hold whatever is launched)",
+				r.Name, limit, slack)
 			return
 		}
 		if msg, ok := p.narrow(r, keep); !ok {
@@ -1039,9 +1061,31 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 	}
 }
 
+// pinOffering narrows a replacement's zone and capacity type to its
+// planned offering's (requirements and labels).
+func pinOffering(r *engine.NewNodeClaim) {
+	if r.Labels != nil {
+		r.Labels = maps.Clone(r.Labels) // the plan's map is shared
+	}
+	var pins []*requirements.Requirement
+	for key, v := range map[string]string{corev1.LabelTopologyZone: r.Offering.Zone, "karpenter.sh/capacity-type": r.Offering.CapacityType} {
+		if v == "" {
+			continue
+		}
+		if req, err := requirements.New(key, requirements.In, []string{v}, nil); err == nil {
+			pins = append(pins, req)
+			if r.Labels != nil {
+				r.Labels[key] = v
+			}
+		}
+	}
+	r.Requirements = r.Requirements.Intersection(requirements.NewRequirements(pins...))
+}
+
 // cheaperOptions returns the replacement's options whose cheapest
-// compatible offering costs less than limit, cheapest first.
-func (p *planner) cheaperOptions(r *engine.NewNodeClaim, limit float64, spotOnly bool) []string {
+// compatible offering (with worst: every compatible offering) costs less
+// than limit, cheapest first.
+func (p *planner) cheaperOptions(r *engine.NewNodeClaim, limit float64, spotOnly, worst bool) []string {
 	np := p.pools[r.NodePool]
 	if np == nil {
 		return r.InstanceTypeOptions
@@ -1068,7 +1112,7 @@ func (p *planner) cheaperOptions(r *engine.NewNodeClaim, limit float64, spotOnly
 		if t == nil {
 			continue
 		}
-		best := math.Inf(1)
+		best, dearest := math.Inf(1), 0.0
 		for _, o := range t.Offerings {
 			if !o.Available || unavailable[engine.OfferingKey{InstanceType: name, Zone: o.Zone, CapacityType: o.CapacityType}] {
 				continue
@@ -1080,8 +1124,9 @@ func (p *planner) cheaperOptions(r *engine.NewNodeClaim, limit float64, spotOnly
 				continue
 			}
 			best = math.Min(best, o.Price)
+			dearest = math.Max(dearest, o.Price)
 		}
-		if best < limit {
+		if best < limit && (!worst || dearest < limit) {
 			out = append(out, opt{name, best})
 		}
 	}
@@ -1239,6 +1284,29 @@ func (p *planner) finish() {
 	if !p.in.Options.SkipLowerBound {
 		p.plan.LowerBoundPricePerHour = p.lowerBound()
 	}
+}
+
+// LowerBound returns what Compute puts in Plan.LowerBoundPricePerHour
+// (without planning anything): a proven lower bound on the $/h of any
+// fleet of new nodes holding every pod running on managed nodes or
+// pending. It is the costly part of a pass at scale; a caller that plans
+// often can set Options.SkipLowerBound and call this only when the pods
+// or pools changed. It only reads in, so it may run while Compute runs on
+// the same input. The error is Compute's: malformed input.
+func LowerBound(in *Input) (float64, error) {
+	if in == nil || in.Cluster == nil {
+		return 0, fmt.Errorf("disruption: %s", field.Required(field.NewPath("cluster"), "must not be nil"))
+	}
+	p := &planner{in: in, now: in.Now, byName: map[string]*cnode{}, budgets: map[string]*budgetState{},
+		pools: map[string]*engine.NodePool{}, gone: map[string]bool{}, plan: &Plan{Allowed: map[string]map[Reason]int{}}}
+	p.eopts = in.Options.Engine
+	for i := range in.Cluster.NodePools {
+		p.pools[in.Cluster.NodePools[i].Name] = &in.Cluster.NodePools[i]
+	}
+	if err := p.build(); err != nil {
+		return 0, err
+	}
+	return p.lowerBound(), nil
 }
 
 // lowerBound bounds the $/h of any fleet of new nodes holding every pod

@@ -59,8 +59,29 @@ func TestConsolidationCrash20(t *testing.T) {
 // NodeClaim is created and removed again within 2 minutes (real time, 20
 // scaled minutes: stricter than the 2 scaled minutes asked), and the
 // pool's node count stays within one node of where it started.
+//
+// Consolidation has little to do here (every node is full enough);
+// TestNoChurnWhileConsolidating is the same loop while it acts.
 func TestNoChurn(t *testing.T) {
-	const pool, pods = "churn", 24
+	noChurn(t, "churn", 0)
+}
+
+// TestNoChurnWhileConsolidating: the loop of TestNoChurn starts together
+// with a scale-down from 24 to 12 pods, so consolidation acts during the
+// evictions (emptied nodes, and the nodes each eviction leaves emptier).
+// Consolidation must remove nodes (it acted), and the evictions must not
+// start a loop: no NodeClaim created and removed again within 2 minutes,
+// none created but a disruption command's replacements (nothing for
+// provisioning to launch: every evicted pod finds room), and the pool
+// never above the node count it started with.
+func TestNoChurnWhileConsolidating(t *testing.T) {
+	noChurn(t, "churnc", 12)
+}
+
+// noChurn runs the descheduler loop on a pool of 24 spread pods; with
+// scaleTo > 0 the Deployment is scaled to it as the loop starts.
+func noChurn(t *testing.T, pool string, scaleTo int32) {
+	const pods = 24
 	s := newScenario(t)
 	s.pool(pool, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("10s")
@@ -95,6 +116,11 @@ func TestNoChurn(t *testing.T) {
 
 	w := watchFleet(t, pool, 0)
 	begin := time.Now()
+	want := int32(pods)
+	if scaleTo > 0 {
+		want = scaleTo
+		s.scale("web", scaleTo)
+	}
 	evicted := 0
 	tick := time.NewTicker(3 * time.Second)
 	defer tick.Stop()
@@ -124,7 +150,7 @@ func TestNoChurn(t *testing.T) {
 			evicted++
 		}
 	}
-	s.waitRunning(pods, 2*time.Minute)
+	s.waitRunning(int(want), 2*time.Minute)
 	w.stop()
 	w.mu.Lock()
 	lo, hi := start, start
@@ -132,17 +158,31 @@ func TestNoChurn(t *testing.T) {
 		lo, hi = min(lo, c), max(hi, c)
 	}
 	w.mu.Unlock()
+	end := len(poolClaims(t, pool))
 	created := w.createdSince(begin)
+	extra := w.createdBeyondReplacements(begin)
 	churned := w.churned(begin, 2*time.Minute)
-	t.Logf("%d evictions in %s; pool %d nodes at the start, between %d and %d meanwhile, %d at the end; %d NodeClaims created meanwhile",
-		evicted, time.Since(begin).Round(time.Second), start, lo, hi, len(poolClaims(t, pool)), len(created))
+	t.Logf("%d evictions in %s; pool %d nodes at the start, between %d and %d meanwhile, %d at the end; %d NodeClaims created meanwhile (%d not a command's replacement)",
+		evicted, time.Since(begin).Round(time.Second), start, lo, hi, end, len(created), len(extra))
 	if evicted < 30 {
 		t.Errorf("only %d evictions: the loop did not run", evicted)
 	}
 	for _, c := range churned {
 		t.Errorf("churn: NodeClaim %s created and removed again within 2 minutes", c)
 	}
-	if hi-lo > 1 {
-		t.Errorf("the node count moved between %d and %d during the loop (started at %d)", lo, hi, start)
+	if scaleTo == 0 {
+		if hi-lo > 1 {
+			t.Errorf("the node count moved between %d and %d during the loop (started at %d)", lo, hi, start)
+		}
+		return
+	}
+	if end >= start {
+		t.Errorf("consolidation did not act: %d nodes at the end, %d at the start", end, start)
+	}
+	if len(extra) > 0 {
+		t.Errorf("NodeClaims created during the loop beyond the commands' replacements: %v", extra)
+	}
+	if hi > start {
+		t.Errorf("the pool grew to %d nodes during the loop (started at %d)", hi, start)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,11 @@ type fleetWatch struct {
 	// counts is the pool's live (not deleting) NodeClaim count after each
 	// change.
 	counts []int
+	// replacement: the NodeClaim (by name) carried a disruption command's
+	// label when first seen; disruptedNodes are the nodes (any pool) seen
+	// tainted karpenter.sh/disrupted or being deleted.
+	replacement    map[string]bool
+	disruptedNodes map[string]bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -53,6 +59,7 @@ func watchFleet(t testing.TB, pool string, percent int) *fleetWatch {
 	w := &fleetWatch{pool: pool, percent: percent,
 		claims: map[string]*karpv1.NodeClaim{}, nodes: map[string]*corev1.Node{},
 		born: map[string]time.Time{}, died: map[string]time.Time{},
+		replacement: map[string]bool{}, disruptedNodes: map[string]bool{},
 		cancel: cancel, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go w.run(ctx, ready)
@@ -123,6 +130,7 @@ func (w *fleetWatch) resync(ncs []karpv1.NodeClaim, ns []corev1.Node) {
 		seen[nc.Name] = true
 		if _, ok := w.born[nc.Name]; !ok {
 			w.born[nc.Name] = now
+			w.replacement[nc.Name] = nc.Labels[disruptionCommandLabel] != ""
 		}
 		w.claims[nc.Name] = nc
 	}
@@ -159,6 +167,7 @@ func (w *fleetWatch) follow(ctx context.Context, wc, wn watch.Interface) {
 			} else {
 				if _, ok := w.born[nc.Name]; !ok {
 					w.born[nc.Name] = time.Now()
+					w.replacement[nc.Name] = nc.Labels[disruptionCommandLabel] != ""
 				}
 				w.claims[nc.Name] = nc
 			}
@@ -184,8 +193,17 @@ func (w *fleetWatch) follow(ctx context.Context, wc, wn watch.Interface) {
 	}
 }
 
+// disruptionCommandLabel marks a disruption command's replacement
+// NodeClaims (the controller's CommandLabelKey).
+const disruptionCommandLabel = "dovetail.sh/disruption-command"
+
 // observe records the current moment (w.mu held).
 func (w *fleetWatch) observe() {
+	for name, n := range w.nodes {
+		if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
+			w.disruptedNodes[name] = true
+		}
+	}
 	initialized, disrupting, live := 0, 0, 0
 	for _, nc := range w.claims {
 		if nc.Labels[karpv1.NodePoolLabelKey] != w.pool {
@@ -261,6 +279,29 @@ func (w *fleetWatch) createdSince(since time.Time) []string {
 	return out
 }
 
+// createdBeyondReplacements are the NodeClaims first seen after since
+// that no disruption command launched (provisioning's).
+func (w *fleetWatch) createdBeyondReplacements(since time.Time) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for name, b := range w.born {
+		if b.After(since) && !w.replacement[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// nodeDisrupted reports whether the node was ever seen tainted
+// karpenter.sh/disrupted or being deleted.
+func (w *fleetWatch) nodeDisrupted(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.disruptedNodes[name]
+}
+
 func (w *fleetWatch) result() (maxDisrupting int, violations []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -291,4 +332,152 @@ func logKeptReasons(t *testing.T) {
 			t.Logf("kept %s (%s): no event", n.Name, n.Labels[corev1.LabelInstanceTypeStable])
 		}
 	}
+}
+
+// podWatch follows a namespace's pods through an API watch (relisting
+// when a watch ends) and records, at every change, how many pods matching
+// the PDB's selector are available (Ready and not being deleted), the
+// fewest seen, and every pod carrying karpenter.sh/do-not-disrupt that
+// started terminating or went away.
+type podWatch struct {
+	ns       string
+	selector map[string]string
+
+	mu           sync.Mutex
+	pods         map[string]*corev1.Pod
+	minAvailable int // -1 until the first list
+	minAt        string
+	disturbed    map[string]string // do-not-disrupt pod -> what happened
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchPods(t testing.TB, ns string, selector map[string]string) *podWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &podWatch{ns: ns, selector: selector, pods: map[string]*corev1.Pod{}, minAvailable: -1,
+		disturbed: map[string]string{}, cancel: cancel, done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go func() {
+		defer close(w.done)
+		first := true
+		for ctx.Err() == nil {
+			var list corev1.PodList
+			err := watchClient.List(ctx, &list, client.InNamespace(ns))
+			var wi watch.Interface
+			if err == nil {
+				wi, err = watchClient.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns),
+					&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+			}
+			if first {
+				ready <- err
+				first = false
+				if err != nil {
+					return
+				}
+			}
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			w.mu.Lock()
+			seen := map[string]bool{}
+			for i := range list.Items {
+				seen[list.Items[i].Name] = true
+				w.set(&list.Items[i])
+			}
+			for name, p := range w.pods {
+				if !seen[name] {
+					w.gone(p)
+				}
+			}
+			w.observe()
+			w.mu.Unlock()
+			for ev := range wi.ResultChan() {
+				p, ok := ev.Object.(*corev1.Pod)
+				if ev.Type == watch.Error || !ok {
+					break
+				}
+				w.mu.Lock()
+				if ev.Type == watch.Deleted {
+					w.gone(p)
+				} else {
+					w.set(p)
+				}
+				w.observe()
+				w.mu.Unlock()
+			}
+			wi.Stop()
+		}
+	}()
+	if err := <-ready; err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(w.stop)
+	return w
+}
+
+func (w *podWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+func doNotDisrupt(p *corev1.Pod) bool {
+	return p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true"
+}
+
+// set records a pod's new version (w.mu held).
+func (w *podWatch) set(p *corev1.Pod) {
+	if doNotDisrupt(p) && p.DeletionTimestamp != nil && w.disturbed[p.Name] == "" {
+		w.disturbed[p.Name] = "terminating at " + time.Now().Format("15:04:05.000") + " on node " + p.Spec.NodeName
+	}
+	w.pods[p.Name] = p
+}
+
+// gone records a pod's removal (w.mu held).
+func (w *podWatch) gone(p *corev1.Pod) {
+	if old := w.pods[p.Name]; old != nil && doNotDisrupt(old) && w.disturbed[p.Name] == "" {
+		w.disturbed[p.Name] = "removed at " + time.Now().Format("15:04:05.000") + " from node " + old.Spec.NodeName
+	}
+	delete(w.pods, p.Name)
+}
+
+func (w *podWatch) observe() {
+	n := 0
+	for _, p := range w.pods {
+		match := true
+		for k, v := range w.selector {
+			if p.Labels[k] != v {
+				match = false
+			}
+		}
+		if !match || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	if w.minAvailable < 0 || n < w.minAvailable {
+		w.minAvailable, w.minAt = n, time.Now().Format("15:04:05.000")
+	}
+}
+
+// result: the fewest available pods seen (and when), and the
+// do-not-disrupt pods that were disturbed.
+func (w *podWatch) result() (minAvailable int, at string, disturbed []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, what := range w.disturbed {
+		disturbed = append(disturbed, name+": "+what)
+	}
+	slices.Sort(disturbed)
+	return w.minAvailable, w.minAt, disturbed
 }

@@ -33,7 +33,12 @@ import (
 // then scaled down to 100 pods with consolidation on: within 5 minutes
 // (time scale 0.1) every remaining pod runs and the fleet costs within 10%
 // of what `dovetail simulate` plans for the 100 pods; no pod stays pending
-// longer than 60 s meanwhile.
+// longer than 60 s meanwhile. Watched over the whole scale-down (API
+// watches, every change): web's PDB (minAvailable 20) always has 20 web
+// pods available; the db pod (karpenter.sh/do-not-disrupt) is never
+// evicted and its node never tainted or deleted; and no NodeClaim is
+// created but the commands' replacements (those provisioning launches for
+// pods left pending are counted and reported).
 //
 // The comparison is made fair and independent of the wall clock: every
 // example pool gets the test's own budget (team-b's example budget "0" on
@@ -50,6 +55,7 @@ func TestScaleDown500To100(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	data = withGuards(t, data)
 	t.Cleanup(func() {
 		_ = kube.Delete(t.Context(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "e2e-db-us-east-1a"}})
 		_ = setConsolidateAfter(karpv1.NeverDuration())
@@ -58,6 +64,13 @@ func TestScaleDown500To100(t *testing.T) {
 	s.waitRunning(500, 4*time.Minute)
 	before := fleetPrice(t)
 	nodesBefore := len(nodeClaims(t))
+	var dbPods corev1.PodList
+	if err := kube.List(t.Context(), &dbPods, client.InNamespace(s.ns), client.MatchingLabels{"app": "db"}); err != nil || len(dbPods.Items) != 1 {
+		t.Fatalf("the db pod: %d found (err %v)", len(dbPods.Items), err)
+	}
+	dbNode := dbPods.Items[0].Spec.NodeName
+	fleet0 := watchFleet(t, "", 0)
+	pods := watchPods(t, s.ns, map[string]string{"app": "web"})
 
 	after := map[string]int32{"web": 40, "api": 30, "cache": 4, "reports": 25, "db": 1}
 	small := scaledManifest(t, data, after)
@@ -70,6 +83,28 @@ func TestScaleDown500To100(t *testing.T) {
 	for name, n := range after {
 		s.scale(name, n)
 	}
+	// The guards are checked however the test ends (the cost wait may
+	// fail first).
+	t.Cleanup(func() {
+		pods.stop()
+		fleet0.stop()
+		minAvail, at, disturbed := pods.result()
+		t.Logf("PDB web (minAvailable %d): fewest available %d (at %s)", webMinAvailable, minAvail, at)
+		if minAvail < webMinAvailable {
+			t.Errorf("web's PDB violated: %d web pods available at %s, minAvailable %d", minAvail, at, webMinAvailable)
+		}
+		if len(disturbed) > 0 {
+			t.Errorf("do-not-disrupt pods evicted or deleted: %v", disturbed)
+		}
+		if fleet0.nodeDisrupted(dbNode) {
+			t.Errorf("node %s of the do-not-disrupt db pod was tainted or deleted", dbNode)
+		}
+		extra := fleet0.createdBeyondReplacements(begin)
+		t.Logf("NodeClaims created during the scale-down beyond the commands' replacements (provisioning for pending pods): %d %v", len(extra), extra)
+		if len(extra) > 0 {
+			t.Errorf("%d NodeClaims created beyond the commands' replacements: %v", len(extra), extra)
+		}
+	})
 
 	// Pending pods are watched (polled) for the whole scale-down.
 	var mu sync.Mutex
@@ -142,9 +177,39 @@ func TestScaleDown500To100(t *testing.T) {
 	if worst > 60*time.Second {
 		t.Errorf("a pod was pending for %s during the scale-down (want at most 60 s)", worst)
 	}
-	if err := consistent(t); err != nil {
-		t.Error(err)
+	// Commands still in progress end before instances and NodeClaims are
+	// compared one to one.
+	eventually(t, 2*time.Minute, "instances and NodeClaims one to one", func() (bool, error) {
+		err := consistent(t)
+		return err == nil, err
+	})
+}
+
+// webMinAvailable is the minAvailable of the PDB withGuards gives web (40
+// pods after the scale-down).
+const webMinAvailable = 20
+
+// withGuards adds what the scale-down must respect to the mixed manifests:
+// a PDB over web (minAvailable webMinAvailable) and
+// karpenter.sh/do-not-disrupt on the db pod. simulate reads the same
+// manifests.
+func withGuards(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var out []byte
+	for _, obj := range decode(t, data) {
+		if obj.GetKind() == "Deployment" && obj.GetName() == "db" {
+			if err := unstructured.SetNestedField(obj.Object, "true", "spec", "template", "metadata", "annotations", karpv1.DoNotDisruptAnnotationKey); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, b...), []byte("---\n")...)
 	}
+	pdb := fmt.Sprintf("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: %d\n  selector:\n    matchLabels: {app: web}\n", webMinAvailable)
+	return append(out, []byte(pdb)...)
 }
 
 // scaleDownBudget is the budget every example pool gets in the scale-down

@@ -28,6 +28,18 @@ const (
 	CommandAnnotationKey = "dovetail.sh/disruption-command"
 	// CommandLabelKey on a replacement NodeClaim is its command's id.
 	CommandLabelKey = "dovetail.sh/disruption-command"
+	// HoldTaintKey (effect PreferNoSchedule, value the command id) is put
+	// on a command's replacement Nodes just before its candidates are
+	// deleted, and lifted once every candidate NodeClaim is gone. The
+	// kube-scheduler scores fresh, empty nodes highest (LeastAllocated),
+	// so without it the evicted pods fill the replacements first, the
+	// pods the plan meant for the replacements no longer fit there, and
+	// provisioning launches nodes the plan did not want. An untolerated
+	// PreferNoSchedule taint outweighs those scores (TaintToleration has
+	// the largest default weight), so the pods go to existing nodes with
+	// room first, as the plan placed them, and the rest to the
+	// replacements. It never keeps a pod from a replacement.
+	HoldTaintKey = "dovetail.sh/disruption-replacement"
 )
 
 // Event reasons (the peer's, where the meaning is the same).
@@ -67,6 +79,8 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 	if err != nil {
 		return nil, err
 	}
+	in.Options.SkipLowerBound = true
+	c.bound.offer(ctx, in, w, now, c.opts.LowerBoundInterval)
 	begin := time.Now() // wall time of the computation, for the metric only
 	plan, err := planner.Compute(in)
 	c.metrics.DisruptionEvaluationDuration.Observe(time.Since(begin).Seconds())
@@ -75,7 +89,6 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 	}
 	c.world = w
 	c.metrics.FleetPricePerHour.Set(plan.FleetPricePerHour)
-	c.metrics.FleetLowerBoundPricePerHour.Set(plan.LowerBoundPricePerHour)
 	eligible := map[planner.Reason]int{}
 	for _, cmd := range plan.Commands {
 		eligible[cmd.Reason] += len(cmd.Nodes)
@@ -299,9 +312,17 @@ func (c *Controller) advance(ctx context.Context, st *state, a *active, now time
 	return true, c.finish(ctx, st, a)
 }
 
-// finish deletes the candidates; termination drains them.
+// finish deletes the candidates; termination drains them. The
+// replacements are held first (HoldTaintKey).
 func (c *Controller) finish(ctx context.Context, st *state, a *active) error {
 	var errs []error
+	for _, name := range a.cmd.Replacements {
+		if n := st.nodeOfClaim[name]; n != nil {
+			if err := c.setHold(ctx, n, a.cmd.ID); err != nil {
+				return err // the next pass retries; nothing deleted yet
+			}
+		}
+	}
 	for _, nc := range a.candidates {
 		if nc.DeletionTimestamp != nil {
 			continue
@@ -400,6 +421,50 @@ func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, on bool) erro
 		return fmt.Errorf("%s the disrupted taint of node %s: %w", map[bool]string{true: "adding", false: "removing"}[on], n.Name, err)
 	}
 	return nil
+}
+
+// setHold puts HoldTaintKey=id:PreferNoSchedule on a replacement node.
+func (c *Controller) setHold(ctx context.Context, n *corev1.Node, id string) error {
+	cur := &corev1.Node{}
+	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if slices.ContainsFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == HoldTaintKey }) {
+		return nil
+	}
+	base := cur.DeepCopy()
+	cur.Spec.Taints = append(cur.Spec.Taints, corev1.Taint{Key: HoldTaintKey, Value: id, Effect: corev1.TaintEffectPreferNoSchedule})
+	if err := nodeclaimutil.Patch(ctx, c.kube, cur, base); err != nil {
+		return fmt.Errorf("holding replacement node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// liftHolds removes HoldTaintKey from nodes whose command has no candidate
+// NodeClaim left (they are gone: their pods were evicted and placed).
+func (c *Controller) liftHolds(ctx context.Context, st *state) error {
+	live := map[string]bool{}
+	for _, a := range st.commands {
+		live[a.cmd.ID] = true
+	}
+	var errs []error
+	for _, n := range st.nodes {
+		i := slices.IndexFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == HoldTaintKey })
+		if i < 0 || live[n.Spec.Taints[i].Value] {
+			continue
+		}
+		cur := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		base := cur.DeepCopy()
+		cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == HoldTaintKey })
+		if err := nodeclaimutil.Patch(ctx, c.kube, cur, base); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("lifting the hold of node %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // untaintStale lifts the disrupted taint from nodes no command holds: not

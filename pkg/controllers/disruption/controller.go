@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,11 @@ type Options struct {
 	// Timeout is how long a command may wait for its replacements before
 	// it is rolled back.
 	Timeout time.Duration
+	// LowerBoundInterval is the least time between two computations of
+	// the fleet's lower bound (dovetail_fleet_lower_bound_price_per_hour),
+	// which run in the background and only when the pods or pools changed
+	// (see bound).
+	LowerBoundInterval time.Duration
 	// SpotToSpotConsolidation is the peer's feature gate.
 	SpotToSpotConsolidation bool
 	// Snapshot are the options of snapshot.Build (region, engine options).
@@ -70,6 +76,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.LowerBoundInterval <= 0 {
+		o.LowerBoundInterval = DefaultLowerBoundInterval
 	}
 	return o
 }
@@ -99,7 +108,14 @@ type Controller struct {
 	lastSummary string
 	// world is what the last plan was made from.
 	world *world
-	kick  chan struct{}
+	// lastPlan is when the last plan was made, lastDraining how many
+	// candidate NodeClaims were being deleted then.
+	lastPlan     time.Time
+	lastDraining int
+	kick         chan struct{}
+	// bound keeps the fleet lower bound metric (computed in the
+	// background).
+	bound *bound
 }
 
 type held struct {
@@ -114,6 +130,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 		kube: kube, apiReader: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailableCache,
 		newNodeClaim: factory, opts: opts.withDefaults(),
 		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
+		bound: &bound{compute: planner.LowerBound, set: m.FleetLowerBoundPricePerHour.Set},
 	}
 }
 
@@ -175,8 +192,14 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	}
 	// Commands in progress first: drive them, plan nothing new meanwhile.
 	active := false
+	draining := 0
 	var errs []error
 	for _, cmd := range st.commands {
+		for _, nc := range cmd.candidates {
+			if nc.DeletionTimestamp != nil {
+				draining++
+			}
+		}
 		done, err := c.advance(ctx, st, cmd, now)
 		if err != nil {
 			errs = append(errs, err)
@@ -184,6 +207,9 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 		active = active || !done
 	}
 	if err := c.untaintStale(ctx, st); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.liftHolds(ctx, st); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -196,6 +222,16 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	if c.held != nil && now.Before(c.held.until) {
 		return c.held.until.Sub(now), nil
 	}
+	// While candidates of finished commands are still being deleted, they
+	// count against the budgets: look every ActiveInterval, and plan again
+	// as soon as one is gone (its room in the budget is free), not a whole
+	// Interval later.
+	if c.held == nil && (draining > 0 || c.lastDraining > 0) && draining >= c.lastDraining &&
+		!c.lastPlan.IsZero() && now.Sub(c.lastPlan) < c.opts.Interval {
+		c.lastDraining = draining
+		return c.opts.ActiveInterval, nil
+	}
+	c.lastPlan, c.lastDraining = now, draining
 	plan, err := c.plan(ctx, st, now)
 	if err != nil {
 		return c.opts.Interval, err
@@ -231,7 +267,7 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	switch {
 	case len(errs) > 0:
 		return c.opts.ActiveInterval, errors.Join(errs...)
-	case started > 0 || c.held != nil:
+	case started > 0 || c.held != nil || draining > 0:
 		return c.opts.ActiveInterval, nil
 	}
 	return c.opts.Interval, nil
@@ -285,8 +321,34 @@ func (c *Controller) fitting(st *state, plan *planner.Plan) []planner.Command {
 // validate returns the held commands that still hold in the new plan: a
 // command of the same reason over exactly the same nodes, a delete still a
 // delete. The new plan's version of each is returned.
+//
+// An Empty command holds as well when each of its nodes is still empty and
+// eligible (in an Empty command of the new plan, or kept only by the
+// budget) and the pools' Empty budgets still allow them all: during a
+// scale-down more nodes become empty between the two plans and the new
+// plan may pick another subset of them, which is no reason to wait again.
 func (c *Controller) validate(st *state, plan *planner.Plan) []planner.Command {
 	fresh := c.fitting(st, plan)
+	emptyOK := map[string]bool{}
+	for _, f := range plan.Commands {
+		if f.Reason == planner.ReasonEmpty {
+			for _, n := range f.Nodes {
+				emptyOK[n] = true
+			}
+		}
+	}
+	for _, k := range plan.Kept {
+		// Kept by the Empty budget: an empty node ("empty; budget for Empty ...").
+		if k.Code == planner.CodeBudget && strings.HasPrefix(k.Reason, "empty; ") {
+			emptyOK[k.Node] = true
+		}
+	}
+	emptyLeft := map[string]int{} // what the budgets allow now
+	for pool, m := range plan.Allowed {
+		if n, ok := m[planner.ReasonEmpty]; ok {
+			emptyLeft[pool] = n
+		}
+	}
 	var out []planner.Command
 	for _, h := range c.held.commands {
 		found := false
@@ -295,6 +357,24 @@ func (c *Controller) validate(st *state, plan *planner.Plan) []planner.Command {
 				out = append(out, f)
 				found = true
 				break
+			}
+		}
+		if !found && h.Reason == planner.ReasonEmpty && len(h.Replacements) == 0 && len(out) == 0 {
+			per := map[string]int{}
+			ok := true
+			for _, n := range h.Nodes {
+				per[st.poolOfNode(n)]++
+				ok = ok && emptyOK[n]
+			}
+			for pool, n := range per {
+				if left, limited := emptyLeft[pool]; limited && left >= 0 && n > left {
+					ok = false
+				}
+			}
+			if ok {
+				// Alone: the new plan's other commands assumed its own
+				// choice of empty nodes.
+				return []planner.Command{h}
 			}
 		}
 		if !found {

@@ -109,6 +109,15 @@ func (f *fixture) pod(name, node, cpu string) *corev1.Pod {
 	return p
 }
 
+func hold(n *corev1.Node) *corev1.Taint {
+	for i, t := range n.Spec.Taints {
+		if t.Key == disruption.HoldTaintKey {
+			return &n.Spec.Taints[i]
+		}
+	}
+	return nil
+}
+
 func tainted(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == karpv1.DisruptedTaintKey {
@@ -275,6 +284,22 @@ func TestDriftReplacementSurvivesARestart(t *testing.T) {
 	if n := len(f.replacements()); n != 1 {
 		t.Errorf("%d replacements after the restart, want 1 (none launched twice)", n)
 	}
+	// The replacement is held (PreferNoSchedule) while the old node's pods
+	// move, and no longer once the old NodeClaim is gone.
+	rep := f.replacements()[0]
+	repNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: rep.Status.NodeName}}
+	if err := f.env.Get(repNode); err != nil {
+		t.Fatal(err)
+	}
+	cmdID := rep.Labels[disruption.CommandLabelKey]
+	if h := hold(repNode); h == nil || h.Value != cmdID || h.Effect != corev1.TaintEffectPreferNoSchedule {
+		t.Errorf("replacement node taints %v while the old node drains, want %s=%s:PreferNoSchedule", repNode.Spec.Taints, disruption.HoldTaintKey, cmdID)
+	}
+	f.env.Eventually("the drifted NodeClaim gone", func() (bool, error) { return f.env.NotFound(old) })
+	f.pass(second)
+	if err := f.env.Get(repNode); err != nil || hold(repNode) != nil {
+		t.Errorf("the hold stayed on the replacement after the old NodeClaim went (taints %v, err %v)", repNode.Spec.Taints, err)
+	}
 	if v := metricstest.Value(t, f.env.Metrics.NodeClaimsDisrupted.WithLabelValues("drifted", f.pool.Name, karpv1.CapacityTypeOnDemand)); v != 1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=drifted} = %v, want 1", v)
 	}
@@ -314,5 +339,36 @@ func TestCommandCutShortBeforeItsReplacementsIsRolledBack(t *testing.T) {
 	}
 	if n := len(f.replacements()); n != 0 {
 		t.Errorf("%d replacements launched for a command the controller lost", n)
+	}
+}
+
+// A held Empty command still starts when the new plan picked another
+// empty node for the budget: its node is still empty and kept only by the
+// budget (a scale-down keeps emptying nodes between the two plans).
+func TestHeldEmptyCommandStartsWhenThePlanPicksAnotherEmptyNode(t *testing.T) {
+	f := setup(t, false, func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
+	})
+	first, n1 := f.node("first", "m5.large")
+	second, n2 := f.node("second", "m5.large")
+	if n1.Name > n2.Name {
+		t.Fatalf("node %s sorts after %s", n1.Name, n2.Name)
+	}
+	p := f.pod("busy", n1.Name, "100m") // the first node is not empty yet
+	c := f.controller(disruption.Options{})
+	f.env.Clock.Step(time.Minute)
+	f.pass(c) // holds an Empty command over the second node (budget 1)
+	if err := f.env.Client.Delete(f.env.Context(), p, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("pod busy gone", func() (bool, error) { return f.env.NotFound(p) })
+	// Now both are empty; the new plan picks the first node for the budget.
+	f.env.Clock.Step(time.Minute)
+	f.pass(c)
+	if err := f.env.Get(second); err != nil || second.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Fatalf("the held Empty command over %s did not start (err %v, annotations %v)", n2.Name, err, second.Annotations)
+	}
+	if err := f.env.Get(first); err != nil || first.Annotations[disruption.CommandAnnotationKey] != "" {
+		t.Fatalf("%s taken as well: the budget allows one node (err %v)", n1.Name, err)
 	}
 }

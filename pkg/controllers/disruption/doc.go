@@ -16,6 +16,9 @@
 //     then the planner runs again and a command starts only if the new plan
 //     has a command of the same reason over exactly the same nodes and, for
 //     a delete, still no replacement; the new plan's command is executed.
+//     An Empty command whose nodes are all still empty and eligible (and
+//     within the budgets now) holds too, even if the new plan picked
+//     another subset of the empty nodes.
 //
 // Commands start in plan order while their nodes fit what the pools'
 // budgets allow at that moment (Plan.Allowed, less the commands already
@@ -24,16 +27,22 @@
 // Nodes karpenter.sh/disrupted:NoSchedule, set their DisruptionReason
 // condition, and create the replacement NodeClaims (NewNodeClaim, the way
 // provisioning builds them) under deterministic names and the
-// CommandLabelKey label. Once every replacement is Initialized the
-// candidate NodeClaims are deleted; the termination controllers drain them
-// (PDBs and do-not-disrupt honoured) and the kube-scheduler moves the pods.
+// CommandLabelKey label. Once every replacement is Initialized, the
+// replacement Nodes are held (HoldTaintKey, PreferNoSchedule, so the
+// kube-scheduler fills existing nodes' room first, as the plan did) and
+// the candidate NodeClaims are deleted; the termination controllers drain
+// them (PDBs and do-not-disrupt honoured) and the kube-scheduler moves the
+// pods. The hold is lifted once no candidate of the command is left.
 // A replacement that disappears (the lifecycle deletes a NodeClaim that
 // fails to launch or register) or a command older than Options.Timeout
 // rolls the command back: the candidates are untainted and keep running,
 // the replacements are deleted, and the candidates' DisruptionReason
 // condition turns False with why. The loop passes every Options.Interval
-// (10 s), every second while a command or a validation is in progress, and
-// at once after a command completes.
+// (10 s), every second while a command or a validation is in progress or
+// a finished command's candidates are still being deleted, and at once
+// after a command completes. While candidates are being deleted (they
+// count against the budgets) a pass plans again only once one of them is
+// gone, or after Interval.
 //
 // # Restart safety
 //
@@ -56,7 +65,10 @@
 // node consolidation cannot remove or replace), each emitted when a node's
 // kept code changes. Metrics: karpenter_voluntary_disruption_* ,
 // karpenter_nodepools_allowed_disruptions, karpenter_nodeclaims_disrupted_total,
-// dovetail_disruption_savings_dollars_per_hour_total and the fleet prices.
+// dovetail_disruption_savings_dollars_per_hour_total and the fleet prices;
+// the fleet's lower bound is computed in the background, only when the
+// pods, pools or offerings changed, at most once per
+// Options.LowerBoundInterval (see bound).
 //
 // # Must not
 //

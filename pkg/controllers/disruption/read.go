@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -168,7 +169,15 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		in.Pools[np.Name] = snapshot.DisruptionPolicy(np)
 	}
 	sc.NodeClaims = st.claims
-	sc.Nodes = st.nodes
+	// The hold on replacements is for the kube-scheduler only: the planner
+	// sees them as the nodes they will be once it is lifted.
+	for _, n := range st.nodes {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == HoldTaintKey }) {
+			n = n.DeepCopy()
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == HoldTaintKey })
+		}
+		sc.Nodes = append(sc.Nodes, n)
+	}
 	var pods corev1.PodList
 	if err := c.kube.List(ctx, &pods); err != nil {
 		return nil, nil, fmt.Errorf("listing Pods: %w", err)
