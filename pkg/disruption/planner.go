@@ -452,14 +452,20 @@ func (p *planner) filter() {
 			} else if i, ok := p.pdbBlock(n.pdbs); ok {
 				pdb := p.in.PDBs[i]
 				n.blockCode = CodePDB
-				n.blockMsg = fmt.Sprintf("PDB %s/%s allows %d disruptions and the node has %d of its pods", pdb.Namespace, pdb.Name, p.pdbLeft[i], n.pdbs[i])
+				n.blockMsg = fmt.Sprintf("PDB %s/%s allows 0 disruptions now and the node has %d of its pods", pdb.Namespace, pdb.Name, n.pdbs[i])
 			}
 		}
 	}
 }
 
-// pdbBlock returns the first PDB (by index) whose remaining allowance the
-// given evictions exceed.
+// pdbBlock returns the first PDB (by index) that covers some of the given
+// pods and has no disruption left (none allowed now, or earlier commands
+// of this pass took what it allowed). As the peer does, a PDB that allows
+// some disruptions does not block a node holding more of its pods than
+// that: the drain evicts through the eviction API, which refuses what the
+// PDB does not allow yet, and the rest follow as the evicted pods come up
+// elsewhere. Blocking such a node would stall drift and consolidation for
+// good wherever one node holds more of an app than its PDB allows.
 func (p *planner) pdbBlock(counts map[int]int) (int, bool) {
 	idx := make([]int, 0, len(counts))
 	for i := range counts {
@@ -467,7 +473,7 @@ func (p *planner) pdbBlock(counts map[int]int) (int, bool) {
 	}
 	slices.Sort(idx)
 	for _, i := range idx {
-		if int32(counts[i]) > p.pdbLeft[i] {
+		if counts[i] > 0 && p.pdbLeft[i] == 0 {
 			return i, true
 		}
 	}
@@ -617,6 +623,11 @@ func (p *planner) drift() error {
 			p.keep(n, CodeBudget, "drifted (%s); %s", n.st.Drifted, b.message(ReasonDrifted))
 			continue
 		}
+		if i, ok := p.pdbBlock(n.pdbs); ok && n.st.TerminationGracePeriod == nil {
+			pdb := p.in.PDBs[i]
+			p.keep(n, CodePDB, "drifted (%s), but PDB %s/%s has no disruption left in this pass (earlier commands took it) and the node has %d of its pods", n.st.Drifted, pdb.Namespace, pdb.Name, n.pdbs[i])
+			continue
+		}
 		res, err := p.whatIf([]*cnode{n})
 		if err != nil {
 			return err
@@ -694,7 +705,7 @@ func (p *planner) underutilized() error {
 		}
 		if i, ok := p.pdbBlock(n.pdbs); ok {
 			pdb := p.in.PDBs[i]
-			p.keep(n, CodePDB, "PDB %s/%s allows %d more disruptions in this pass and the node has %d of its pods", pdb.Namespace, pdb.Name, p.pdbLeft[i], n.pdbs[i])
+			p.keep(n, CodePDB, "PDB %s/%s has no disruption left in this pass (earlier commands took it) and the node has %d of its pods", pdb.Namespace, pdb.Name, n.pdbs[i])
 			continue
 		}
 		res, err := p.whatIf([]*cnode{n})

@@ -91,6 +91,7 @@ func check(t *testing.T, in *disruption.Input, plan *disruption.Plan, budgets ma
 	inCmd := map[string]bool{}
 	pdbUsed := make([]int32, len(in.PDBs))
 	poolUsed := map[string]int{}
+	replaced := map[string]bool{}
 	state := in.Cluster
 	for ci, c := range plan.Commands {
 		nodes := map[string]engine.ExistingNode{}
@@ -98,6 +99,7 @@ func check(t *testing.T, in *disruption.Input, plan *disruption.Plan, budgets ma
 			nodes[en.Node.Name] = en
 		}
 		var displaced []*corev1.Pod
+		cmdPDB := map[int]int32{}
 		for _, name := range c.Nodes {
 			if inCmd[name] {
 				t.Fatalf("command %d: node %s is in two commands", ci, name)
@@ -124,16 +126,26 @@ func check(t *testing.T, in *disruption.Input, plan *disruption.Plan, budgets ma
 				}
 				for k, pdb := range in.PDBs {
 					if pdb.Namespace == p.Namespace && pdb.Selector.Matches(labels.Set(p.Labels)) {
-						pdbUsed[k]++
-						if pdbUsed[k] > pdb.DisruptionsAllowed {
-							t.Fatalf("command %d: PDB %s allows %d, %d evicted", ci, pdb.Name, pdb.DisruptionsAllowed, pdbUsed[k])
-						}
+						cmdPDB[k]++
 					}
 				}
 				q := *p
 				q.Spec.NodeName = ""
 				displaced = append(displaced, &q)
 			}
+		}
+		// A command may only touch a PDB that has disruptions left; a
+		// single node may hold more of its pods than it allows (the
+		// eviction API paces those), a batch of nodes may not.
+		for k, n := range cmdPDB {
+			pdb := in.PDBs[k]
+			if pdbUsed[k] >= pdb.DisruptionsAllowed {
+				t.Fatalf("command %d evicts %d pods of PDB %s, which has %d of %d disruptions left", ci, n, pdb.Name, max(pdb.DisruptionsAllowed-pdbUsed[k], 0), pdb.DisruptionsAllowed)
+			}
+			if len(c.Nodes) > 1 && pdbUsed[k]+n > pdb.DisruptionsAllowed {
+				t.Fatalf("command %d: %d nodes evict %d pods of PDB %s, which allows %d more", ci, len(c.Nodes), n, pdb.Name, pdb.DisruptionsAllowed-pdbUsed[k])
+			}
+			pdbUsed[k] += n
 		}
 		if c.Reason == disruption.ReasonUnderutilized && !(c.ReplacementPricePerHour < c.PricePerHour) {
 			t.Fatalf("command %d: replacements $%.4f not cheaper than $%.4f", ci, c.ReplacementPricePerHour, c.PricePerHour)
@@ -155,7 +167,15 @@ func check(t *testing.T, in *disruption.Input, plan *disruption.Plan, budgets ma
 			}
 		}
 		next.Pods = displaced
-		move := &engine.Plan{Existing: c.Placements, NodeClaims: c.Replacements, PricePerHour: c.ReplacementPricePerHour}
+		// The test binds earlier commands' replacements as nodes (bound
+		// below); the planner still sees them in flight.
+		placements := slices.Clone(c.Placements)
+		for i, pl := range placements {
+			if pl.InFlight && replaced[pl.Node] {
+				placements[i].InFlight = false
+			}
+		}
+		move := &engine.Plan{Existing: placements, NodeClaims: c.Replacements, PricePerHour: c.ReplacementPricePerHour}
 		if errs := enginetest.CheckPlan(&next, move); len(errs) > 0 {
 			for _, pl := range c.Placements {
 				t.Logf("placement %v", pl)
@@ -167,6 +187,9 @@ func check(t *testing.T, in *disruption.Input, plan *disruption.Plan, budgets ma
 			t.Fatalf("command %d (%s %s, %d nodes) is invalid:\n%s", ci, c.Reason, c.ConsolidationType, len(c.Nodes), enginetest.DescribeErrs(errs))
 		}
 		state = bound(&next, move)
+		for _, r := range c.Replacements {
+			replaced[r.Name] = true
+		}
 	}
 	kept := map[string]bool{}
 	for _, k := range plan.Kept {

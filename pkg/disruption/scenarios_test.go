@@ -536,3 +536,47 @@ func TestMultiReplacementSavingsHoldWhateverIsLaunched(t *testing.T) {
 		})
 	}
 }
+
+// A PDB blocks a node only when it has no disruption left (the peer's
+// rule): a node holding more of its pods than it allows is still
+// replaced, the eviction API pacing the drain, and a second node of the
+// same PDB waits for the next pass.
+func TestPDBBlocksOnlyWhenExhausted(t *testing.T) {
+	for _, allowed := range []int32{0, 2} {
+		f := newFleet(types(family("m5")), "on-demand")
+		a := f.node("m5.2xlarge", "on-demand", "500m", "500m", "500m")
+		b := f.node("m5.2xlarge", "on-demand", "500m", "500m", "500m")
+		in := f.input(budget("100%"))
+		for _, name := range []string{a, b} {
+			st := in.Nodes[name]
+			st.Drifted = "AMIDrift"
+			in.Nodes[name] = st
+		}
+		in.PDBs = []disruption.PDB{{Namespace: "app", Name: "web", DisruptionsAllowed: allowed,
+			Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}}
+		plan := compute(t, in)
+		inCmd := map[string]bool{}
+		for _, c := range plan.Commands {
+			for _, n := range c.Nodes {
+				inCmd[n] = true
+			}
+		}
+		for _, k := range plan.Kept {
+			t.Logf("allowed %d: %s %s: %s", allowed, k.Node, k.Code, k.Reason)
+		}
+		if allowed == 0 {
+			if len(plan.Commands) != 0 || keptCode(t, plan, a) != disruption.CodePDB || keptCode(t, plan, b) != disruption.CodePDB {
+				t.Fatalf("PDB allowing 0: commands %+v, want both nodes kept PDBBlocked", plan.Commands)
+			}
+			continue
+		}
+		if len(inCmd) != 1 || !inCmd[a] {
+			t.Fatalf("PDB allowing 2 with 3 pods a node: nodes in commands %v, want only the older %s", inCmd, a)
+		}
+		// The second node is kept: it takes the first's pods, or the first
+		// took the PDB's allowance.
+		if got := keptCode(t, plan, b); got != disruption.CodePDB && got != disruption.CodeDestination {
+			t.Fatalf("second node kept with %s, want %s or %s", got, disruption.CodePDB, disruption.CodeDestination)
+		}
+	}
+}
