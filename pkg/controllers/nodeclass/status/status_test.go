@@ -101,6 +101,15 @@ func TestStatusIsResolvedAndDeletionWaitsForNodeClaims(t *testing.T) {
 
 	// NodeClaims come and change by the hundred in a scale-up; each
 	// resolution is several cloud API calls, so they must not cause one.
+	// Retries queued while the cloud was unreachable may still run after
+	// Ready shows: count from when resolutions have stopped for 500 ms.
+	last, since := -1, time.Now()
+	env.Eventually("resolutions settle after Ready", func() (bool, error) {
+		if n := res.resolveCalls(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 500*time.Millisecond, nil
+	})
 	resolved := res.resolveCalls()
 	nc := controllerstest.NodeClaim("user", "team-a")
 	env.Create(nc)
