@@ -1,7 +1,6 @@
 package awsemu
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -83,15 +82,7 @@ func (e *Emulator) serveAccessEntries(w http.ResponseWriter, req *request) bool 
 	}
 	out, aerr := e.accessEntryOp(req, cluster, principal)
 	e.finish(req, aerr)
-	if aerr != nil {
-		writeRESTError(w, req, aerr)
-		return true
-	}
-	b, _ := json.Marshal(out)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-amzn-RequestId", req.requestID)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeREST(w, req, out, aerr)
 	return true
 }
 

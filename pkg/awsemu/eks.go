@@ -44,15 +44,7 @@ func (e *Emulator) serveEKS(w http.ResponseWriter, req *request) {
 		out, aerr = e.describeCluster(name)
 	}
 	e.finish(req, aerr)
-	if aerr != nil {
-		writeRESTError(w, req, aerr)
-		return
-	}
-	b, _ := json.Marshal(out)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-amzn-RequestId", req.requestID)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeREST(w, req, out, aerr)
 }
 
 func (e *Emulator) describeCluster(name string) (any, *apiError) {
@@ -93,6 +85,20 @@ func (e *Emulator) describeCluster(name string) (any, *apiError) {
 		cluster["certificateAuthority"] = map[string]string{"data": base64.StdEncoding.EncodeToString(o.ClusterCA)}
 	}
 	return map[string]any{"cluster": cluster}, nil
+}
+
+// writeREST answers a REST-JSON call (EKS and its node groups and access
+// entries): the error when there is one, else out as JSON.
+func writeREST(w http.ResponseWriter, req *request, out any, aerr *apiError) {
+	if aerr != nil {
+		writeRESTError(w, req, aerr)
+		return
+	}
+	b, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("x-amzn-RequestId", req.requestID)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
 }
 
 func writeRESTError(w http.ResponseWriter, req *request, aerr *apiError) {

@@ -2,7 +2,6 @@ package awsemu
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"maps"
@@ -228,15 +227,7 @@ func (e *Emulator) serveNodeGroups(w http.ResponseWriter, req *request, path str
 	}
 	out, aerr := e.nodeGroupOp(cluster, group)
 	e.finish(req, aerr)
-	if aerr != nil {
-		writeRESTError(w, req, aerr)
-		return true
-	}
-	b, _ := json.Marshal(out)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-amzn-RequestId", req.requestID)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeREST(w, req, out, aerr)
 	return true
 }
 
