@@ -9,7 +9,7 @@ import (
 )
 
 // Patterns the peer's CRDs put where controller-gen markers cannot reach
-// (map values and the fields of corev1.Taint).
+// (map values, the fields of corev1.Taint, the requirement values array).
 const (
 	labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	taintPattern      = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
@@ -33,6 +33,11 @@ func taintAmendments(file, list string) []amendment {
 var amendments = func() []amendment {
 	out := []amendment{
 		{"karpenter.sh_nodepools.yaml", "spec.template.metadata.labels.{}", map[string]any{"maxLength": 63, "pattern": labelValuePattern}},
+		// The peer puts these on the requirement values array, where the
+		// API server ignores them (they apply to strings); kept field for
+		// field. Values are checked as label values at run time.
+		{"karpenter.sh_nodepools.yaml", "spec.template.spec.requirements.[].values", map[string]any{"maxLength": 63, "pattern": labelValuePattern}},
+		{"karpenter.sh_nodeclaims.yaml", "spec.requirements.[].values", map[string]any{"maxLength": 63, "pattern": labelValuePattern}},
 	}
 	out = append(out, taintAmendments("karpenter.sh_nodepools.yaml", "spec.template.spec.taints")...)
 	out = append(out, taintAmendments("karpenter.sh_nodepools.yaml", "spec.template.spec.startupTaints")...)
