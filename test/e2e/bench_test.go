@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
 )
 
 // BenchmarkScaleUp1000 measures the figures of a 1,000-pod scale-up on the
@@ -78,19 +79,7 @@ func BenchmarkScaleUp1000(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		plan := simulatePlan(b, file).TotalPricePerHour
-		// A fresh controller process, so that its peak memory is this run's.
-		if err := ctrl.Kill(0); err != nil {
-			b.Fatal(err)
-		}
-		if err := ctrl.Restart(context.Background(), 0); err != nil {
-			b.Fatal(err)
-		}
-		r := ctrl.Replica(0)
-		reqBefore, err := scrape(r, "rest_client_requests_total")
-		if err != nil {
-			b.Fatal(err)
-		}
-		emu().ResetCalls()
+		r, reqBefore := freshController(b)
 		s := newScenario(b)
 
 		b.StartTimer()
@@ -272,18 +261,7 @@ spec:
 `, pods)
 	for b.Loop() {
 		b.StopTimer()
-		if err := ctrl.Kill(0); err != nil {
-			b.Fatal(err)
-		}
-		if err := ctrl.Restart(context.Background(), 0); err != nil {
-			b.Fatal(err)
-		}
-		r := ctrl.Replica(0)
-		reqBefore, err := scrape(r, "rest_client_requests_total")
-		if err != nil {
-			b.Fatal(err)
-		}
-		emu().ResetCalls()
+		r, reqBefore := freshController(b)
 		s := newScenario(b)
 		b.StartTimer()
 		begin := time.Now()
@@ -352,4 +330,24 @@ func stackPeakRSS(b *testing.B, binary string) int64 {
 	}
 	b.Fatalf("no %s process of the stack in %s", binary, dir)
 	return 0
+}
+
+// freshController restarts the controller process, so that its peak
+// memory is this run's, and returns it with its API request count so far;
+// the emulator's call log starts empty.
+func freshController(b *testing.B) (*ctrlproc.Replica, float64) {
+	b.Helper()
+	if err := ctrl.Kill(0); err != nil {
+		b.Fatal(err)
+	}
+	if err := ctrl.Restart(context.Background(), 0); err != nil {
+		b.Fatal(err)
+	}
+	r := ctrl.Replica(0)
+	reqBefore, err := scrape(r, "rest_client_requests_total")
+	if err != nil {
+		b.Fatal(err)
+	}
+	emu().ResetCalls()
+	return r, reqBefore
 }
