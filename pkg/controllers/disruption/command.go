@@ -19,6 +19,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
 // Where a command lives in the cluster.
@@ -65,6 +66,9 @@ type commandState struct {
 	Replacements      []string  `json:"replacements,omitempty"`
 	SavingsPerHour    float64   `json:"savingsPerHour"`
 	Message           string    `json:"message,omitempty"`
+	// Destinations are where the evicted pods were planned, by owner
+	// (see nominator).
+	Destinations snapshot.Destinations `json:"destinations,omitempty"`
 }
 
 func commandID(cmd planner.Command, now time.Time) string {
@@ -184,6 +188,7 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 	for i := range cmd.Replacements {
 		cs.Replacements = append(cs.Replacements, replacementName(cmd.Replacements[i].NodePool, cs.ID, i))
 	}
+	cs.Destinations = c.world.destinations(cmd, cs.Replacements)
 	raw, _ := json.Marshal(cs)
 
 	// 1. Annotate: from here on the command exists in the cluster.

@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +117,9 @@ type Controller struct {
 	// bound keeps the fleet lower bound metric (computed in the
 	// background).
 	bound *bound
+	// nom nominates the recreated pods of evicted owners to their planned
+	// nodes.
+	nom *nominator
 }
 
 type held struct {
@@ -131,6 +135,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 		newNodeClaim: factory, opts: opts.withDefaults(),
 		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
 		bound: &bound{compute: planner.LowerBound, set: m.FleetLowerBoundPricePerHour.Set},
+		nom:   newNominator(),
 	}
 }
 
@@ -139,12 +144,22 @@ func (c *Controller) Name() string { return "disruption" }
 
 // Register adds the loop to the manager. A RunnableFunc needs leader
 // election, so only the leader disrupts.
-func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	if c.newNodeClaim == nil {
 		return errors.New("disruption: no NodeClaim factory")
 	}
 	c.apiReader = mgr.GetAPIReader()
 	c.synced = mgr.GetCache().WaitForCacheSync
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("disruption: pod informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(c.podHandler()); err != nil {
+		return fmt.Errorf("disruption: pod event handler: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(c.runNominator)); err != nil {
+		return err
+	}
 	return mgr.Add(manager.RunnableFunc(c.run))
 }
 
@@ -205,6 +220,12 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 			errs = append(errs, err)
 		}
 		active = active || !done
+	}
+	// The recreated pods of evicted owners go where the commands planned
+	// them (between passes, the pod event handler does the same at once).
+	c.nom.update(st, now)
+	if err := c.nom.nominate(ctx, c.kube); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.untaintStale(ctx, st); err != nil {
 		errs = append(errs, err)

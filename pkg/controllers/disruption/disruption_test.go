@@ -2,10 +2,12 @@ package disruption_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -370,5 +372,126 @@ func TestHeldEmptyCommandStartsWhenThePlanPicksAnotherEmptyNode(t *testing.T) {
 	}
 	if err := f.env.Get(first); err != nil || first.Annotations[disruption.CommandAnnotationKey] != "" {
 		t.Fatalf("%s taken as well: the budget allows one node (err %v)", n1.Name, err)
+	}
+}
+
+// The pod a command evicts comes back as a new pod of its ReplicaSet; the
+// controller nominates it (status.nominatedNodeName) to the node the
+// command planned for it, from the destinations kept on the command's
+// annotation: a controller that never saw the command start does it.
+func TestRecreatedPodsAreNominatedToTheirPlannedNodeAfterARestart(t *testing.T) {
+	f := setup(t, false, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	old, nOld := f.node("old", "m5.large")
+	f.node("keep", "m5.large")
+	ctx := f.env.Context()
+	// The finalizer keeps the evicted pod terminating, so the old node
+	// drains no further and the command stays in the cluster meanwhile.
+	const hold = "dovetail.sh/test-hold"
+	t.Cleanup(func() {
+		var pods corev1.PodList
+		if err := f.env.Client.List(context.Background(), &pods, client.InNamespace(f.ns)); err != nil {
+			return
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			base := p.DeepCopy()
+			p.Finalizers = nil
+			_ = f.env.Client.Patch(context.Background(), p, client.MergeFrom(base))
+		}
+	})
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Finalizers: []string{hold}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}},
+			},
+		},
+	}
+	f.env.Create(rs)
+	webPods := func() []corev1.Pod {
+		var pods corev1.PodList
+		if err := f.env.Client.List(ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{"app": "web"}); err != nil {
+			t.Fatal(err)
+		}
+		return pods.Items
+	}
+	// No scheduler here: bind the ReplicaSet's pod to the old node.
+	var first corev1.Pod
+	f.env.Eventually("the ReplicaSet's pod", func() (bool, error) {
+		ps := webPods()
+		if len(ps) == 1 {
+			first = ps[0]
+		}
+		return len(ps) == 1, nil
+	})
+	if err := f.env.Client.SubResource("binding").Create(ctx, &first, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: first.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: nOld.Name},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("pod "+first.Name+" running on "+nOld.Name, func() (bool, error) {
+		err := f.env.Get(&first)
+		return first.Status.Phase == corev1.PodRunning, err
+	})
+
+	base := old.DeepCopy()
+	old.SetCondition(karpv1.ConditionTypeDrifted, metav1.ConditionTrue, string(cloudprovider.DriftImage), "", f.env.Clock.Now())
+	if err := f.env.Client.Status().Patch(ctx, old, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	starter := f.controller(disruption.Options{})
+	f.env.Clock.Step(time.Second)
+	f.pass(starter)
+	if err := f.env.Get(old); err != nil || old.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Fatalf("no command on the drifted node (err %v); events %v", err, f.env.EventsAbout(nOld))
+	}
+	var cmd struct {
+		Destinations map[string]map[string]struct {
+			N int `json:"n"`
+		} `json:"destinations"`
+	}
+	if err := json.Unmarshal([]byte(old.Annotations[disruption.CommandAnnotationKey]), &cmd); err != nil {
+		t.Fatal(err)
+	}
+	targets := cmd.Destinations[string(rs.UID)]
+	if len(cmd.Destinations) != 1 || len(targets) != 1 {
+		t.Fatalf("command destinations %v, want one target for the ReplicaSet %s", cmd.Destinations, rs.UID)
+	}
+	var target string
+	for tg, d := range targets {
+		if d.N != 1 {
+			t.Errorf("%d pods planned onto %s, want 1", d.N, tg)
+		}
+		target = tg
+	}
+
+	// "Restart": a controller with nothing in memory drives the command on.
+	second := f.controller(disruption.Options{})
+	var recreated corev1.Pod
+	f.env.Eventually("the recreated pod nominated", func() (bool, error) {
+		f.pass(second)
+		for _, p := range webPods() {
+			if p.UID != first.UID && p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {
+				recreated = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	want := target // a node, or a replacement NodeClaim's node
+	rep := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: target}}
+	if err := f.env.Get(rep); err == nil {
+		want = rep.Status.NodeName
+	}
+	if recreated.Status.NominatedNodeName != want {
+		t.Errorf("recreated pod %s nominated to %q, want the planned %q", recreated.Name, recreated.Status.NominatedNodeName, want)
+	}
+	if err := f.env.Get(old); err != nil || old.DeletionTimestamp.IsZero() {
+		t.Errorf("the drifted NodeClaim is not being deleted (err %v)", err)
 	}
 }

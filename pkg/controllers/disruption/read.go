@@ -132,12 +132,15 @@ func (s typeSource) InstanceTypes(np *karpv1.NodePool, _ *awsv1.EC2NodeClass) ([
 type world struct {
 	pools map[string]*karpv1.NodePool
 	types typeSource
+	// pods are the pods listed, by namespace/name (their owners, for a
+	// command's destinations).
+	pods map[engine.PodRef]*corev1.Pod
 }
 
 // input reads the rest of the cluster and builds the planner's input.
 func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*planner.Input, *world, error) {
 	sc := &snapshot.Cluster{}
-	w := &world{pools: map[string]*karpv1.NodePool{}, types: typeSource{}}
+	w := &world{pools: map[string]*karpv1.NodePool{}, types: typeSource{}, pods: map[engine.PodRef]*corev1.Pod{}}
 	var classes awsv1.EC2NodeClassList
 	if err := c.kube.List(ctx, &classes); err != nil {
 		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
@@ -186,6 +189,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		sc.Pods = append(sc.Pods, p)
+		w.pods[engine.PodRef{Namespace: p.Namespace, Name: p.Name}] = p
 		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {
 			nominated[p.Status.NominatedNodeName]++
 		}

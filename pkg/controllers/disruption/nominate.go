@@ -1,0 +1,251 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+)
+
+// destinationGrace is how long the destinations of a command are still
+// used once its last candidate NodeClaim is gone: the last pods evicted
+// are recreated about when the node goes.
+const destinationGrace = 30 * time.Second
+
+// nominator writes status.nominatedNodeName on the new pods of owners a
+// command evicted, to the nodes the command planned for them (see
+// snapshot.Destinations). The destinations live on the candidates'
+// command annotation; what it holds in memory is rebuilt from there by
+// every pass (update), so a restarted controller goes on nominating.
+type nominator struct {
+	mu sync.Mutex
+	// byCommand are the resolved destinations of each command, and when
+	// the command was last seen in the cluster.
+	byCommand map[string]seenDestinations
+	merged    snapshot.Destinations
+	// written are the nominations written, by pod UID (the cache may not
+	// show them yet).
+	written map[types.UID]string
+	kick    chan struct{}
+}
+
+type seenDestinations struct {
+	dest snapshot.Destinations
+	seen time.Time
+}
+
+func newNominator() *nominator {
+	return &nominator{byCommand: map[string]seenDestinations{}, written: map[types.UID]string{}, kick: make(chan struct{}, 1)}
+}
+
+// destinations computes a command's destinations when it starts: for each
+// evicted pod with an owner, its planned node (Placements) or replacement
+// (by the replacement NodeClaim's name), with the owner's pods already on
+// that node as the base.
+func (w *world) destinations(cmd planner.Command, replacementNames []string) map[types.UID]map[string]snapshot.Destination {
+	d := snapshot.Destinations{}
+	type key struct {
+		owner  types.UID
+		target string
+	}
+	planned := map[key]int{}
+	add := func(ref engine.PodRef, target string) {
+		pod := w.pods[ref]
+		if pod == nil {
+			return
+		}
+		if owner := snapshot.OwnerOf(pod); owner != "" {
+			planned[key{owner, target}]++
+		}
+	}
+	for _, pl := range cmd.Placements {
+		if !pl.InFlight {
+			add(pl.Pod, pl.Node)
+		}
+	}
+	for i, r := range cmd.Replacements {
+		if i < len(replacementNames) {
+			for _, ref := range r.Pods {
+				add(ref, replacementNames[i])
+			}
+		}
+	}
+	if len(planned) == 0 {
+		return nil
+	}
+	base := map[key]int{}
+	for _, pod := range w.pods {
+		if pod.Spec.NodeName == "" {
+			continue
+		}
+		k := key{snapshot.OwnerOf(pod), pod.Spec.NodeName}
+		if _, ok := planned[k]; ok && k.owner != "" {
+			base[k]++
+		}
+	}
+	for k, n := range planned {
+		d.Add(k.owner, k.target, n, base[k])
+	}
+	return d
+}
+
+// update takes the destinations of the commands in the cluster, their
+// targets resolved to nodes (a replacement's once it has one), and keeps
+// those of commands gone less than destinationGrace ago.
+func (n *nominator) update(st *state, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, a := range st.commands {
+		if len(a.cmd.Destinations) == 0 {
+			continue
+		}
+		resolved := snapshot.Destinations{}
+		for owner, m := range a.cmd.Destinations {
+			for target, d := range m {
+				node := ""
+				switch {
+				case st.nodeOfClaim[target] != nil:
+					node = st.nodeOfClaim[target].Name
+				case st.nodeByName[target] != nil:
+					node = target
+				}
+				if node != "" {
+					resolved.Add(owner, node, d.Planned, d.Base)
+				}
+			}
+		}
+		n.byCommand[a.cmd.ID] = seenDestinations{dest: resolved, seen: now}
+	}
+	n.merged = snapshot.Destinations{}
+	for id, s := range n.byCommand {
+		if now.Sub(s.seen) > destinationGrace {
+			delete(n.byCommand, id)
+			continue
+		}
+		for owner, m := range s.dest {
+			for node, d := range m {
+				n.merged.Add(owner, node, d.Planned, d.Base)
+			}
+		}
+	}
+	if len(n.merged) == 0 {
+		clear(n.written)
+	}
+}
+
+// wants reports whether a pod may need a nomination (cheap; for the pod
+// event handler).
+func (n *nominator) wants(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" {
+		return false
+	}
+	owner := snapshot.OwnerOf(pod)
+	if owner == "" {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.merged[owner] != nil
+}
+
+func (n *nominator) trigger() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// nominate lists the pods and writes the nominations Nominations returns.
+func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
+	n.mu.Lock()
+	dest := n.merged
+	written := make(map[types.UID]string, len(n.written))
+	for k, v := range n.written {
+		written[k] = v
+	}
+	n.mu.Unlock()
+	if len(dest) == 0 {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing Pods: %w", err)
+	}
+	list := make([]*corev1.Pod, len(pods.Items))
+	live := make(map[types.UID]bool, len(pods.Items))
+	for i := range pods.Items {
+		list[i] = &pods.Items[i]
+		live[list[i].UID] = true
+	}
+	writes := snapshot.Nominations(snapshot.NominationInput{Destinations: dest, Pods: list, Written: written})
+	var errs []error
+	done := map[types.UID]string{}
+	for _, w := range writes {
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, w.Node)))
+		pod := &corev1.Pod{}
+		pod.Namespace, pod.Name = w.Pod.Namespace, w.Pod.Name
+		err := kube.Status().Patch(ctx, pod, patch)
+		switch {
+		case err == nil:
+			done[w.Pod.UID] = w.Node
+		case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
+			// Gone, or bound meanwhile (a bound pod takes no nomination).
+		default:
+			errs = append(errs, err)
+		}
+	}
+	n.mu.Lock()
+	for uid := range n.written {
+		if !live[uid] {
+			delete(n.written, uid)
+		}
+	}
+	for uid, node := range done {
+		n.written[uid] = node
+	}
+	n.mu.Unlock()
+	if len(done) > 0 {
+		log.FromContext(ctx).Info("nominated recreated pods to their planned nodes", "pods", len(done), "failed", len(errs))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("nominating %d pods: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+// runNominator nominates whenever a pod of a command's owner is created
+// (between passes: the kube-scheduler looks at a new pod at once).
+func (c *Controller) runNominator(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.nom.kick:
+		}
+		if err := c.nom.nominate(ctx, c.kube); err != nil {
+			log.FromContext(ctx).WithName(c.Name()).V(1).Info("nominating recreated pods", "error", err.Error())
+		}
+	}
+}
+
+// podHandler triggers the nominator for new pods of a command's owners.
+func (c *Controller) podHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok && c.nom.wants(pod) {
+				c.nom.trigger()
+			}
+		},
+	}
+}
