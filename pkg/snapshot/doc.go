@@ -24,6 +24,9 @@
 //     new pods), pods relocated to where they were planned, initializing
 //     nodes without their transient taints. It takes what a reader
 //     remembers between passes as input and returns what to forget.
+//   - Destinations: where a disruption command planned the pods it evicts,
+//     by the owner that recreates them (Destinations, OwnerOf);
+//     Nominations says which new pods of those owners to nominate where.
 //   - Unsupported: a pool the engine must not plan nodes for yet (Windows
 //     node classes, reserved-only capacity); its pods get the reason.
 //

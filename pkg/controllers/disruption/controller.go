@@ -223,7 +223,7 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	}
 	// The recreated pods of evicted owners go where the commands planned
 	// them (between passes, the pod event handler does the same at once).
-	c.nom.update(st, now)
+	c.nom.update(ctx, st, now)
 	if err := c.nom.nominate(ctx, c.kube); err != nil {
 		errs = append(errs, err)
 	}

@@ -33,6 +33,18 @@
 // the candidate NodeClaims are deleted; the termination controllers drain
 // them (PDBs and do-not-disrupt honoured) and the kube-scheduler moves the
 // pods. The hold is lifted once no candidate of the command is left.
+// An evicted pod comes back as a new pod of its owner (a ReplicaSet, a
+// StatefulSet), which the kube-scheduler would put wherever it scores
+// best, not necessarily where the plan put it. So the command also records
+// its destinations on the annotation: per owner UID, how many of its pods
+// go to which existing node or replacement. Each new, untried, unbound pod
+// of such an owner is nominated (status.nominatedNodeName, a patch of only
+// that field) to a destination with room left for its owner: at once from
+// a pod event handler (nominator), and again by every pass. The scheduler
+// tries a nominated node first and counts nominated pods as taking room
+// there while it places others; provisioning's view (snapshot.NewView)
+// counts them there too, so it launches nothing for them. A pod the
+// scheduler already tried is left alone.
 // A replacement that disappears (the lifecycle deletes a NodeClaim that
 // fails to launch or register) or a command older than Options.Timeout
 // rolls the command back: the candidates are untainted and keep running,
@@ -48,7 +60,8 @@
 //
 // Everything a command needs to go on lives in the cluster: the annotation
 // on the candidates (id, reason, start time, the replacement names, the
-// savings), the label on the replacements, the taints. After a restart a
+// savings, the destinations by owner), the label on the replacements, the
+// taints, the pods' nominations. After a restart a
 // command whose replacements all exist is driven to its end (or timeout);
 // one whose replacements were not all created is rolled back (nothing is
 // launched twice: replacement names are deterministic, and a command is
@@ -74,6 +87,7 @@
 //
 // Import other controllers or a cloud's packages (the NodeClaim factory is
 // injected), or keep state the cluster cannot rebuild: the in-memory parts
-// (the held validation, the last code per node for events) only delay or
-// repeat.
+// (the held validation, the last code per node for events, the nominations
+// just written and the destinations of a command gone less than 30 s ago)
+// only delay or repeat.
 package disruption

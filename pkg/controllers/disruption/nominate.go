@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +35,11 @@ type nominator struct {
 	// the command was last seen in the cluster.
 	byCommand map[string]seenDestinations
 	merged    snapshot.Destinations
+	// since is, per owner, when the earliest command over it started.
+	since map[types.UID]time.Time
+	// seen are the pods of those owners already counted in tally.
+	seen  map[types.UID]bool
+	tally tally
 	// written are the nominations written, by pod UID (the cache may not
 	// show them yet).
 	written map[types.UID]string
@@ -41,12 +47,18 @@ type nominator struct {
 }
 
 type seenDestinations struct {
-	dest snapshot.Destinations
-	seen time.Time
+	dest          snapshot.Destinations
+	started, seen time.Time
 }
 
+// tally counts the new pods of the commands' owners, by how they were
+// first seen: nominated by us, already placed by the scheduler on a
+// planned node or elsewhere, or already tried by it (it went first).
+type tally struct{ nominated, asPlanned, elsewhere, tried int }
+
 func newNominator() *nominator {
-	return &nominator{byCommand: map[string]seenDestinations{}, written: map[types.UID]string{}, kick: make(chan struct{}, 1)}
+	return &nominator{byCommand: map[string]seenDestinations{}, written: map[types.UID]string{}, seen: map[types.UID]bool{},
+		kick: make(chan struct{}, 1)}
 }
 
 // destinations computes a command's destinations when it starts: for each
@@ -103,7 +115,7 @@ func (w *world) destinations(cmd planner.Command, replacementNames []string) map
 // update takes the destinations of the commands in the cluster, their
 // targets resolved to nodes (a replacement's once it has one), and keeps
 // those of commands gone less than destinationGrace ago.
-func (n *nominator) update(st *state, now time.Time) {
+func (n *nominator) update(ctx context.Context, st *state, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, a := range st.commands {
@@ -125,15 +137,19 @@ func (n *nominator) update(st *state, now time.Time) {
 				}
 			}
 		}
-		n.byCommand[a.cmd.ID] = seenDestinations{dest: resolved, seen: now}
+		n.byCommand[a.cmd.ID] = seenDestinations{dest: resolved, started: a.cmd.Started, seen: now}
 	}
 	n.merged = snapshot.Destinations{}
+	n.since = map[types.UID]time.Time{}
 	for id, s := range n.byCommand {
 		if now.Sub(s.seen) > destinationGrace {
 			delete(n.byCommand, id)
 			continue
 		}
 		for owner, m := range s.dest {
+			if t, ok := n.since[owner]; !ok || s.started.Before(t) {
+				n.since[owner] = s.started
+			}
 			for node, d := range m {
 				n.merged.Add(owner, node, d.Planned, d.Base)
 			}
@@ -141,6 +157,13 @@ func (n *nominator) update(st *state, now time.Time) {
 	}
 	if len(n.merged) == 0 {
 		clear(n.written)
+		clear(n.seen)
+		if n.tally != (tally{}) {
+			log.FromContext(ctx).Info("recreated pods of evicted owners", "nominated", n.tally.nominated,
+				"placedAsPlannedBeforeNomination", n.tally.asPlanned, "placedElsewhereBeforeNomination", n.tally.elsewhere,
+				"triedBeforeNomination", n.tally.tried)
+			n.tally = tally{}
+		}
 	}
 }
 
@@ -169,7 +192,7 @@ func (n *nominator) trigger() {
 // nominate lists the pods and writes the nominations Nominations returns.
 func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 	n.mu.Lock()
-	dest := n.merged
+	dest, since := n.merged, n.since
 	written := make(map[types.UID]string, len(n.written))
 	for k, v := range n.written {
 		written[k] = v
@@ -189,23 +212,39 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 		live[list[i].UID] = true
 	}
 	writes := snapshot.Nominations(snapshot.NominationInput{Destinations: dest, Pods: list, Written: written})
-	var errs []error
-	done := map[types.UID]string{}
+	// Written in parallel: the kube-scheduler takes new pods one by one,
+	// and every nomination it sees before it gets to a pod counts.
+	var (
+		errs []error
+		done = map[types.UID]string{}
+		wmu  sync.Mutex
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8)
+	)
 	for _, w := range writes {
-		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, w.Node)))
-		pod := &corev1.Pod{}
-		pod.Namespace, pod.Name = w.Pod.Namespace, w.Pod.Name
-		err := kube.Status().Patch(ctx, pod, patch)
-		switch {
-		case err == nil:
-			done[w.Pod.UID] = w.Node
-		case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
-			// Gone, or bound meanwhile (a bound pod takes no nomination).
-		default:
-			errs = append(errs, err)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, w.Node)))
+			pod := &corev1.Pod{}
+			pod.Namespace, pod.Name = w.Pod.Namespace, w.Pod.Name
+			err := kube.Status().Patch(ctx, pod, patch)
+			wmu.Lock()
+			defer wmu.Unlock()
+			switch {
+			case err == nil:
+				done[w.Pod.UID] = w.Node
+			case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
+				// Gone, or bound meanwhile (a bound pod takes no nomination).
+			default:
+				errs = append(errs, err)
+			}
+		}()
 	}
+	wg.Wait()
 	n.mu.Lock()
+	n.count(list, dest, since, done)
 	for uid := range n.written {
 		if !live[uid] {
 			delete(n.written, uid)
@@ -227,6 +266,8 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 // runNominator nominates whenever a pod of a command's owner is created
 // (between passes: the kube-scheduler looks at a new pod at once).
 func (c *Controller) runNominator(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName(c.Name())
+	ctx = logr.NewContext(ctx, logger)
 	for {
 		select {
 		case <-ctx.Done():
@@ -234,7 +275,7 @@ func (c *Controller) runNominator(ctx context.Context) error {
 		case <-c.nom.kick:
 		}
 		if err := c.nom.nominate(ctx, c.kube); err != nil {
-			log.FromContext(ctx).WithName(c.Name()).V(1).Info("nominating recreated pods", "error", err.Error())
+			logger.V(1).Info("nominating recreated pods", "error", err.Error())
 		}
 	}
 }
@@ -248,4 +289,43 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 			}
 		},
 	}
+}
+
+// count classifies, once, each new pod of the owners (created since the
+// owner's earliest command started) into the tally. Called with n.mu held.
+func (n *nominator) count(pods []*corev1.Pod, dest snapshot.Destinations, since map[types.UID]time.Time, done map[types.UID]string) {
+	for _, pod := range pods {
+		owner := snapshot.OwnerOf(pod)
+		if owner == "" || dest[owner] == nil || n.seen[pod.UID] || n.written[pod.UID] != "" ||
+			pod.CreationTimestamp.Time.Before(since[owner].Truncate(time.Second)) {
+			continue
+		}
+		node := pod.Spec.NodeName
+		if node == "" {
+			node = pod.Status.NominatedNodeName
+		}
+		switch {
+		case done[pod.UID] != "":
+			n.tally.nominated++
+		case node != "" && dest[owner][node].Planned > 0:
+			n.tally.asPlanned++
+		case node != "":
+			n.tally.elsewhere++
+		case pod.DeletionTimestamp == nil && tried(pod):
+			n.tally.tried++
+		default:
+			continue // not looked at by anyone yet
+		}
+		n.seen[pod.UID] = true
+	}
+}
+
+// tried: the kube-scheduler has looked at the pod (it set PodScheduled).
+func tried(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return true
+		}
+	}
+	return false
 }
