@@ -44,7 +44,9 @@
 // tries a nominated node first and counts nominated pods as taking room
 // there while it places others; provisioning's view (snapshot.NewView)
 // counts them there too, so it launches nothing for them. A pod the
-// scheduler already tried is left alone.
+// scheduler already tried is left alone. The scheduler usually gets to a
+// new pod first (the nomination then comes too late and is not written);
+// the pass logs how the new pods were first seen once no command is left.
 // A replacement that disappears (the lifecycle deletes a NodeClaim that
 // fails to launch or register) or a command older than Options.Timeout
 // rolls the command back: the candidates are untainted and keep running,
