@@ -229,6 +229,9 @@ func topReasons(why map[string]int, n int) []string {
 // 300 MiB at 3,000 nodes), its API server requests per pod (counted by its
 // own client, rest_client_requests_total; target 4), and the peak RSS of
 // this stack's kube-apiserver and etcd, to show the run fits the machine.
+// A progress line goes to stderr every 30 s; with DOVETAIL_BENCH_PPROF=DIR
+// the controller serves pprof (--profiling-bind-address) and a heap
+// profile is saved in DIR with each progress line and at the end.
 func BenchmarkScaleKwok(b *testing.B) {
 	nodes := 3000
 	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
@@ -259,6 +262,7 @@ spec:
           resources:
             requests: {cpu: 380m, memory: 256Mi}
 `, pods)
+	snapshot := profiling(b)
 	for b.Loop() {
 		b.StopTimer()
 		r, reqBefore := freshController(b)
@@ -266,9 +270,12 @@ spec:
 		b.StartTimer()
 		begin := time.Now()
 		s.apply([]byte(manifest))
-		s.waitRunning(pods, 3*time.Hour)
+		waitRunningQuietly(b, s, r, pods, 3*time.Hour, snapshot)
 		elapsed := time.Since(begin)
 		b.StopTimer()
+		if snapshot != nil {
+			snapshot("end")
+		}
 		rss, err := r.PeakRSS()
 		if err != nil {
 			b.Fatal(err)

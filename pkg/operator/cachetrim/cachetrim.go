@@ -1,0 +1,212 @@
+package cachetrim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ByObject returns the per-kind cache options with the Pod and Node
+// transforms; other kinds get only managed fields stripped
+// (DefaultTransform).
+func ByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:  {Transform: Transform},
+		&corev1.Node{}: {Transform: Transform},
+	}
+}
+
+// Options are the cache options of the controller manager: ByObject plus
+// managed fields stripped from every other kind.
+func Options() cache.Options {
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: ByObject()}
+}
+
+// Transform trims a Pod (Pod) or a Node (Node) in place and returns it;
+// any other object comes back with its managed fields dropped.
+func Transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		Pod(o)
+		return o, nil
+	case *corev1.Node:
+		Node(o)
+		return o, nil
+	}
+	return cache.TransformStripManagedFields()(obj)
+}
+
+// Pod keeps, of a Pod, what the controllers read, and clears the rest:
+//
+//   - metadata whole but the managed fields;
+//   - the spec whole but: of each container and init container only the
+//     name, resources, restart policy (sidecars) and host ports; no
+//     ephemeral containers; of each volume the name and, for a claim, a
+//     generic ephemeral volume or an emptyDir, its source (others keep an
+//     empty source of their kind, so the kind still shows);
+//   - of the status: phase, conditions (the scheduler's PodScheduled
+//     reason and message included), nominated node, start time, reason
+//     and QoS class; no container statuses, IPs or resize state.
+func Pod(p *corev1.Pod) {
+	p.ManagedFields = nil
+	p.Spec.Containers = trimContainers(p.Spec.Containers)
+	p.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
+	p.Spec.EphemeralContainers = nil
+	for i := range p.Spec.Volumes {
+		p.Spec.Volumes[i].VolumeSource = trimVolumeSource(p.Spec.Volumes[i].VolumeSource)
+	}
+	p.Status = corev1.PodStatus{
+		Phase:             p.Status.Phase,
+		Conditions:        p.Status.Conditions,
+		NominatedNodeName: p.Status.NominatedNodeName,
+		StartTime:         p.Status.StartTime,
+		Reason:            p.Status.Reason,
+		QOSClass:          p.Status.QOSClass,
+	}
+}
+
+func trimContainers(in []corev1.Container) []corev1.Container {
+	if len(in) == 0 {
+		return in
+	}
+	out := make([]corev1.Container, len(in))
+	for i := range in {
+		c := &in[i]
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		for _, port := range c.Ports {
+			if port.HostPort != 0 {
+				out[i].Ports = append(out[i].Ports, port)
+			}
+		}
+	}
+	return out
+}
+
+// trimVolumeSource keeps the sources that constrain where a pod runs
+// (claims, generic ephemeral volumes, emptyDirs: zone, attach limits, node
+// storage) and hostPath (local storage); any other source is replaced by
+// an empty one of the same kind.
+func trimVolumeSource(v corev1.VolumeSource) corev1.VolumeSource {
+	switch {
+	case v.PersistentVolumeClaim != nil, v.Ephemeral != nil, v.EmptyDir != nil, v.HostPath != nil:
+		return v
+	case v.Projected != nil:
+		return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}
+	case v.Secret != nil:
+		return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}
+	case v.ConfigMap != nil:
+		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}
+	case v.DownwardAPI != nil:
+		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}
+	}
+	return v
+}
+
+// Node keeps, of a Node, metadata (but managed fields) and spec whole, and
+// of the status the capacity, allocatable, conditions, addresses and phase;
+// images, node info, daemon endpoints, volumes in use and the kubelet's
+// config are cleared.
+func Node(n *corev1.Node) {
+	n.ManagedFields = nil
+	n.Status = corev1.NodeStatus{
+		Capacity:    n.Status.Capacity,
+		Allocatable: n.Status.Allocatable,
+		Conditions:  n.Status.Conditions,
+		Addresses:   n.Status.Addresses,
+		Phase:       n.Status.Phase,
+	}
+}
+
+// ErrTrimmedWrite is returned by a Guard client for a write that would
+// send a whole cached Pod or Node (an Update, a whole-object merge patch
+// or an apply): the trimmed fields would be wiped on the server.
+var ErrTrimmedWrite = errors.New("cachetrim: a Pod or Node read from the cache is trimmed; write it with a patch of the fields that change (client.MergeFrom), never an Update")
+
+// Guard wraps a client so that writes of whole Pods or Nodes are refused
+// with ErrTrimmedWrite: Update (of the object or any subresource), and
+// Patch with client.Merge or an apply patch. Patches computed from a
+// copy (client.MergeFrom, raw patches) and every other kind pass through.
+func Guard(c client.Client) client.Client { return guarded{c} }
+
+// NewClient is a client.NewClientFunc building the manager's client with
+// Guard around it.
+func NewClient(config *rest.Config, options client.Options) (client.Client, error) {
+	c, err := client.New(config, options)
+	if err != nil {
+		return nil, err
+	}
+	return Guard(c), nil
+}
+
+func trimmed(obj client.Object) bool {
+	switch obj.(type) {
+	case *corev1.Pod, *corev1.Node:
+		return true
+	}
+	return false
+}
+
+func wholeObject(patch client.Patch) bool {
+	return patch == client.Merge || patch == client.Apply || patch.Type() == types.ApplyPatchType || patch.Type() == types.ApplyCBORPatchType
+}
+
+func refuse(verb string, obj client.Object) error {
+	return fmt.Errorf("%s %T %s/%s: %w", verb, obj, obj.GetNamespace(), obj.GetName(), ErrTrimmedWrite)
+}
+
+type guarded struct{ client.Client }
+
+func (g guarded) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if trimmed(obj) {
+		return refuse("update", obj)
+	}
+	return g.Client.Update(ctx, obj, opts...)
+}
+
+func (g guarded) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if trimmed(obj) && wholeObject(patch) {
+		return refuse("whole-object patch of", obj)
+	}
+	return g.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (g guarded) Status() client.SubResourceWriter { return guardedWriter{g.Client.Status()} }
+
+func (g guarded) SubResource(name string) client.SubResourceClient {
+	return guardedSubResource{g.Client.SubResource(name), guardedWriter{g.Client.SubResource(name)}}
+}
+
+type guardedWriter struct{ client.SubResourceWriter }
+
+func (w guardedWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if trimmed(obj) {
+		return refuse("update of a subresource of", obj)
+	}
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (w guardedWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if trimmed(obj) && wholeObject(patch) {
+		return refuse("whole-object patch of a subresource of", obj)
+	}
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+type guardedSubResource struct {
+	client.SubResourceClient
+	w guardedWriter
+}
+
+func (s guardedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	return s.w.Update(ctx, obj, opts...)
+}
+
+func (s guardedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	return s.w.Patch(ctx, obj, patch, opts...)
+}
