@@ -146,3 +146,12 @@ func profiling(b *testing.B) (snapshot func(label string)) {
 		_, _ = io.Copy(f, resp.Body)
 	}
 }
+
+// auditUsers are the users whose requests the API server logs
+// (DOVETAIL_E2E_AUDIT=1: the controller's identity; otherwise none).
+func auditUsers() []string {
+	if os.Getenv("DOVETAIL_E2E_AUDIT") == "" {
+		return nil
+	}
+	return []string{ctrlproc.User}
+}
