@@ -235,7 +235,8 @@ func topReasons(why map[string]int, n int) []string {
 // profile is saved in DIR with each progress line and at the end. With
 // DOVETAIL_E2E_AUDIT=1 the stack's API server keeps an audit log of the
 // controller's identity, and its requests are also counted there, by user
-// agent (server-requests/pod).
+// agent (server-requests/pod). DOVETAIL_BENCH_GOMEMLIMIT=250MiB runs the
+// controller with that soft memory limit (GOMEMLIMIT).
 func BenchmarkScaleKwok(b *testing.B) {
 	nodes := 3000
 	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
@@ -267,6 +268,9 @@ spec:
             requests: {cpu: 380m, memory: 256Mi}
 `, pods)
 	snapshot := profiling(b)
+	if limit := softMemoryLimit(b); limit != "" {
+		b.Logf("controller GOMEMLIMIT=%s", limit)
+	}
 	for b.Loop() {
 		b.StopTimer()
 		r, reqBefore := freshController(b)

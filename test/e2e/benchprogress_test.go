@@ -155,3 +155,31 @@ func auditUsers() []string {
 	}
 	return []string{ctrlproc.User}
 }
+
+// softMemoryLimit restarts the controller with GOMEMLIMIT set (the Go
+// runtime's soft memory limit, what the chart's controller.goMemLimit
+// sets) when DOVETAIL_BENCH_GOMEMLIMIT is set, and restores it after the
+// benchmark. It returns the limit ("" for none).
+func softMemoryLimit(b *testing.B) string {
+	limit := os.Getenv("DOVETAIL_BENCH_GOMEMLIMIT")
+	if limit == "" {
+		return ""
+	}
+	set := func(v string) func(*ctrlproc.Component) {
+		return func(c *ctrlproc.Component) {
+			if c.Env == nil {
+				c.Env = map[string]string{}
+			}
+			if v == "" {
+				delete(c.Env, "GOMEMLIMIT")
+			} else {
+				c.Env["GOMEMLIMIT"] = v
+			}
+		}
+	}
+	if err := ctrl.Reconfigure(context.Background(), set(limit)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ctrl.Reconfigure(context.Background(), set("")) })
+	return limit
+}

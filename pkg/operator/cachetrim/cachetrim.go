@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -15,9 +16,16 @@ import (
 // ByObject returns the per-kind cache options with the Pod and Node
 // transforms; other kinds get only managed fields stripped
 // (DefaultTransform).
+//
+// Pods are also read without a deep copy (UnsafeDisableDeepCopy): a Get or
+// List of Pods returns the cached objects themselves, shared. Every reader
+// only reads them or changes a shallow copy's scalar fields (the planners'
+// "q := *pod; q.Spec.NodeName = ..."); none may change a map, a slice or a
+// pointed-to field of a Pod it read. At 30,000 pods, a copied list per
+// disruption pass and per NodePool recount was most of the heap.
 func ByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}:  {Transform: Transform},
+		&corev1.Pod{}:  {Transform: Transform, UnsafeDisableDeepCopy: ptr.To(true)},
 		&corev1.Node{}: {Transform: Transform},
 	}
 }
@@ -47,23 +55,30 @@ func Transform(obj any) (any, error) {
 //   - metadata whole but the managed fields;
 //   - the spec whole but: of each container and init container only the
 //     name, resources, restart policy (sidecars) and host ports; no
-//     ephemeral containers; of each volume the name and, for a claim, a
-//     generic ephemeral volume or an emptyDir, its source (others keep an
-//     empty source of their kind, so the kind still shows);
-//   - of the status: phase, conditions (the scheduler's PodScheduled
-//     reason and message included), nominated node, start time, reason
-//     and QoS class; no container statuses, IPs or resize state.
+//     ephemeral containers; of the volumes only those that constrain where
+//     the pod runs or count as local storage (claims, generic ephemeral
+//     volumes, emptyDirs, hostPaths and any other kind but the four that
+//     only project API data: secrets, config maps, projected and downward
+//     API volumes, such as the service account token every pod carries);
+//   - of the status: phase, the PodScheduled condition (the scheduler's
+//     reason and message, read by provisioning and the hand-off), the
+//     nominated node, start time, reason and QoS class; no other condition,
+//     no container statuses, IPs or resize state.
 func Pod(p *corev1.Pod) {
 	p.ManagedFields = nil
 	p.Spec.Containers = trimContainers(p.Spec.Containers)
 	p.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
 	p.Spec.EphemeralContainers = nil
-	for i := range p.Spec.Volumes {
-		p.Spec.Volumes[i].VolumeSource = trimVolumeSource(p.Spec.Volumes[i].VolumeSource)
+	p.Spec.Volumes = trimVolumes(p.Spec.Volumes)
+	var scheduled []corev1.PodCondition
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			scheduled = []corev1.PodCondition{c}
+		}
 	}
 	p.Status = corev1.PodStatus{
 		Phase:             p.Status.Phase,
-		Conditions:        p.Status.Conditions,
+		Conditions:        scheduled,
 		NominatedNodeName: p.Status.NominatedNodeName,
 		StartTime:         p.Status.StartTime,
 		Reason:            p.Status.Reason,
@@ -88,24 +103,18 @@ func trimContainers(in []corev1.Container) []corev1.Container {
 	return out
 }
 
-// trimVolumeSource keeps the sources that constrain where a pod runs
-// (claims, generic ephemeral volumes, emptyDirs: zone, attach limits, node
-// storage) and hostPath (local storage); any other source is replaced by
-// an empty one of the same kind.
-func trimVolumeSource(v corev1.VolumeSource) corev1.VolumeSource {
-	switch {
-	case v.PersistentVolumeClaim != nil, v.Ephemeral != nil, v.EmptyDir != nil, v.HostPath != nil:
-		return v
-	case v.Projected != nil:
-		return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}
-	case v.Secret != nil:
-		return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}
-	case v.ConfigMap != nil:
-		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}
-	case v.DownwardAPI != nil:
-		return corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}
+// trimVolumes drops the volumes that only project API data into the pod
+// (secrets, config maps, projected and downward API volumes): they say
+// nothing about where it can run. Nil when none is left.
+func trimVolumes(in []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range in {
+		if v.Secret != nil || v.ConfigMap != nil || v.Projected != nil || v.DownwardAPI != nil {
+			continue
+		}
+		out = append(out, v)
 	}
-	return v
+	return out
 }
 
 // Node keeps, of a Node, metadata (but managed fields) and spec whole, and

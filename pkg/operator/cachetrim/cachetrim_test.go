@@ -96,6 +96,8 @@ func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
 	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}})
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "nginx", ImageID: "sha256:x"}}
 	p.Status.PodIPs, p.Status.HostIP = []corev1.PodIP{{IP: "10.0.0.1"}}, "10.0.0.2"
 
@@ -110,9 +112,11 @@ func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
 	if p.Spec.EphemeralContainers != nil || p.Status.ContainerStatuses != nil || p.Status.PodIPs != nil || p.Status.HostIP != "" {
 		t.Errorf("kept ephemeral containers, container statuses or IPs: %+v %+v", p.Spec.EphemeralContainers, p.Status)
 	}
-	token := p.Spec.Volumes[len(p.Spec.Volumes)-1]
-	if token.Name != "token" || token.Projected == nil || len(token.Projected.Sources) != 0 {
-		t.Errorf("projected volume %+v, want its name and an empty projected source", token)
+	if got := p.Spec.Volumes[len(p.Spec.Volumes)-1].Name; len(p.Spec.Volumes) != 4 || got != "host" {
+		t.Errorf("volumes %+v, want the four that constrain placement, not the token", p.Spec.Volumes)
+	}
+	if len(p.Status.Conditions) != 1 || p.Status.Conditions[0].Type != corev1.PodScheduled {
+		t.Errorf("conditions %+v, want PodScheduled only", p.Status.Conditions)
 	}
 }
 
