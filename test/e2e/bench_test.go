@@ -315,10 +315,12 @@ spec:
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(counts.ByUserAgent["dovetail"])/float64(pods), "server-requests/pod")
-			b.Logf("API server audit log: %d requests of the controller's identity by user agent %v, by verb %v (%.2f per pod by user agent dovetail)",
+			// Straight to stderr too: the benchmark's log comes only after
+			// its cleanup, which at fleet size takes long.
+			fmt.Fprintf(os.Stderr, "API server audit log: %d requests of the controller's identity by user agent %v, by verb %v (%.2f per pod by user agent dovetail)\n",
 				counts.Total, counts.ByUserAgent, counts.ByVerb, float64(counts.ByUserAgent["dovetail"])/float64(pods))
 		}
-		b.Logf("%d pods Running on %d nodes in %s; controller peak RSS %.1f MiB; %.0f API server requests (%.2f per pod); %d AWS calls (%.2f per node); kube-apiserver peak RSS %.0f MiB, etcd %.0f MiB",
+		fmt.Fprintf(os.Stderr, "%d pods Running on %d nodes in %s; controller peak RSS %.1f MiB; %.0f API server requests (%.2f per pod); %d AWS calls (%.2f per node); kube-apiserver peak RSS %.0f MiB, etcd %.0f MiB\n",
 			pods, got, elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), reqAfter-reqBefore, (reqAfter-reqBefore)/float64(pods),
 			calls, float64(calls)/float64(max(got, 1)), float64(apiRSS)/(1<<20), float64(etcdRSS)/(1<<20))
 		b.StartTimer()
