@@ -84,6 +84,7 @@ func Pod(p *corev1.Pod) {
 		Reason:            p.Status.Reason,
 		QOSClass:          p.Status.QOSClass,
 	}
+	shared.pod(p)
 }
 
 func trimContainers(in []corev1.Container) []corev1.Container {

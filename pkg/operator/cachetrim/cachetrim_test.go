@@ -3,6 +3,7 @@ package cachetrim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -199,5 +200,34 @@ func TestGuardRefusesWholeObjectWrites(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Name: "n1"}, cur); err != nil || !cur.Spec.Unschedulable {
 		t.Errorf("the patch did not land: %v %+v", err, cur.Spec)
+	}
+}
+
+// TestPodsOfOneKindShareTheirRepeatedParts: two pods of one ReplicaSet end
+// up pointing at one labels map, one node selector, one tolerations and
+// owner references slice and one requests map, with their values intact;
+// a pod that differs gets its own.
+func TestPodsOfOneKindShareTheirRepeatedParts(t *testing.T) {
+	a, b, other := needed(), needed(), needed()
+	a.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
+	b.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
+	b.Name, b.UID = "q", "u2"
+	other.Name, other.UID, other.Labels = "r", "u3", map[string]string{"app": "api"}
+	for _, p := range []*corev1.Pod{a, b, other} {
+		cachetrim.Pod(p)
+	}
+	same := func(what string, x, y any) bool { return fmt.Sprintf("%p", x) == fmt.Sprintf("%p", y) }
+	if !same("labels", a.Labels, b.Labels) || !same("node selector", a.Spec.NodeSelector, b.Spec.NodeSelector) ||
+		!same("tolerations", a.Spec.Tolerations, b.Spec.Tolerations) || !same("owners", a.OwnerReferences, b.OwnerReferences) ||
+		!same("requests", a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests) {
+		t.Errorf("pods of one kind do not share their repeated parts")
+	}
+	if same("labels", a.Labels, other.Labels) || other.Labels["app"] != "api" || a.Labels["app"] != "web" {
+		t.Errorf("labels %v and %v shared or changed", a.Labels, other.Labels)
+	}
+	want := needed()
+	want.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
+	if !equality.Semantic.DeepEqual(a, want) {
+		t.Errorf("sharing changed the pod: %+v", a)
 	}
 }
