@@ -104,11 +104,13 @@ func (s *sharer) pod(p *corev1.Pod) {
 	p.GenerateName = intern(p.GenerateName)
 	p.Labels = s.stringMap(p.Labels)
 	if len(p.OwnerReferences) > 0 {
-		p.OwnerReferences = share(s.owners, ownersKey(p.OwnerReferences), p.OwnerReferences)
+		// Clipped: an append to a shared slice must not write into its
+		// spare capacity, where another pod's append would land too.
+		p.OwnerReferences = share(s.owners, ownersKey(p.OwnerReferences), slices.Clip(p.OwnerReferences))
 	}
 	p.Spec.NodeSelector = s.stringMap(p.Spec.NodeSelector)
 	if len(p.Spec.Tolerations) > 0 {
-		p.Spec.Tolerations = share(s.tols, tolerationsKey(p.Spec.Tolerations), p.Spec.Tolerations)
+		p.Spec.Tolerations = share(s.tols, tolerationsKey(p.Spec.Tolerations), slices.Clip(p.Spec.Tolerations))
 	}
 	p.Spec.SchedulerName = intern(p.Spec.SchedulerName)
 	p.Spec.ServiceAccountName = intern(p.Spec.ServiceAccountName)
