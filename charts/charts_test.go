@@ -248,6 +248,12 @@ func TestTemplateDefaults(t *testing.T) {
 	if _, ok := env["INTERRUPTION_QUEUE"]; ok {
 		t.Error("INTERRUPTION_QUEUE set without settings.interruptionQueue")
 	}
+	if _, ok := env["GOMEMLIMIT"]; ok {
+		t.Error("GOMEMLIMIT set without controller.goMemLimit")
+	}
+	if got := template(t, "--set", "settings.clusterName=prod", "--set", "controller.goMemLimit=900MiB").env()["GOMEMLIMIT"]; got != "900MiB" {
+		t.Errorf("controller.goMemLimit=900MiB: GOMEMLIMIT=%q", got)
+	}
 	if c.Image != "ghcr.io/dovetail-sh/dovetail:0.1.0" {
 		t.Errorf("image %s, want the repository at the chart's appVersion", c.Image)
 	}

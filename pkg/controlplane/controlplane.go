@@ -55,6 +55,11 @@ type Options struct {
 	// ClusterName names the cluster, context and user entries of the
 	// kubeconfig files; "dovetail" when empty.
 	ClusterName string
+	// AuditUsers, when set, turns on kube-apiserver's audit log
+	// (AuditLogPath): one JSON line (level Metadata, at ResponseComplete)
+	// per request of these users, none for anyone else, so that requests
+	// can be counted on the server side, by user agent (CountAudit).
+	AuditUsers []string
 }
 
 // ControlPlane is a running set of control-plane processes. Its methods are
@@ -378,6 +383,9 @@ var disabledAdmissionPlugins = []string{
 }
 
 func (c *ControlPlane) startAPIServer(ctx context.Context) error {
+	if err := c.writeAuditPolicy(); err != nil {
+		return err
+	}
 	enabled := append([]string(nil), admissionPlugins...)
 	disabled := append([]string(nil), disabledAdmissionPlugins...)
 	if c.opts.ControllerManager {
@@ -392,7 +400,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		tier:  tierAPI,
 		ports: 1,
 		args: func(p []int) []string {
-			return []string{
+			return append([]string{
 				"--etcd-servers=" + c.etcdURL,
 				"--bind-address=127.0.0.1",
 				"--advertise-address=127.0.0.1",
@@ -416,7 +424,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 				"--max-mutating-requests-inflight=1000",
 				"--profiling=false",
 				"--cert-dir=" + filepath.Join(c.dir, "pki"),
-			}
+			}, c.auditArgs()...)
 		},
 		ready: func(ctx context.Context, p []int) error {
 			url := fmt.Sprintf("https://127.0.0.1:%d", p[0])

@@ -41,9 +41,12 @@
 //	kubeconfigs/        component and KubeconfigFor identities
 //	pki/                CA, serving certificate, service-account keys
 //	etcd/               etcd data
-//	config/             kwok stages, kube-scheduler configuration
+//	config/             kwok stages, kube-scheduler configuration, audit policy
 //	kubectl-cache/      discovery cache of Kubectl
 //	logs/<component>.log
+//	logs/audit.log      with Options.AuditUsers: one JSON line per request
+//	                    of those users (level Metadata); CountAudit counts
+//	                    them by user agent and verb
 //
 // # Invariants
 //

@@ -19,5 +19,6 @@ func TestMain(m *testing.M) {
 		ControllerManager: true,
 		Scheduler:         true,
 		Kwok:              true,
+		AuditUsers:        []string{auditedUser},
 	}, &cp))
 }

@@ -73,6 +73,9 @@ type Options struct {
 	Components []Component
 	// Progress takes human progress lines; nil discards them.
 	Progress io.Writer
+	// AuditUsers turns on the API server's audit log for these users
+	// (controlplane.Options.AuditUsers); none when empty.
+	AuditUsers []string
 }
 
 // withDefaults fills in the defaults.
@@ -201,6 +204,7 @@ func (s *Stack) up(ctx context.Context) error {
 		Kwok:              true,
 		Progress:          s.opts.Progress,
 		ClusterName:       s.opts.ClusterName,
+		AuditUsers:        s.opts.AuditUsers,
 	})
 	if err != nil {
 		return err

@@ -27,7 +27,10 @@
 //     naming --leader-election-name/-namespace when the Role does not
 //     follow them (config/rbac's rbac.Render, the chart's leaderElection);
 //   - the cache indexes of package nodeclaimutil, and a cache that drops
-//     managed fields;
+//     managed fields and trims Pods and Nodes to what the controllers read
+//     (package cachetrim), with a client that refuses whole-object writes
+//     of them;
+//   - a pprof server on Options.ProfilingBindAddress when set;
 //   - a metrics server (/metrics: dovetail's registry plus
 //     controller-runtime's) on MetricsPort and a probe server (/healthz,
 //     /readyz = caches synced) on HealthProbePort, both on every replica;

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -37,6 +36,7 @@ import (
 	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -132,6 +132,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 		// its own registry is served and tests can bind port 0.
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
+		PprofBindAddress:              opts.ProfilingBindAddress,
 		LeaderElection:                le.Enabled,
 		LeaderElectionID:              le.Name,
 		LeaderElectionNamespace:       le.Namespace,
@@ -139,7 +140,11 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 		LeaseDuration:                 ptr.To(le.LeaseDuration),
 		RenewDeadline:                 ptr.To(le.RenewDeadline),
 		RetryPeriod:                   ptr.To(le.RetryPeriod),
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// Pods and Nodes are trimmed to what the controllers read: at
+		// fleet size the cache is most of the process's memory.
+		Cache: cachetrim.Options(),
+		// ... and a client that refuses to write a whole trimmed object.
+		NewClient: cachetrim.NewClient,
 		// Controller names are unique within an operator; skipping the
 		// process-wide check lets tests run two operators side by side.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

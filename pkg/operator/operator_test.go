@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -199,8 +200,28 @@ func TestMetricsAfterALaunchAndATermination(t *testing.T) {
 	np := controllerstest.NodePool("team-a")
 	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("100")}
 	env.Create(np)
-	r := start(t, env, cp.RESTConfig(), testOptions(env.Prefix))
+	opts := testOptions(env.Prefix)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.ProfilingBindAddress = ln.Addr().String()
+	ln.Close()
+	r := start(t, env, cp.RESTConfig(), opts)
 	env.Eventually("leadership", func() (bool, error) { return elected(r.op), nil })
+	// --profiling-bind-address serves pprof.
+	env.Eventually("a heap profile", func() (bool, error) {
+		resp, err := http.Get("http://" + opts.ProfilingBindAddress + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "heap profile") {
+			return false, fmt.Errorf("status %d: %.80s", resp.StatusCode, body)
+		}
+		return true, nil
+	})
 
 	nc := readyNodeClaim(t, env, controllerstest.NodeClaim("metrics", np.Name))
 	env.Eventually("the pool to count its node and be Ready", func() (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -46,6 +47,11 @@ type Options struct {
 	// BindAddress is the host the servers listen on ("" means every
 	// interface).
 	BindAddress string
+	// ProfilingBindAddress (profilingBindAddress) is the host:port of a
+	// pprof server (/debug/pprof/: heap, goroutine, profile, ...), served
+	// by controller-runtime's manager (PprofBindAddress). Empty (the
+	// default) serves none. It runs on every replica, leader or not.
+	ProfilingBindAddress string
 	// LogLevel (logLevel): debug, info, warn or error. Default info.
 	LogLevel string
 	// FeatureGates (featureGates) switch optional behaviour.
@@ -155,6 +161,13 @@ func (o Options) Validate() field.ErrorList {
 	port("healthProbePort", o.HealthProbePort)
 	if o.MetricsPort > 0 && o.MetricsPort == o.HealthProbePort {
 		errs = append(errs, field.Invalid(field.NewPath("healthProbePort"), o.HealthProbePort, "must differ from metricsPort"))
+	}
+	if o.ProfilingBindAddress != "" {
+		host, port, err := net.SplitHostPort(o.ProfilingBindAddress)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 || (host != "" && net.ParseIP(host) == nil && validation.IsDNS1123Subdomain(host) != nil) {
+			errs = append(errs, field.Invalid(field.NewPath("profilingBindAddress"), o.ProfilingBindAddress,
+				"must be host:port (e.g. 127.0.0.1:6060 or :6060), or empty to serve no profiles"))
+		}
 	}
 	if !contains(LogLevels, o.LogLevel) {
 		errs = append(errs, field.NotSupported(field.NewPath("logLevel"), o.LogLevel, LogLevels))

@@ -34,6 +34,10 @@ func TestValidate(t *testing.T) {
 		{"free ports are fine", func(o *operator.Options) { o.MetricsPort, o.HealthProbePort = 0, 0 }, nil},
 		{"servers off", func(o *operator.Options) { o.MetricsPort, o.HealthProbePort = -1, -1 }, nil},
 		{"log level", func(o *operator.Options) { o.LogLevel = "verbose" }, []string{"logLevel"}},
+		{"profiling address", func(o *operator.Options) { o.ProfilingBindAddress = "127.0.0.1:6060" }, nil},
+		{"profiling any host", func(o *operator.Options) { o.ProfilingBindAddress = ":0" }, nil},
+		{"profiling without a port", func(o *operator.Options) { o.ProfilingBindAddress = "127.0.0.1" }, []string{"profilingBindAddress"}},
+		{"profiling bad port", func(o *operator.Options) { o.ProfilingBindAddress = "localhost:99999" }, []string{"profilingBindAddress"}},
 		{"time scale", func(o *operator.Options) { o.LivenessTimeScale = 0 }, []string{"livenessTimeScale"}},
 		{"lease timings", func(o *operator.Options) {
 			o.LeaderElection.RenewDeadline = o.LeaderElection.LeaseDuration

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
 )
 
@@ -229,6 +230,13 @@ func topReasons(why map[string]int, n int) []string {
 // 300 MiB at 3,000 nodes), its API server requests per pod (counted by its
 // own client, rest_client_requests_total; target 4), and the peak RSS of
 // this stack's kube-apiserver and etcd, to show the run fits the machine.
+// A progress line goes to stderr every 30 s; with DOVETAIL_BENCH_PPROF=DIR
+// the controller serves pprof (--profiling-bind-address) and a heap
+// profile is saved in DIR with each progress line and at the end. With
+// DOVETAIL_E2E_AUDIT=1 the stack's API server keeps an audit log of the
+// controller's identity, and its requests are also counted there, by user
+// agent (server-requests/pod). DOVETAIL_BENCH_GOMEMLIMIT=250MiB runs the
+// controller with that soft memory limit (GOMEMLIMIT).
 func BenchmarkScaleKwok(b *testing.B) {
 	nodes := 3000
 	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
@@ -259,16 +267,31 @@ spec:
           resources:
             requests: {cpu: 380m, memory: 256Mi}
 `, pods)
+	snapshot := profiling(b)
+	if limit := softMemoryLimit(b); limit != "" {
+		b.Logf("controller GOMEMLIMIT=%s", limit)
+	}
 	for b.Loop() {
 		b.StopTimer()
 		r, reqBefore := freshController(b)
 		s := newScenario(b)
+		audit := stk.ControlPlane().AuditLogPath()
+		var auditSkip int
+		if audit != "" {
+			var err error
+			if _, auditSkip, err = controlplane.CountAudit(audit, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.StartTimer()
 		begin := time.Now()
 		s.apply([]byte(manifest))
-		s.waitRunning(pods, 3*time.Hour)
+		waitRunningQuietly(b, s, r, pods, 3*time.Hour, snapshot)
 		elapsed := time.Since(begin)
 		b.StopTimer()
+		if snapshot != nil {
+			snapshot("end")
+		}
 		rss, err := r.PeakRSS()
 		if err != nil {
 			b.Fatal(err)
@@ -286,7 +309,18 @@ spec:
 		b.ReportMetric(float64(apiRSS)/(1<<20), "apiserver-peak-rss-MiB")
 		b.ReportMetric(float64(etcdRSS)/(1<<20), "etcd-peak-rss-MiB")
 		b.ReportMetric(float64(got), "nodes")
-		b.Logf("%d pods Running on %d nodes in %s; controller peak RSS %.1f MiB; %.0f API server requests (%.2f per pod); %d AWS calls (%.2f per node); kube-apiserver peak RSS %.0f MiB, etcd %.0f MiB",
+		if audit != "" {
+			counts, _, err := controlplane.CountAudit(audit, auditSkip)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(counts.ByUserAgent["dovetail"])/float64(pods), "server-requests/pod")
+			// Straight to stderr too: the benchmark's log comes only after
+			// its cleanup, which at fleet size takes long.
+			fmt.Fprintf(os.Stderr, "API server audit log: %d requests of the controller's identity by user agent %v, by verb %v (%.2f per pod by user agent dovetail)\n",
+				counts.Total, counts.ByUserAgent, counts.ByVerb, float64(counts.ByUserAgent["dovetail"])/float64(pods))
+		}
+		fmt.Fprintf(os.Stderr, "%d pods Running on %d nodes in %s; controller peak RSS %.1f MiB; %.0f API server requests (%.2f per pod); %d AWS calls (%.2f per node); kube-apiserver peak RSS %.0f MiB, etcd %.0f MiB\n",
 			pods, got, elapsed.Round(100*time.Millisecond), float64(rss)/(1<<20), reqAfter-reqBefore, (reqAfter-reqBefore)/float64(pods),
 			calls, float64(calls)/float64(max(got, 1)), float64(apiRSS)/(1<<20), float64(etcdRSS)/(1<<20))
 		b.StartTimer()

@@ -89,6 +89,9 @@ func run(m *testing.M) int {
 		Components: []stack.Component{aws, ctrl},
 		Apply:      []string{filepath.Join(repo, "examples")},
 		Progress:   &progress,
+		// DOVETAIL_E2E_AUDIT=1: the API server logs the controller's
+		// requests, which BenchmarkScaleKwok counts on the server side.
+		AuditUsers: auditUsers(),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local stack: %v\n%s", err, progress.String())

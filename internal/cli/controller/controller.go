@@ -76,6 +76,7 @@ var bindings = []binding{
 	{field: "leaderElection.retryPeriod", flag: "leader-election-retry-period"},
 	{field: "livenessTimeScale", flag: "liveness-time-scale"},
 	{field: "bindAddress", flag: "bind-address"},
+	{field: "profilingBindAddress", flag: "profiling-bind-address"},
 }
 
 // NewCmd returns `dovetail controller`.
@@ -134,6 +135,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.IntVar(&o.MetricsPort, "metrics-port", o.MetricsPort, "port of /metrics (0: any free port, -1: off)")
 	f.IntVar(&o.HealthProbePort, "health-probe-port", o.HealthProbePort, "port of /healthz and /readyz (0: any free port, -1: off)")
 	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the metrics and probe servers listen on (empty: all)")
+	f.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "host:port of a pprof server (/debug/pprof/), e.g. 127.0.0.1:6060 (empty: none)")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: "+strings.Join(operator.LogLevels, ", "))
 	f.Var(&gates, "feature-gates", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=false")
 	f.BoolVar(&o.LeaderElection.Enabled, "leader-elect", o.LeaderElection.Enabled, "elect a leader among replicas (off: this replica always reconciles)")

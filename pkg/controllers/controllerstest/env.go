@@ -35,6 +35,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -105,6 +106,11 @@ func New(t testing.TB, cfg *rest.Config) *Env {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// The operator's cache: the controllers are tested on trimmed
+		// Pods and Nodes, as they run.
+		Cache: cachetrim.Options(),
+		// ... and a client that refuses to write a whole trimmed object.
+		NewClient: cachetrim.NewClient,
 	})
 	if err != nil {
 		t.Fatalf("building the manager: %v", err)

@@ -44,7 +44,9 @@ func (r *rebalancer) register(mgr manager.Manager) error {
 // replacedBy maps a NodeClaim to the NodeClaims it replaces.
 func (r *rebalancer) replacedBy(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list karpv1.NodeClaimList
-	if err := r.c.kube.List(ctx, &list); err != nil {
+	// Read-only, on every NodeClaim update: the cached objects, not copies
+	// (a copied list per update grows with the square of the fleet).
+	if err := r.c.kube.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request

@@ -113,13 +113,9 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 		nodeList[i] = &nodes.Items[i]
 	}
 
-	var pods corev1.PodList
-	if err := p.kube.List(ctx, &pods, fast); err != nil {
+	podList, err := p.listPods(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("listing Pods: %w", err)
-	}
-	podList := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		podList[i] = &pods.Items[i]
 	}
 	// The pure part (nominations and their expiry, evacuated and leaving
 	// nodes, relocated pods) is snapshot.NewView, shared with disruption.

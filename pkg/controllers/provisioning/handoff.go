@@ -77,14 +77,13 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 	if len(planned) == 0 {
 		return
 	}
-	var all corev1.PodList
 	write, verdicts := map[types.UID]bool{}, map[types.UID]string{}
-	if err := p.kube.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+	if all, err := p.listPods(ctx); err != nil {
 		for uid := range planned {
 			write[uid] = true // unknown: hand every pod off
 		}
 	} else {
-		write, verdicts = toHandOff(all.Items, node, nc, planned)
+		write, verdicts = toHandOff(all, node, nc, planned)
 	}
 	moved, pods := p.mem.handOff(nc.Name, node.Name, write, verdicts, p.clock.Now(), p.opts.NominationTTL)
 	if moved == 0 {
@@ -119,11 +118,10 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 // toHandOff decides which of the pods planned onto the node get a
 // nomination: those a pod of another kind could displace (see handoff),
 // and returns the scheduler's last verdict on each planned pod.
-func toHandOff(all []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) (write map[types.UID]bool, verdicts map[types.UID]string) {
+func toHandOff(all []*corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) (write map[types.UID]bool, verdicts map[types.UID]string) {
 	kinds := otherKinds(all, node, nc, planned)
 	write, verdicts = map[types.UID]bool{}, make(map[types.UID]string, len(planned))
-	for i := range all {
-		pod := &all[i]
+	for _, pod := range all {
 		if !planned[pod.UID] {
 			continue
 		}
@@ -144,12 +142,11 @@ func toHandOff(all []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planne
 // required node affinity match its labels (with the NodeClaim's).
 // Resources are not compared: a smaller pod fits wherever a planned one
 // would.
-func otherKinds(pods []corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) map[string]bool {
+func otherKinds(pods []*corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) map[string]bool {
 	view := snapshot.NodeView(node, nc, false)
 	kinds := map[string]bool{}
 	checked := map[string]bool{} // one pod per kind: they share their spec
-	for i := range pods {
-		pod := &pods[i]
+	for _, pod := range pods {
 		if planned[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue

@@ -23,7 +23,7 @@ func TestToHandOff(t *testing.T) {
 	}
 	nc := &karpv1.NodeClaim{}
 	tolerates := []corev1.Toleration{{Key: "team", Value: "a", Effect: corev1.TaintEffectNoSchedule}}
-	pod := func(uid, owner string, mutate func(*corev1.Pod)) corev1.Pod {
+	pod := func(uid, owner string, mutate func(*corev1.Pod)) *corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}}
 		if owner != "" {
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID(owner), Controller: ptr.To(true)}}
@@ -32,10 +32,10 @@ func TestToHandOff(t *testing.T) {
 		if mutate != nil {
 			mutate(&p)
 		}
-		return p
+		return &p
 	}
 	planned := map[types.UID]bool{"web-1": true, "web-2": true, "api-1": true}
-	base := []corev1.Pod{
+	base := []*corev1.Pod{
 		pod("web-1", "web", nil), pod("web-2", "web", nil), pod("api-1", "api", nil),
 		pod("web-3", "web", nil), // planned elsewhere, same kind as web-1/2
 		pod("amd-1", "amd", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "amd64"} }),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	toolscache "k8s.io/client-go/tools/cache"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,9 +92,12 @@ type Provisioner struct {
 
 	batcher *Batcher
 	mem     *memory
-	mu      sync.Mutex // one pass at a time
-	seq     uint64
-	retries int
+	// podStore is the pod informer's store (set by watch): listPods reads
+	// the cached pods through it without copying a Pod struct per pod.
+	podStore toolscache.Store
+	mu       sync.Mutex // one pass at a time
+	seq      uint64
+	retries  int
 }
 
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)

@@ -1,0 +1,18 @@
+// Package cachetrim holds the transforms the controller's informer cache
+// applies to Pods and Nodes before storing them: at fleet size (30,000
+// pods) the cache is most of the controller's memory, and most of a Pod is
+// what only the kubelet reads (images, environment, probes, mounts, the
+// service account token volume, container statuses).
+//
+// What a trimmed object keeps is what some controller reads (see Pod and
+// Node); everything else is zero. The rule that makes this safe: no code
+// path writes a Pod or a Node from a cached object with Update. The
+// controllers write Pods only with a raw merge patch of
+// status.nominatedNodeName and evictions, and Nodes with merge patches
+// computed from a copy of the cached object (client.MergeFrom), which
+// carry only the fields that changed; metadata and spec of a Node are kept
+// whole, so no list in a patch (taints, finalizers) is a trimmed one.
+//
+// Must not: import controllers or cloud packages (the operator and the
+// controllers' test environment both use it).
+package cachetrim
