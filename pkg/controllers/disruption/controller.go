@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,6 +121,9 @@ type Controller struct {
 	// nom nominates the recreated pods of evicted owners to their planned
 	// nodes.
 	nom *nominator
+	// podStore is the pod informer's store (set by Register): the pass
+	// reads the cached pods through it, without copying a Pod struct.
+	podStore toolscache.Store
 }
 
 type held struct {
@@ -153,6 +157,9 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return fmt.Errorf("disruption: pod informer: %w", err)
+	}
+	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
+		c.podStore = si.GetStore()
 	}
 	if _, err := inf.AddEventHandler(c.podHandler()); err != nil {
 		return fmt.Errorf("disruption: pod event handler: %w", err)
