@@ -102,7 +102,8 @@ func TestRelaunchAfterRestartAdoptsTheInstance(t *testing.T) {
 // NodeClaims with nothing launched are then launched (with no further
 // lookup), and a NodeClaim created by this process is never looked up.
 func TestLookupsAfterRestartAreBatched(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	// Generous windows: the check is about combining, not timing.
+	e := newEnv(t, envOptions{provider: awsprovider.Options{BatchIdle: 200 * time.Millisecond, BatchMax: 3 * time.Second}})
 	reqs := in(karpv1.CapacityTypeLabelKey, "on-demand")
 	old := []*karpv1.NodeClaim{}
 	for range 6 {
@@ -146,10 +147,14 @@ func TestRepeatedLaunchGetsTheTokensInstance(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	p2 := e.restart() // started before the NodeClaim was created
 	reqs := in(karpv1.CapacityTypeLabelKey, "on-demand")
-	if _, err := p2.Create(e.ctx, e.apiClaim(time.Now().Add(time.Second), reqs)); err != nil { // warm p2's caches
-		t.Fatal(err)
+	for _, p := range []*awsprovider.Provider{e.p, p2} { // warm both caches
+		if _, err := p.Create(e.ctx, e.apiClaim(time.Now().Add(time.Second), reqs)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	nc := e.apiClaim(time.Now().Add(time.Second), reqs)
+	// Created after p2 started, and young for p2 however slow this
+	// machine is (the API server's clock a minute ahead).
+	nc := e.apiClaim(time.Now().Add(time.Minute), reqs)
 	first, err := e.p.Create(e.ctx, nc)
 	if err != nil {
 		t.Fatal(err)
