@@ -242,6 +242,7 @@ type account struct {
 	instances       map[string]*instanceRec
 	order           []string // instance ids in launch order (may hold removed ids)
 	fleets          map[string]*fleetRec
+	tokens          map[string]tokenRec // by action and client token (see idempotent)
 	roles           map[string]*roleRec
 	profiles        map[string]*instanceProfileRec
 	ssm             map[string]*ssmParam
@@ -274,6 +275,7 @@ func newAccount(e *Emulator) *account {
 		ltByName:        map[string]*launchTemplateRec{},
 		instances:       map[string]*instanceRec{},
 		fleets:          map[string]*fleetRec{},
+		tokens:          map[string]tokenRec{},
 		roles:           map[string]*roleRec{},
 		profiles:        map[string]*instanceProfileRec{},
 		ssm:             map[string]*ssmParam{},

@@ -35,11 +35,11 @@ var ec2Ops = map[string]ec2Handler{
 	"CreateLaunchTemplate":          (*Emulator).createLaunchTemplate,
 	"DescribeLaunchTemplates":       (*Emulator).describeLaunchTemplates,
 	"DeleteLaunchTemplate":          (*Emulator).deleteLaunchTemplate,
-	"CreateFleet":                   (*Emulator).createFleet,
+	"CreateFleet":                   idempotent((*Emulator).createFleet),
 	"DescribeInstances":             (*Emulator).describeInstances,
 	"TerminateInstances":            (*Emulator).terminateInstances,
 	"CreateTags":                    (*Emulator).createTags,
-	"RunInstances":                  (*Emulator).runInstances,
+	"RunInstances":                  idempotent((*Emulator).runInstances),
 	"DescribeInstanceStatus":        (*Emulator).describeInstanceStatus,
 }
 

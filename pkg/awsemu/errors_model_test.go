@@ -53,6 +53,7 @@ var ec2Errors = map[string]struct {
 	"InsufficientFreeAddressesInSubnet": {400, true},
 	"InvalidParameterCombination":       {400, true},
 	// Named by AWS's reference, not by the models.
+	"IdempotentParameterMismatch":                      {400, false},
 	"InvalidAMIID.Malformed":                           {400, false},
 	"InvalidFleetId.NotFound":                          {400, false},
 	"InvalidGroupId.Malformed":                         {400, false},
@@ -70,7 +71,7 @@ var ec2Errors = map[string]struct {
 }
 
 // ec2Files are the emulator's files that answer EC2 actions.
-var ec2Files = []string{"ec2.go", "filters.go", "errors.go", "query.go", "ec2xml.go", "fleet.go", "run.go", "images.go", "capacity.go", "lifecycle.go"}
+var ec2Files = []string{"ec2.go", "filters.go", "errors.go", "query.go", "ec2xml.go", "fleet.go", "idempotency.go", "run.go", "images.go", "capacity.go", "lifecycle.go"}
 
 // emittedEC2Codes reads, from the source of ec2Files, every error code the
 // emulator sends with its status: newAPIError(code, status, ...) and

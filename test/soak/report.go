@@ -55,8 +55,9 @@ type report struct {
 	Leaked            []string `json:"leaked"`
 	Dangling          []string `json:"dangling"`
 	Duplicates        []string `json:"duplicates"`
-	// Relaunches are not failures by themselves (a live orphan is also a
-	// leak): the cost of a kill between a launch and its record.
+	// Relaunches fail the soak: a NodeClaim's launch is idempotent (client
+	// token, lookup by tag after a restart), so a kill between a launch
+	// and its record must not launch a second instance.
 	Relaunches []relaunch `json:"relaunches"`
 	EmptyNodes []string   `json:"emptyNodes"`
 
@@ -116,7 +117,7 @@ func (r *report) print(w io.Writer) {
 		len(r.Leaked), r.LiveInstances, r.Nodes, len(r.Dangling))
 	fmt.Fprintf(w, "duplicate NodeClaims    %d sharing an instance, %d empty at the end (%d NodeClaims made, %d instances launched in all)\n",
 		len(r.Duplicates), len(r.EmptyNodes), r.ClaimsCreated, r.InstancesLaunched)
-	fmt.Fprintf(w, "relaunched NodeClaims   %d (a kill between the launch and its record; the orphan is garbage collected)\n", len(r.Relaunches))
+	fmt.Fprintf(w, "relaunched NodeClaims   %d (a second instance for a NodeClaim, e.g. after a kill between the launch and its record)\n", len(r.Relaunches))
 	for _, rl := range r.Relaunches {
 		fmt.Fprintf(w, "  %s\n", rl)
 	}

@@ -935,6 +935,13 @@ func (s *soak) measure(ctx context.Context) error {
 	if len(r.Duplicates) > 0 {
 		r.fail("%d instances with more than one NodeClaim: %s", len(r.Duplicates), strings.Join(r.Duplicates, "; "))
 	}
+	if len(r.Relaunches) > 0 {
+		var rs []string
+		for _, rl := range r.Relaunches {
+			rs = append(rs, rl.String())
+		}
+		r.fail("%d instances launched again for a NodeClaim that had one (launches must be idempotent): %s", len(r.Relaunches), strings.Join(rs, "; "))
+	}
 	if len(r.EmptyNodes) > 0 {
 		r.fail("%d NodeClaims with no workload pod (surplus): %s", len(r.EmptyNodes), strings.Join(r.EmptyNodes, "; "))
 	}

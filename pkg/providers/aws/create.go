@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,6 +53,11 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types: %w", err)
 	}
+	if in, err := p.launchedBefore(ctx, nodeClaim); err != nil {
+		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
+	} else if in != nil {
+		return p.launchedClaim(nodeClaim, nc, in, types), nil
+	}
 	reqs, err := apireq.NodeClaim(nodeClaim)
 	if err != nil {
 		return nil, &cloudprovider.CreateError{Reason: ReasonInvalidRequirements, Err: err}
@@ -74,7 +80,22 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if err != nil {
 		return nil, err
 	}
+	var empty int
+	if nodeClaim.UID != "" {
+		if r := p.launches.get(nodeClaim.UID); r != nil {
+			empty = r.empty
+		}
+		req.ClientToken = clientToken(nodeClaim.UID, empty, req)
+	}
 	res, err := p.instances.Launch(ctx, req)
+	if err != nil && instance.IsIdempotentParameterMismatch(err) {
+		// The token was spent on other parameters: only a launch of this
+		// NodeClaim can have spent it. Adopt what it launched, if anything.
+		if in, lerr := p.lookUpLaunched(ctx, nodeClaim); lerr == nil && in != nil {
+			return p.launchedClaim(nodeClaim, nc, in, types), nil
+		}
+		p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.empty = empty + 1 })
+	}
 	if err != nil {
 		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
 	}
@@ -88,6 +109,10 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		}
 	}
 	p.types.Unavailable().MarkUnavailable(iced...)
+	if res.Instance == nil && nodeClaim.UID != "" {
+		// EC2 bound the token to this answer: the next launch needs another.
+		p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.empty = empty + 1 })
+	}
 	if res.Instance == nil {
 		if len(other) == 0 {
 			return nil, cloudprovider.NewInsufficientCapacityError(errors.New("CreateFleet launched no instance"), iced...)
@@ -105,8 +130,72 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	in.LaunchTime = p.o.Clock.Now()
 	// Drift reads the instance as launched: no DescribeInstances per check.
 	p.instances.Remember(in)
+	if nodeClaim.UID != "" {
+		p.launches.update(nodeClaim.UID, in.LaunchTime, func(r *launchRecord) { r.instance = in })
+	}
 	return p.launchedClaim(nodeClaim, nc, in, types), nil
 }
+
+// launchedBefore returns the instance launched for the NodeClaim before
+// this call, nil if there is none: the one this process launched, or one
+// found by its tag when another process may have launched it (see
+// idempotent.go). A failed lookup is an error: launching then could make a
+// second instance.
+func (p *Provider) launchedBefore(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*instance.Instance, error) {
+	if nodeClaim.UID == "" {
+		return nil, nil
+	}
+	if r := p.launches.get(nodeClaim.UID); r != nil && r.instance != nil {
+		return r.instance, nil
+	}
+	now := p.o.Clock.Now()
+	if !p.launches.mayHaveBeenLaunched(nodeClaim, now) {
+		p.launches.update(nodeClaim.UID, now, func(*launchRecord) {})
+		return nil, nil
+	}
+	in, err := p.lookUpLaunched(ctx, nodeClaim)
+	if err != nil {
+		return nil, fmt.Errorf("looking for an instance launched earlier: %w", err)
+	}
+	if in == nil {
+		p.launches.update(nodeClaim.UID, now, func(*launchRecord) {})
+	}
+	return in, nil
+}
+
+// lookUpLaunched finds a pending or running instance of the cluster tagged
+// with the NodeClaim's name and launched after it was created (with a
+// margin for clock skew, so that a reused name never adopts an old
+// instance), and records it as this NodeClaim's. With several, the first
+// launched wins; garbage collection terminates the others once the
+// NodeClaim records its instance.
+func (p *Provider) lookUpLaunched(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*instance.Instance, error) {
+	found, err := p.instances.Tagged(ctx, instance.Tag{Key: karpv1.NodeClaimTagKey, Value: nodeClaim.Name})
+	if err != nil {
+		return nil, err
+	}
+	notBefore := nodeClaim.CreationTimestamp.Add(-launchClockSkew)
+	var best *instance.Instance
+	for _, in := range found {
+		if !p.owned(in) || in.LaunchTime.Before(notBefore) {
+			continue
+		}
+		if best == nil || in.LaunchTime.Before(best.LaunchTime) || (in.LaunchTime.Equal(best.LaunchTime) && in.ID < best.ID) {
+			best = in
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	p.o.Log.Info("adopting the instance launched for the NodeClaim earlier", "nodeclaim", nodeClaim.Name, "instance", best.ID, "launched", best.LaunchTime)
+	p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.instance = best })
+	return best, nil
+}
+
+// launchClockSkew is how much earlier than its NodeClaim's creation an
+// instance may have been launched and still be adopted (the API server's
+// and EC2's clocks differ).
+const launchClockSkew = 5 * time.Minute
 
 // ReasonLaunchNarrowed is the event reason when a launch offers EC2 fewer
 // of the NodeClaim's instance-type options than the engine planned.

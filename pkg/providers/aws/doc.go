@@ -22,10 +22,13 @@
 // # A launch
 //
 //	NodeClaim --> EC2NodeClass (status, Ready) --> instance types (cached)
+//	  --> a NodeClaim another process may have launched: looked up by its
+//	      nodeclaim tag first, and adopted if found (idempotent.go)
 //	  --> PlanLaunch: compatible types, capacity type, cheapest 60
 //	  --> user data + launch template per image (reused by content hash)
-//	  --> CreateFleet instant, capacity 1, tagged with the NodeClaim's name
-//	      (batched with identical launches)
+//	  --> CreateFleet instant, capacity 1, tagged with the NodeClaim's name,
+//	      client token from its UID and the request (batched with
+//	      identical launches)
 //	  --> insufficient-capacity errors mark offerings unavailable (3 min)
 //	  --> the instance as launched is remembered for drift checks
 //	  --> NodeClaim with providerID, labels, capacity, allocatable, image,
@@ -50,7 +53,8 @@
 // # Calls
 //
 // Calls grow with launches, not with reconciles: a launch is one
-// CreateFleet; Get and Delete describe (batched); IsDrifted reads the
+// CreateFleet (plus one DescribeInstances, shared by concurrent lookups,
+// for a NodeClaim another process may have launched); Get and Delete describe (batched); IsDrifted reads the
 // instance as launched or last described, at most DriftMaxAge old, and
 // refreshes stale records together (instance.Provider.Recent).
 //

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -80,6 +81,21 @@ type env struct {
 	client client.Client
 	logs   *syncBuffer
 	class  *awsv1.EC2NodeClass
+	// cfg and opts built p: restart builds another provider from them.
+	cfg  aws.Config
+	opts awsprovider.Options
+}
+
+// restart returns a new provider against the same emulator and cluster,
+// as a restarted controller process builds: no cache, no record of what
+// e.p launched.
+func (e *env) restart() *awsprovider.Provider {
+	e.t.Helper()
+	p, err := awsprovider.New(e.ctx, e.cfg, e.opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
 }
 
 var classSeq atomic.Int64
@@ -123,7 +139,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, emu: emu, p: p, client: cl, logs: logs}
+	e := &env{t: t, ctx: ctx, emu: emu, p: p, client: cl, logs: logs, cfg: cfg, opts: po}
 	t.Cleanup(e.checkCallsAllowed)
 	t.Cleanup(e.checkIMDSv2)
 	e.class = e.createClass(discoverySpec())

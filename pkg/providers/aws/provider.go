@@ -91,6 +91,7 @@ type Provider struct {
 	templates    *launchtemplate.Provider
 	instances    *instance.Provider
 	resolver     *nodeclass.Resolver
+	launches     *launches
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -120,7 +121,7 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		o.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	clients := sdk.NewClients(cfg, o.Retry)
-	p := &Provider{o: o, region: cfg.Region, clients: clients}
+	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}}
 	p.spotFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_price_failures_total",
 		Help: "Price loads in which live spot prices (DescribeSpotPriceHistory) could not be had.",

@@ -538,7 +538,9 @@ func TestConcurrentLaunchesCostOneCallEach(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			claim := e.claim()
+			// As the API server returns it (UID, creation time): the
+			// launch carries a client token and is not looked up.
+			claim := e.apiClaim(time.Now())
 			got, err := e.p.Create(e.ctx, claim)
 			if err != nil {
 				errs <- err

@@ -19,6 +19,7 @@ func FuzzRequests(f *testing.F) {
 	}{
 		{"", "/", "Action=DescribeInstances&Version=2016-11-15&Filter.1.Name=tag:a&Filter.1.Value.1=b*&MaxResults=5"},
 		{"", "/", "Action=CreateFleet&Version=2016-11-15&Type=instant&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=x&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large&TargetCapacitySpecification.TotalTargetCapacity=1"},
+		{"", "/", "Action=CreateFleet&Version=2016-11-15&ClientToken=tok-1&Type=instant&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=x&TargetCapacitySpecification.TotalTargetCapacity=1"},
 		{"", "/", "Action=CreateLaunchTemplate&Version=2016-11-15&LaunchTemplateName=abc&LaunchTemplateData.ImageId=ami-0123456789abcdef0&LaunchTemplateData.BlockDeviceMapping.1.DeviceName=/dev/xvda&LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize=x"},
 		{"", "/", "Action=CreateTags&Version=2016-11-15&ResourceId.1=i-1&Tag.1.Key=&Tag.2.Value=v"},
 		{"", "/", "Action=ListInstanceProfiles&Version=2010-05-08&MaxItems=0&Marker=%zz"},

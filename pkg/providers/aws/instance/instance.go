@@ -55,6 +55,18 @@ type LaunchRequest struct {
 	// interfaces.
 	Tags    map[string]string `json:"tags"`
 	Context string            `json:"context,omitempty"`
+	// ClientToken makes the CreateFleet call idempotent ("" lets the SDK
+	// draw one per call): EC2 answers a repeat with the same token and
+	// parameters with the first call's fleet and instances, and a repeat
+	// with other parameters with IdempotentParameterMismatch. Requests
+	// with different tokens are never batched together.
+	ClientToken string `json:"clientToken,omitempty"`
+}
+
+// IsIdempotentParameterMismatch reports whether err is EC2's answer to a
+// client token reused with other parameters.
+func IsIdempotentParameterMismatch(err error) bool {
+	return apiCode(err) == "IdempotentParameterMismatch"
 }
 
 // FleetError is one entry of CreateFleet's error list.
@@ -97,6 +109,7 @@ type Provider struct {
 	ec2       *ec2.Client
 	fleet     *batcher.Batcher[*LaunchRequest, *LaunchResult]
 	describe  *batcher.Batcher[string, *Instance]
+	tagged    *batcher.Batcher[Tag, []*Instance]
 	terminate *batcher.Batcher[string, struct{}]
 	clock     clock.Clock
 	recent    recent
@@ -132,6 +145,11 @@ func New(ctx context.Context, o Options) *Provider {
 		Name: "DescribeInstances", IdleWindow: o.BatchIdle, MaxWindow: o.BatchMax, MaxItems: 500, Clock: o.Clock,
 		Exec: p.execDescribe,
 	})
+	p.tagged = batcher.New(ctx, batcher.Options[Tag, []*Instance]{
+		Name: "DescribeInstances", IdleWindow: o.BatchIdle, MaxWindow: o.BatchMax, MaxItems: maxTagValues, Clock: o.Clock,
+		Key:  func(t Tag) string { return t.Key },
+		Exec: p.execTagged,
+	})
 	p.terminate = batcher.New(ctx, batcher.Options[string, struct{}]{
 		Name: "TerminateInstances", IdleWindow: o.BatchIdle, MaxWindow: o.BatchMax, MaxItems: 500, Clock: o.Clock,
 		Exec: p.execTerminate,
@@ -147,6 +165,44 @@ func (p *Provider) Launch(ctx context.Context, req *LaunchRequest) (*LaunchResul
 // Get describes one instance (batched with concurrent Gets).
 func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 	return p.describe.Add(ctx, id)
+}
+
+// Tag is one tag key and value.
+type Tag struct{ Key, Value string }
+
+// maxTagValues caps the values of the one tag filter of a Tagged batch.
+const maxTagValues = 100
+
+// Tagged lists the pending and running instances with the tag (batched
+// with concurrent calls for the same key: one DescribeInstances call for
+// many values), and records them for Recent.
+func (p *Provider) Tagged(ctx context.Context, tag Tag) ([]*Instance, error) {
+	return p.tagged.Add(ctx, tag)
+}
+
+func (p *Provider) execTagged(ctx context.Context, tags []Tag) []batcher.Result[[]*Instance] {
+	results := make([]batcher.Result[[]*Instance], len(tags))
+	values := make([]string, len(tags))
+	for i, t := range tags {
+		values[i] = t.Value
+	}
+	key := tags[0].Key // a batch shares its key
+	found, err := p.List(ctx, []ec2types.Filter{
+		{Name: aws.String("tag:" + key), Values: unique(values)},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}},
+	})
+	for i, t := range tags {
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(found)) {
+			if in := found[id]; in.Tags[key] == t.Value {
+				results[i].Out = append(results[i].Out, in)
+			}
+		}
+	}
+	return results
 }
 
 // Terminate terminates one instance (batched with concurrent calls).
@@ -195,6 +251,9 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 	}
 	if req.Context != "" {
 		in.Context = aws.String(req.Context)
+	}
+	if req.ClientToken != "" {
+		in.ClientToken = aws.String(req.ClientToken)
 	}
 	for _, c := range req.Configs {
 		cfg := ec2types.FleetLaunchTemplateConfigRequest{
