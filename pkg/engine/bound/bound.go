@@ -63,6 +63,11 @@ type Result struct {
 	Converged bool
 	// LPValue is the cost of that fractional solution when Converged, else 0.
 	LPValue float64
+	// Relaxation is the relaxation's proven bound alone, within Tolerance
+	// of LPValue when Converged; LowerBound is the larger of it and the
+	// whole-node covering of its dual value (see the package
+	// documentation), so it may exceed LPValue.
+	Relaxation float64
 	// Rounds is the number of column generation rounds (pricing passes).
 	Rounds int
 	// Pivots is the number of simplex pivots in the master.
@@ -143,9 +148,13 @@ func solve(p *Problem, opts Options, tun tuning) (Result, error) {
 	}
 	s := newSolver(pr, opts, tun)
 	s.run()
-	res.LowerBound = s.best.lb * (1 - safetyShrink)
-	if res.LowerBound < 0 {
-		res.LowerBound = 0
+	if s.converged && tun.integral && s.integralEligible() {
+		s.converged = s.runIntegral()
+	}
+	res.Relaxation = max(s.best.lb*(1-safetyShrink), 0)
+	res.LowerBound = res.Relaxation
+	if tun.cover {
+		res.LowerBound = max(res.LowerBound, s.coverBound()*(1-safetyShrink))
 	}
 	res.Converged = s.converged
 	if s.converged {
