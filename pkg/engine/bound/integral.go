@@ -33,8 +33,8 @@ const (
 	intMaxGroups = 24
 	// intNodeBudget caps the branch and bound nodes of one knapsack;
 	// intTotalBudget those of one Solve.
-	intNodeBudget  = 20000
-	intTotalBudget = 3000000
+	intNodeBudget  = 4000
+	intTotalBudget = 100000
 	intMaxRounds   = 200
 )
 

@@ -127,3 +127,60 @@ func TestIntegralHandCases(t *testing.T) {
 		})
 	}
 }
+
+// TestJointFloorNeverExceedsBruteForceOptimum: Floor with the joint
+// cpu-and-memory covering stays below the brute-force optimum on 1,000
+// seeded small problems, never below Floor without it, and it reports how
+// often the joint covering raised it.
+func TestJointFloorNeverExceedsBruteForceOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261201, 16))
+	defer func() { floorJoint = true }()
+	raised := 0
+	for i := range 1000 {
+		p := genSmall(rng, 8)
+		opt := bruteForceOptimum(&p)
+		floorJoint = false
+		before := Floor(&p)
+		floorJoint = true
+		fl := Floor(&p)
+		if fl > opt+1e-9 {
+			t.Fatalf("instance %d: Floor %.12g > optimum %.12g\n%+v", i, fl, opt, p)
+		}
+		if fl < before {
+			t.Fatalf("instance %d: Floor %.12g below %.12g without the joint covering", i, fl, before)
+		}
+		if fl > before*(1+1e-6) {
+			raised++
+		}
+	}
+	t.Logf("1000 instances: the joint covering raised Floor on %d", raised)
+	if raised == 0 {
+		t.Error("the joint covering never raised Floor")
+	}
+}
+
+// TestJointFloorHandCase: 19 pods of 450m and 2 memory units (8.55 cpu,
+// 38 units) on nodes of 2 cpu and 16 units ($1) or 8 cpu and 16 units
+// ($2). Cpu alone is covered by a big node and a small one ($3), memory
+// alone by three small ones ($3); both at once need a big node and two
+// small ones ($4). (The optimum is $5: a node holds at most 4 or 8 whole
+// pods.)
+func TestJointFloorHandCase(t *testing.T) {
+	p := Problem{
+		Offerings: []Offering{{Price: 1, Alloc: [3]float64{2000, 16, 110}}, {Price: 2, Alloc: [3]float64{8000, 16, 110}}},
+		Groups:    []Group{{Count: 19, Request: [3]float64{450, 2, 1}, Allowed: []int{0, 1}}},
+	}
+	floorJoint = false
+	before := Floor(&p)
+	floorJoint = true
+	got := Floor(&p)
+	if math.Abs(got-4) > 1e-6 {
+		t.Fatalf("Floor %.9g, want 4 (without the joint covering %.9g)", got, before)
+	}
+	if before >= 4-1e-6 {
+		t.Fatalf("Floor without the joint covering is %.9g already: the case tests nothing", before)
+	}
+	if res, err := Solve(&p); err != nil || res.LowerBound > 5+1e-9 {
+		t.Fatalf("Solve %.9g (%v) above the optimum 5", res.LowerBound, err)
+	}
+}
