@@ -159,8 +159,10 @@
 // configuration LP (Gilmore-Gomory): it knows that two 1.5-cpu pods and a
 // 3-GiB pod never share a 4-cpu, 4-GiB node, which no per-resource
 // argument sees. Every round's Farley bound is valid, for the same reason
-// as above, and the best over both phases is kept. Converged and LPValue
-// then refer to the configuration LP.
+// as above, and the best over both phases is kept. Converged, LPValue and
+// Relaxation keep describing the fractional relaxation;
+// Result.Configuration reports whether the configuration LP was solved
+// within the budgets.
 //
 // # Whole nodes at the proof's prices (covering)
 //
