@@ -1299,8 +1299,14 @@ func (p *planner) finish() {
 
 // LowerBound returns what Compute puts in Plan.LowerBoundPricePerHour
 // (without planning anything): a proven lower bound on the $/h of any
-// fleet of new nodes holding every pod running on managed nodes or
-// pending. It is the costly part of a pass at scale; a caller that plans
+// fleet that holds every pod running on managed nodes or pending, each
+// pod on a node of an offering of a NodePool of the input that its
+// requirements, tolerations and volumes allow (whatever the pools'
+// weights, limits, and the offerings' availability), with a workload's
+// pods under required hostname anti-affinity among themselves on distinct
+// nodes, and every node priced at its catalog price. Topology spreads are
+// not assumed to hold (an existing fleet may be skewed), so the fleet
+// after the commands can never cost less. It is the costly part of a pass at scale; a caller that plans
 // often can set Options.SkipLowerBound and call this only when the pods
 // or pools changed. It only reads in, so it may run while Compute runs on
 // the same input. The error is Compute's: malformed input.
@@ -1320,25 +1326,53 @@ func LowerBound(in *Input) (float64, error) {
 	return p.lowerBound(), nil
 }
 
-// lowerBound bounds the $/h of any fleet of new nodes holding every pod
-// running on managed nodes or pending.
+// lowerBound bounds the $/h of any fleet holding every pod running on
+// managed nodes or pending (see Plan.LowerBoundPricePerHour for exactly
+// which fleets). The fleet after the commands keeps most pods where they
+// are, so the engine's bound, which is for fresh plans, is loosened to
+// what an existing placement may look like:
+//
+//   - Pool weights are dropped (every pool gets weight 0). The engine's
+//     bound lets each pod use only the pools of the weight tier its pods
+//     landed in, because a fresh plan fills the heaviest pool first; an
+//     existing node of a lighter pool with room holds pods all the same.
+//   - Topology spreads are dropped. Deleting pods leaves
+//     the survivors as skewed as it happens, the planner does not move a
+//     pod only to even out a spread, and the engine's bound turns a zone
+//     spread into per-zone minimums that such a fleet need not meet.
+//   - Unavailable offerings and pool limits are dropped: an existing node
+//     of an offering now out of capacity, or of a pool at its limit, is
+//     still in the fleet.
+//
+// What stays: each pod's node requirements, tolerations, volumes' zones
+// and required hostname anti-affinity among a workload's own pods, which
+// every placement respects (a deletion or a move never puts two such pods
+// on one node).
 func (p *planner) lowerBound() float64 {
 	in := p.in.Cluster
 	b := &engine.Input{DaemonSets: in.DaemonSets, Volumes: in.Volumes, NamespaceLabels: in.NamespaceLabels,
-		Region: in.Region, Unavailable: in.Unavailable, Options: engine.Options{ImprovementBudget: -1, Seed: p.eopts.Seed}}
+		Region: in.Region, Options: engine.Options{ImprovementBudget: -1, Seed: p.eopts.Seed}}
 	for _, np := range in.NodePools {
-		np.Limits, np.Usage = nil, nil
+		np.Limits, np.Usage, np.Weight = nil, nil, 0
 		b.NodePools = append(b.NodePools, np)
 	}
-	b.Pods = append(b.Pods, in.Pods...)
+	add := func(pod *corev1.Pod, bound bool) {
+		q := *pod
+		if bound {
+			q.Spec.NodeName = ""
+		}
+		q.Spec.TopologySpreadConstraints = nil
+		b.Pods = append(b.Pods, &q)
+	}
+	for _, pod := range in.Pods {
+		add(pod, false)
+	}
 	for _, n := range p.nodes {
 		if n.pool == "" {
 			continue
 		}
 		for _, pod := range n.pods {
-			q := *pod
-			q.Spec.NodeName = ""
-			b.Pods = append(b.Pods, &q)
+			add(pod, true)
 		}
 	}
 	plan, err := engine.Solve(b)

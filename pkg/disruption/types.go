@@ -168,9 +168,10 @@ type Plan struct {
 	// FleetPricePerHourAfter the same once every command is done.
 	FleetPricePerHour, FleetPricePerHourAfter float64
 	// LowerBoundPricePerHour is a proven lower bound on the $/h of any
-	// fleet of new nodes that holds every pod now running or pending on
-	// managed capacity (unmanaged nodes' pods excluded), from the engine's
-	// LP bound; 0 when skipped.
+	// fleet of the input's NodePools (any weight) that holds every pod now
+	// running or pending on managed capacity (unmanaged nodes' pods
+	// excluded), topology spreads not assumed (see LowerBound), from the
+	// engine's bound; 0 when skipped.
 	LowerBoundPricePerHour float64
 	// Stats are counts about the pass.
 	Stats Stats

@@ -63,6 +63,14 @@ type Result struct {
 	Converged bool
 	// LPValue is the cost of that fractional solution when Converged, else 0.
 	LPValue float64
+	// Relaxation is the fractional relaxation's proven bound, within
+	// Tolerance of LPValue when Converged. LowerBound is at least that, and
+	// more where integral pricing or the whole-node covering proved more
+	// (see the package documentation), so it may exceed LPValue.
+	Relaxation float64
+	// Configuration reports that the integral pricing phase ran and solved
+	// the configuration LP (over whole-pod node loads) to the tolerance.
+	Configuration bool
 	// Rounds is the number of column generation rounds (pricing passes).
 	Rounds int
 	// Pivots is the number of simplex pivots in the master.
@@ -143,16 +151,21 @@ func solve(p *Problem, opts Options, tun tuning) (Result, error) {
 	}
 	s := newSolver(pr, opts, tun)
 	s.run()
-	res.LowerBound = s.best.lb * (1 - safetyShrink)
-	if res.LowerBound < 0 {
-		res.LowerBound = 0
-	}
+	res.Relaxation = max(s.best.lb*(1-safetyShrink), 0)
 	res.Converged = s.converged
 	if s.converged {
 		res.LPValue = s.rmp.objective()
 	}
-	res.Rounds = s.rounds
 	res.Pivots = s.rmp.pivots
+	if s.converged && tun.integral && s.integralEligible() {
+		res.Configuration = s.runIntegral()
+		res.Pivots += s.rmp.pivots // the integral phase's master is a new one
+	}
+	res.LowerBound = max(s.best.lb*(1-safetyShrink), 0)
+	if tun.cover {
+		res.LowerBound = max(res.LowerBound, s.coverBound()*(1-safetyShrink))
+	}
+	res.Rounds = s.rounds
 	res.PricingSolves = s.solves
 	res.Columns = s.rmp.ncols()
 	res.Rows = s.rmp.m

@@ -131,7 +131,7 @@ func TestConvergesToLP(t *testing.T) {
 		if res.LowerBound > greedy*(1+1e-9) {
 			t.Fatalf("case %d: bound %.10g above a feasible plan %.10g", i, res.LowerBound, greedy)
 		}
-		if res.LPValue < res.LowerBound*(1-1e-9) {
+		if res.LPValue < res.Relaxation*(1-1e-9) {
 			t.Fatalf("case %d: LPValue %.10g below LowerBound %.10g", i, res.LPValue, res.LowerBound)
 		}
 	}

@@ -140,6 +140,48 @@
 // tolerance (the master then holds a fractional solution meeting every row,
 // Result.LPValue, within Options.Tolerance of the bound).
 //
+// # Whole pods (integral pricing)
+//
+// The proof only needs F_o >= the dual value of any load one node of o
+// really carries, and a real node carries whole pods: x_g in {0, ...,
+// m_go}, sum_g x_g R_g <= A_o, y_g = [x_g >= 1]. For small problems (at
+// most 500 pods and 24 merged groups, exact mode, no zero-priced
+// offering), once the fractional relaxation has converged, a second phase
+// (integral.go) prices with that integer knapsack instead: depth-first
+// branch and bound over the groups, each node bounded by weak duality at
+// the resource prices y >= 0 of the fractional optimum
+// (y.Rem + sum_g [(w1_g - R_g.y)^+ + (u_g - 1)(w2_g - R_g.y)^+], u_g the
+// pods of g that still fit), with a node budget per knapsack and per
+// Solve; a knapsack whose budget runs out uses its fractional bound,
+// which is valid too. The master keeps only integral columns (the
+// fractional ones are dropped, the artificials keep it feasible) and
+// gets the integral optima that price out, so it converges to the
+// configuration LP (Gilmore-Gomory): it knows that two 1.5-cpu pods and a
+// 3-GiB pod never share a 4-cpu, 4-GiB node, which no per-resource
+// argument sees. Every round's Farley bound is valid, for the same reason
+// as above, and the best over both phases is kept. Converged, LPValue and
+// Relaxation keep describing the fractional relaxation;
+// Result.Configuration reports whether the configuration LP was solved
+// within the budgets.
+//
+// # Whole nodes at the proof's prices (covering)
+//
+// With the best duals pi and any valid F_o, every plan has
+// D(pi) <= sum_o F_o n_o with n_o whole numbers, so it costs at least the
+// optimum of the one-dimensional covering knapsack
+// min sum_o p_o n_o s.t. sum_o F_o n_o >= D(pi), n_o in {0, 1, ...}. Its
+// linear relaxation is Farley's D / max_o(F_o/p_o); the integral one
+// knows that a fraction of a node is not for sale (0.94 of the best node
+// at the proof's prices costs a whole one, unless smaller nodes cover the
+// rest for less). It is solved exactly by dynamic programming over 4096
+// steps of D(pi), each F_o rounded up to a step (which only relaxes).
+// LowerBound is the larger of this and the relaxation's proof
+// (Result.Relaxation), so it may exceed LPValue.
+//
+// Measured on 1,200 seeded brute-force problems (integral_test.go): the
+// bound is tighter on 249, exact on 1,170 (951 without these two parts),
+// mean optimum/bound 1.0027 (was 1.0431); never above the optimum.
+//
 // # Whole nodes (Floor)
 //
 // The relaxation pays fractions of nodes; on a few nodes that can be far
@@ -150,8 +192,13 @@
 // resource, per set of groups (all, and each alone), the cheapest integral
 // set of nodes whose capacities for those pods (subset sums within each
 // offering's allocatable) cover their total demand, for all zones together
-// and, summed, zone by zone for the pods zone minimums force there. It is
-// checked against the brute-force optimum like Solve. The engine takes the
+// and, summed, zone by zone for the pods zone minimums force there; and the
+// same covering for cpu and memory at once (a two-dimensional covering
+// knapsack on a 64 x 64 table, capacities rounded up to its cells), which
+// knows that no mix of whole 2-cpu/16-unit and 8-cpu/16-unit nodes covers
+// 8.55 cpu and 38 units for less than $4, where each resource alone costs
+// $3. It is checked against the brute-force optimum like Solve (the joint
+// covering raised it on 69 of 1,000 problems). The engine takes the
 // larger of the two.
 //
 // # Cost

@@ -33,7 +33,8 @@ import (
 // nodes in z cost at least the covering optimum for that zone's forced
 // demand; nodes in different zones are distinct, so the zones' optima add
 // up. Floor is the largest of these over S (all groups, and every group
-// alone) and r.
+// alone) and r, and of the joint cpu-and-memory covering for all groups
+// (jointBound, below).
 func Floor(p *Problem) float64 {
 	pods := 0
 	for _, g := range p.Groups {
@@ -71,6 +72,9 @@ func Floor(p *Problem) float64 {
 	// The work is counted (table cells and words touched) and capped, so
 	// that Floor costs a few milliseconds at most; every covering is a bound
 	// by itself, so stopping early only loses tightness.
+	if floorJoint {
+		best = max(best, f.jointBound(sets[0]))
+	}
 	for _, set := range sets {
 		for r := range NumResources {
 			if f.work > floorMaxWork {
@@ -92,6 +96,7 @@ const (
 	// floorCoverUnits caps the covering table; past it units are coarsened.
 	floorCoverUnits = 4096
 	// floorMaxWork caps the work, in table cells and bitset words.
+	// (floorJoint is a var for the tests' before/after comparison.)
 	floorMaxWork = 1_500_000
 )
 
@@ -410,3 +415,140 @@ func (f *floorer) cover(offs []offer, demand int64) float64 {
 	}
 	return g[d]
 }
+
+// Joint cpu and memory. A node of o holds at most c_o[cpu] of S's cpu and
+// c_o[mem] of S's memory (each a subset sum as above), so the plan's nodes
+// meet both coverings at once:
+//
+//	sum_o k_o c_o[cpu] >= D[cpu]  and  sum_o k_o c_o[mem] >= D[mem]
+//
+// which costs more than either alone when no node shape matches the pods'
+// mix (a plan of whole 2-cpu/16-GiB and 2-cpu/8-GiB nodes for 8.55 cpu and
+// 40 GiB). The two-dimensional covering knapsack is solved by dynamic
+// programming on a floorGrid x floorGrid table, capacities rounded up to
+// its cells and demands kept (which only relaxes).
+const floorGrid = 64
+
+// offer2 is a node shape's capacities in both resources, in cells.
+type offer2 struct {
+	cap   [2]int64
+	price float64
+}
+
+// joint is the joint covering bound for set's pods, over all zones
+// (zone < 0) or for what minimums force into zone.
+func (f *floorer) joint(set []int, zone int) float64 {
+	var unit, demand [2]int64
+	for r := range 2 {
+		u, ok := f.units(set, r)
+		if !ok {
+			return 0
+		}
+		unit[r] = u
+		for _, gi := range set {
+			g := f.p.Groups[gi]
+			c := int64(g.Count)
+			if zone >= 0 {
+				c = int64(g.MinPerZone[zone])
+			}
+			demand[r] += c * (int64(g.Request[r]) / u)
+		}
+		if demand[r] == 0 {
+			return 0
+		}
+	}
+	var q, d [2]int64
+	for r := range 2 {
+		q[r] = (demand[r] + floorGrid - 1) / floorGrid
+		d[r] = (demand[r] + q[r] - 1) / q[r]
+	}
+	var offs []offer2
+	for _, oi := range f.kept {
+		o := f.p.Offerings[oi]
+		if zone >= 0 && o.Zone != zone {
+			continue
+		}
+		var c [2]int64
+		for r := range 2 {
+			v := f.capacity(oi, set, r, unit[r], zone)
+			c[r] = min((v+q[r]-1)/q[r], d[r])
+		}
+		if c[0] > 0 || c[1] > 0 {
+			offs = append(offs, offer2{c, o.Price})
+		}
+	}
+	if len(offs) == 0 {
+		return math.Inf(1)
+	}
+	// Drop offers another one matches in both capacities for no more.
+	slices.SortStableFunc(offs, func(a, b offer2) int {
+		if a.price != b.price {
+			if a.price < b.price {
+				return -1
+			}
+			return 1
+		}
+		return int((b.cap[0] + b.cap[1]) - (a.cap[0] + a.cap[1]))
+	})
+	var front []offer2
+	for _, o := range offs {
+		dom := false
+		for _, k := range front {
+			if k.cap[0] >= o.cap[0] && k.cap[1] >= o.cap[1] {
+				dom = true
+				break
+			}
+		}
+		if !dom {
+			front = append(front, o)
+		}
+	}
+	cells := int((d[0] + 1) * (d[1] + 1))
+	f.work += cells * len(front)
+	w := d[1] + 1
+	g := make([]float64, cells)
+	for a := int64(0); a <= d[0]; a++ {
+		for b := int64(0); b <= d[1]; b++ {
+			if a == 0 && b == 0 {
+				continue
+			}
+			v := math.Inf(1)
+			for _, o := range front {
+				v = math.Min(v, o.price+g[max(0, a-o.cap[0])*w+max(0, b-o.cap[1])])
+			}
+			g[a*w+b] = v
+		}
+	}
+	return g[cells-1]
+}
+
+// jointBound is the largest joint covering: over all zones, and summed
+// over the zones with minimums.
+func (f *floorer) jointBound(set []int) float64 {
+	best := f.joint(set, -1)
+	if math.IsInf(best, 1) {
+		best = 0
+	}
+	zones := map[int]bool{}
+	for _, gi := range set {
+		for z, m := range f.p.Groups[gi].MinPerZone {
+			if m > 0 {
+				zones[z] = true
+			}
+		}
+	}
+	if len(zones) == 0 {
+		return best
+	}
+	total := 0.0
+	for z := range zones {
+		v := f.joint(set, z)
+		if math.IsInf(v, 1) {
+			return best
+		}
+		total += v
+	}
+	return max(best, total)
+}
+
+var floorJoint = true

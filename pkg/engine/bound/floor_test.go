@@ -68,12 +68,16 @@ func TestFloorWholeNodes(t *testing.T) {
 		if math.Abs(got-tc.want) > 1e-6 {
 			t.Errorf("%d offerings: Floor %.9g, want %.9g", len(tc.offs), got, tc.want)
 		}
-		res, err := Solve(&p)
+		res, err := solve(&p, Options{}, oldTuning())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.LowerBound >= tc.want-1e-6 {
-			t.Errorf("%d offerings: Solve's bound %.9g already reaches %.9g: the case does not show Floor", len(tc.offs), res.LowerBound, tc.want)
+			t.Errorf("%d offerings: the fractional bound %.9g already reaches %.9g: the case does not show Floor", len(tc.offs), res.LowerBound, tc.want)
+		}
+		// Integral pricing and the whole-node covering see it too.
+		if res, err = Solve(&p); err != nil || res.LowerBound < tc.want-1e-6 || res.LowerBound > tc.want+1e-9 {
+			t.Errorf("%d offerings: Solve's bound %.9g (%v), want %.9g", len(tc.offs), res.LowerBound, err, tc.want)
 		}
 	}
 }

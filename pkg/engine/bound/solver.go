@@ -98,6 +98,9 @@ type solver struct {
 	roundPivots int     // master pivots per round: re-optimizing fully each
 	// round was measured to cost more pivots in all than stopping early
 
+	ik        intKnap // integral pricing
+	intBudget int     // branch and bound nodes left
+
 	solves  int    // exact pricing solves
 	onRound func() // tests only: called after every round's proof
 }
@@ -117,10 +120,12 @@ type tuning struct {
 	exactGroups, exactRows int
 	clusters               int
 	clusteredRows          int
+	integral               bool // run the integral pricing phase (integral.go)
+	cover                  bool // whole-node covering of the proof's dual value
 }
 
 func defaultTuning() tuning {
-	return tuning{exactGroups: 64, exactRows: 320, clusters: 8, clusteredRows: 150}
+	return tuning{exactGroups: 64, exactRows: 320, clusters: 8, clusteredRows: 150, integral: true, cover: true}
 }
 
 // maxWork caps the master's work (sum of m^2 over pivots, about 1 ns each),
