@@ -25,8 +25,10 @@ const (
 )
 
 // launch creates the instance once. The result is persisted at once (labels
-// and annotations, then status), because Create is not idempotent: losing
-// its answer leaks an instance until garbage collection finds it.
+// and annotations, then status). The AWS provider's Create is idempotent
+// per NodeClaim UID (a client token, and a lookup by tag for a NodeClaim
+// another process may have launched), but a provider need not be, and
+// every lost answer costs a lookup: so the answer is written first.
 func (c *Controller) launch(ctx context.Context, st *state) (reconcile.Result, error) {
 	nc := st.nc
 	if nc.IsTrue(karpv1.ConditionTypeLaunched) {
@@ -41,7 +43,7 @@ func (c *Controller) launch(ctx context.Context, st *state) (reconcile.Result, e
 	// The cache may lag behind our own writes: a reconcile queued by the
 	// finalizer patch can run after this NodeClaim was deleted for lack
 	// of capacity, or after a launch whose status the cache has not seen.
-	// Create is not idempotent, so the API server has the last word.
+	// A launch costs an instance, so the API server has the last word.
 	if stop, err := c.launchedOrGone(ctx, nc); stop || err != nil {
 		return reconcile.Result{}, err
 	}
