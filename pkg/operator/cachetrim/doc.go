@@ -13,6 +13,12 @@
 // carry only the fields that changed; metadata and spec of a Node are kept
 // whole, so no list in a patch (taints, finalizers) is a trimmed one.
 //
+// Cached Pods are also read without deep copies, and the pods of one kind
+// share their repeated parts (labels, owner references, node selector,
+// tolerations, container resources; share.go): a reader must never change
+// a map, a slice or a pointed-to field of a Pod it read from the cache
+// (changing a shallow copy's scalar fields is fine).
+//
 // Must not: import controllers or cloud packages (the operator and the
 // controllers' test environment both use it).
 package cachetrim
