@@ -350,6 +350,7 @@ func (s *solver) improve() {
 func (s *solver) poolRepack(budget int) {
 	base := s.knobs
 	for _, k := range knobVariants(s.opts.Seed, len(s.in.Pods) >= pricedVariants) {
+		k.zoneShift = base.zoneShift
 		s.knobs = k
 		for _, p := range s.pools {
 			if s.evals+s.constructEvals > budget {
