@@ -103,7 +103,8 @@
 // claims one at a time and lopsided claims in pairs, and last each pool's
 // claims all at once across zones (pods whose zone does not matter move
 // beside the pods a zone spread forces into a zone), keeping only cheaper
-// results. A small input (under 500 pending pods) whose claims of one pool
+// results. A small input (under 500 pending pods, no existing nodes or
+// in-flight claims, at least 4 new claims) whose claims of one pool
 // lie in several zones is solved again with the zone tie-break rotated
 // (which zone the first, largest claims land in; zones differ in price),
 // once per other zone, and the cheapest plan is kept, the first among

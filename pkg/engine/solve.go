@@ -132,9 +132,10 @@ func (s *solver) runBest(again func() *solver) *solver {
 }
 
 // multiStart reports whether a plan is worth solving again with the zone
-// tie-break rotated: a small input (under multiStartPods pending pods) with
-// at least multiStartClaims new claims, of which one pool's lie in more
-// than one zone. Which zone the first
+// tie-break rotated: a small input (under multiStartPods pending pods, no
+// existing node or in-flight claim: what-ifs on a cluster are many and
+// would pay it each time) with at least multiStartClaims new claims, of
+// which one pool's lie in more than one zone. Which zone the first
 // (largest) claims land in is a tie-break of the construction, and zones
 // differ in price; improvement re-packs but does not move a construction's
 // large claims between zones.
@@ -143,7 +144,7 @@ func (s *solver) multiStart() bool {
 	for _, c := range s.classes {
 		pending += len(c.pods)
 	}
-	if pending >= multiStartPods || len(s.zones) < 2 {
+	if pending >= multiStartPods || len(s.zones) < 2 || s.nExisting > 0 {
 		return false
 	}
 	claims := s.liveClaims()
