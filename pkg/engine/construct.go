@@ -1200,6 +1200,7 @@ type knobs struct {
 	gate      float64 // worthIt threshold (0: off)
 	lambda    bool    // value pods at the pools' resource prices
 	retarget  bool    // choose a claim's target again when a pod pins its zone
+	zoneShift int     // rotates the zone tie-break of zonePref (0: zone order)
 }
 
 var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true, retarget: true}

@@ -65,7 +65,6 @@ var knownCostGaps = map[string]bool{
 	"spot-fallback/5": true,
 	"big-daemons/2":   true,
 	"big-daemons/5":   true,
-	"arm-weighted/1":  true,
 	// Held-out (looked at once, after tuning; not tuned on).
 	"heldout-uneven-spread/70002": true,
 	"heldout-arm-weighted/70501":  true,

@@ -100,8 +100,16 @@
 // chosen again at the zone's prices (spot prices differ by zone).
 // Improvement re-packs (pool, zone) groups with other heuristic settings
 // (for large inputs, first those with resource prices and retargeting),
-// claims one at a time and lopsided claims in pairs, keeping only cheaper
-// results. Work is bounded by Options.ImprovementBudget
+// claims one at a time and lopsided claims in pairs, and last each pool's
+// claims all at once across zones (pods whose zone does not matter move
+// beside the pods a zone spread forces into a zone), keeping only cheaper
+// results. A small input (under 500 pending pods, no existing nodes or
+// in-flight claims, at least 4 new claims) whose claims of one pool
+// lie in several zones is solved again with the zone tie-break rotated
+// (which zone the first, largest claims land in; zones differ in price),
+// once per other zone, and the cheapest plan is kept, the first among
+// equals, so plans stay deterministic. Work is bounded by
+// Options.ImprovementBudget
 // (DefaultImprovementBudget scales with the input). Plan.LowerBound,
 // from pkg/engine/bound, bounds every plan for the pods put on new claims;
 // per independent part it is the largest of the linear relaxation, a

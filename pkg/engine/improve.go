@@ -337,7 +337,43 @@ func (s *solver) improve() {
 			break
 		}
 	}
+	s.poolRepack(budget)
 	s.stats.ImproveEvaluations = s.evals
+}
+
+// poolRepack re-packs all of a pool's claims at once, across zones, with
+// each heuristic setting, keeping each result that is cheaper, while the
+// budget allows another whole construction's worth of work. The (pool,
+// zone) re-packs keep every pod in its claim's zone; pods whose zone does
+// not matter may be better off in another zone, beside the pods a zone
+// spread forces there (a claim half filled by its zone's quota).
+func (s *solver) poolRepack(budget int) {
+	base := s.knobs
+	for _, k := range knobVariants(s.opts.Seed, len(s.in.Pods) >= pricedVariants) {
+		k.zoneShift = base.zoneShift
+		s.knobs = k
+		for _, p := range s.pools {
+			if s.evals+s.constructEvals > budget {
+				s.knobs = base
+				return
+			}
+			var set []*snode
+			zones := zmask(0)
+			for _, n := range s.liveClaims() {
+				if n.pool == p {
+					set = append(set, n)
+					if n.zone >= 0 {
+						zones |= 1 << uint(n.zone)
+					}
+				}
+			}
+			// Only across zones: one zone's claims bigRepack has tried.
+			if len(set) >= 2 && zones.count() >= 2 {
+				s.repackWith(set, false)
+			}
+		}
+	}
+	s.knobs = base
 }
 
 func (s *solver) liveClaims() []*snode {

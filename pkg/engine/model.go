@@ -174,7 +174,7 @@ func (m *Model) Solve(w WhatIf) (*Plan, error) {
 	if len(s.errs) > 0 {
 		return nil, &InputError{Errs: s.errs}
 	}
-	plan := s.run(defaultKnobs).finish()
+	plan := s.runBest(func() *solver { return m.derive(w) }).finish()
 	// The fleet without the removed nodes, summed in the order finish
 	// sums it.
 	gone := make(map[string]bool, len(w.Remove))

@@ -387,6 +387,10 @@ func (s *solver) zonePref(pc *pclass, buf []int) []int {
 			}
 			return 1
 		}
+		if sh := s.knobs.zoneShift; sh != 0 {
+			n := len(s.zones)
+			return (a.z+n-sh%n)%n - (b.z+n-sh%n)%n
+		}
 		return a.z - b.z
 	})
 	for i := range k {
