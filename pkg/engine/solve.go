@@ -134,7 +134,9 @@ func (s *solver) runBest(again func() *solver) *solver {
 // multiStart reports whether a plan is worth solving again with the zone
 // tie-break rotated: a small input (under multiStartPods pending pods, no
 // existing node or in-flight claim: what-ifs on a cluster are many and
-// would pay it each time) with at least multiStartClaims new claims, of
+// would pay it each time; improvement not disabled: a caller that turns
+// it off, such as the disruption planner's fleet bound, wants the first
+// plan) with at least multiStartClaims new claims, of
 // which one pool's lie in more than one zone. Which zone the first
 // (largest) claims land in is a tie-break of the construction, and zones
 // differ in price; improvement re-packs but does not move a construction's
@@ -144,7 +146,7 @@ func (s *solver) multiStart() bool {
 	for _, c := range s.classes {
 		pending += len(c.pods)
 	}
-	if pending >= multiStartPods || len(s.zones) < 2 || s.nExisting > 0 {
+	if pending >= multiStartPods || len(s.zones) < 2 || s.nExisting > 0 || s.opts.ImprovementBudget < 0 {
 		return false
 	}
 	claims := s.liveClaims()

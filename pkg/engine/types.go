@@ -143,7 +143,7 @@ type Options struct {
 	// ImprovementBudget caps the work of the improvement phase, in
 	// candidate-move evaluations. 0 picks a default that scales with the
 	// input (DefaultImprovementBudget); a negative value disables
-	// improvement. It is a work count, never a deadline, so the same input
+	// improvement and the rotated-zone re-solves of small inputs. It is a work count, never a deadline, so the same input
 	// always gets the same plan.
 	ImprovementBudget int
 	// Seed perturbs tie-breaks in the improvement phase. Plans for the same
@@ -169,8 +169,11 @@ type Plan struct {
 	// NodeClaims at their PricePerHour, plus PricePerHour.
 	FleetPricePerHour float64
 	// LowerBound is a proven lower bound on the price of any set of new
-	// nodes that holds the pods this plan puts on new NodeClaims (0 when
-	// Options.SkipLowerBound is set).
+	// nodes that holds the pods this plan puts on new NodeClaims and, per
+	// pod class, uses the pools of the weight tier this plan used for it
+	// (pools are filled by weight, as the engine does; 0 when
+	// Options.SkipLowerBound is set). The disruption planner's fleet bound
+	// sets every weight to 0 to bound any fleet.
 	LowerBound float64
 	// Stats are counts about the solve.
 	Stats Stats
