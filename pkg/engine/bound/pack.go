@@ -1,0 +1,266 @@
+package bound
+
+import "math"
+
+// Exact packing of small parts. A plan's nodes of zone z hold the pods
+// that zone minimums force into z (M_gz of group g), and nodes of different
+// zones are distinct, so the plan costs at least sum_z f_z, where f_z is the
+// least cost of whole nodes of zone z holding those pods; it also costs at
+// least f, the same over all of the pods with zones ignored. f is computed
+// exactly (see pack below) when the part is small; it sees what no
+// relaxation does: a few dozen pods packed jointly in cpu, memory and pod
+// slots into one or two whole nodes.
+//
+// The packing model of one node of offering o: integral pods x_g of the
+// groups allowed on o, sum_g x_g R_g[r] <= A_o[r] for every resource, and
+// x_g <= cap_g (C_g - D_g + 1 when D_g >= 2: at most one of the D_g
+// pairwise-apart pods, plus the others; 1 when all are apart). Every plan's
+// node meets it, so f (the least cost of nodes meeting it and holding the
+// pods) is at most the plan's cost.
+//
+// The recursion: for a count vector r (pods still to hold), with g* the
+// first group with r_g* > 0,
+//
+//	f(0) = 0,   f(r) = min over o allowed to g*, x maximal on o within r with x_g* >= 1, of price_o + f(r - x).
+//
+// Some node of an optimal solution for r holds a pod of g*; its load x,
+// raised to a maximal load x' within r (no group can take one more pod), is
+// a load on the same node, and f(r - x') <= f(r - x) (fewer pods cost no
+// more), so the minimum over maximal loads is f(r). Offerings dominated in
+// their (zone, allowed groups) bucket are dropped first (Floor's kept).
+//
+// Work is capped (states, loads enumerated); a part past a cap contributes
+// nothing (0 is a bound), never a number from an unfinished search.
+const (
+	// packMaxGroups and packMaxStates: parts with more groups, or whose
+	// count vectors number more, are skipped.
+	packMaxGroups = 8
+	packMaxStates = 100_000
+	// packMaxWork caps the loads enumerated (search nodes) per Floor call.
+	packMaxWork = 400_000
+)
+
+// packing is one exact packing problem: groups (indices into the Problem),
+// their counts, and the offerings that may serve them.
+type packing struct {
+	f      *floorer
+	groups []int
+	counts []int
+	offs   []int
+	// radix[i] is the stride of group i in the state index.
+	radix []int
+	memo  map[int]float64
+	// per offering (index into offs): the groups (positions in groups)
+	// allowed on it.
+	allowed [][]int
+	// scratch
+	x []int
+}
+
+var floorPack = true
+
+// packBound is max(sum_z f_z, f) for f's part, or what of it fits the caps.
+func (f *floorer) packBound() float64 {
+	// Zone parts first (what the relaxations miss most).
+	zones := map[int]bool{}
+	for _, g := range f.p.Groups {
+		for z, m := range g.MinPerZone {
+			if m > 0 {
+				zones[z] = true
+			}
+		}
+	}
+	zoneTotal := 0.0
+	for z := range zones {
+		var groups, counts []int
+		for gi, g := range f.p.Groups {
+			if m := g.MinPerZone[z]; m > 0 {
+				groups = append(groups, gi)
+				counts = append(counts, m)
+			}
+		}
+		if v, ok := f.pack(groups, counts, z); ok {
+			zoneTotal += v
+		}
+	}
+	var groups, counts []int
+	for gi, g := range f.p.Groups {
+		if g.Count > 0 {
+			groups = append(groups, gi)
+			counts = append(counts, g.Count)
+		}
+	}
+	global, ok := f.pack(groups, counts, -1)
+	if !ok {
+		global = 0
+	}
+	return max(zoneTotal, global)
+}
+
+// pack is the exact least cost of whole nodes (of zone, or any zone when
+// zone < 0) holding counts[i] pods of groups[i], and ok false when the part
+// is too large or a cap was hit.
+func (f *floorer) pack(groups, counts []int, zone int) (float64, bool) {
+	if len(groups) == 0 {
+		return 0, true
+	}
+	if len(groups) > packMaxGroups || f.packWork > packMaxWork {
+		return 0, false
+	}
+	states := 1
+	radix := make([]int, len(groups))
+	for i, c := range counts {
+		radix[i] = states
+		states *= c + 1
+		if states > packMaxStates {
+			return 0, false
+		}
+	}
+	pk := &packing{f: f, groups: groups, counts: counts, radix: radix, memo: map[int]float64{}, x: make([]int, len(groups))}
+	pos := map[int]int{}
+	for i, gi := range groups {
+		pos[gi] = i
+	}
+	for _, oi := range f.kept {
+		if zone >= 0 && f.p.Offerings[oi].Zone != zone {
+			continue
+		}
+		var al []int
+		for _, gi := range f.allowedBy[oi] {
+			if i, ok := pos[gi]; ok {
+				al = append(al, i)
+			}
+		}
+		if len(al) > 0 {
+			pk.offs = append(pk.offs, oi)
+			pk.allowed = append(pk.allowed, al)
+		}
+	}
+	r := make([]int, len(groups))
+	copy(r, counts)
+	v := pk.solve(r)
+	if f.packWork > packMaxWork || math.IsInf(v, 1) {
+		return 0, false
+	}
+	return v, true
+}
+
+func (pk *packing) index(r []int) int {
+	k := 0
+	for i, c := range r {
+		k += c * pk.radix[i]
+	}
+	return k
+}
+
+// solve is f(r); +Inf when no node can hold the first pod, or when the work
+// cap was hit (the caller then discards the whole search).
+func (pk *packing) solve(r []int) float64 {
+	first := -1
+	for i, c := range r {
+		if c > 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	key := pk.index(r)
+	if v, ok := pk.memo[key]; ok {
+		return v
+	}
+	if pk.f.packWork > packMaxWork {
+		return math.Inf(1)
+	}
+	best := math.Inf(1)
+	rest := make([]int, len(r))
+	for j, oi := range pk.offs {
+		al := pk.allowed[j]
+		has := false
+		for _, i := range al {
+			if i == first {
+				has = true
+			}
+		}
+		if !has {
+			continue
+		}
+		o := &pk.f.p.Offerings[oi]
+		price := o.Price
+		if price >= best {
+			continue
+		}
+		var loads [][]int
+		pk.loads(o, al, first, r, 0, o.Alloc, &loads)
+		for _, x := range loads {
+			for i := range r {
+				rest[i] = r[i] - x[i]
+			}
+			v := price + pk.solve(rest)
+			if v < best {
+				best = v
+			}
+		}
+	}
+	pk.memo[key] = best
+	return best
+}
+
+// loads appends every maximal load on o within r (groups al, positions
+// into groups) with at least one pod of first; k is the position in al.
+func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left [NumResources]float64, out *[][]int) {
+	pk.f.packWork++
+	if pk.f.packWork > packMaxWork {
+		return
+	}
+	if k == len(al) {
+		if pk.x[first] == 0 {
+			return
+		}
+		// Maximal: no group can take one more pod.
+		for _, i := range al {
+			if pk.x[i] < pk.limit(i, r) && fits(&pk.f.p.Groups[pk.groups[i]].Request, &left) {
+				return
+			}
+		}
+		*out = append(*out, append([]int(nil), pk.x...))
+		return
+	}
+	i := al[k]
+	req := &pk.f.p.Groups[pk.groups[i]].Request
+	hi := pk.limit(i, r)
+	for q := range NumResources {
+		if req[q] > 0 {
+			hi = min(hi, int(math.Floor((left[q]+packSlack*math.Max(1, req[q]))/req[q])))
+		}
+	}
+	hi = max(hi, 0)
+	for n := hi; n >= 0; n-- {
+		pk.x[i] = n
+		var l [NumResources]float64
+		for q := range NumResources {
+			l[q] = left[q] - req[q]*float64(n)
+		}
+		pk.loads(o, al, first, r, k+1, l, out)
+	}
+	pk.x[i] = 0
+}
+
+// limit is the most pods of group position i one node may take within r.
+func (pk *packing) limit(i int, r []int) int {
+	return min(r[i], int(pk.f.perNode[pk.groups[i]]))
+}
+
+// packSlack: sums of requests may exceed an allocatable by rounding only;
+// accepting them relaxes (lower f), never the other way.
+const packSlack = 1e-9
+
+func fits(req, left *[NumResources]float64) bool {
+	for q := range NumResources {
+		if req[q] > left[q]+packSlack*math.Max(1, math.Abs(req[q])) {
+			return false
+		}
+	}
+	return true
+}
