@@ -1,6 +1,9 @@
 package bound
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Exact packing of small parts. A plan's nodes of zone z hold the pods
 // that zone minimums force into z (M_gz of group g), and nodes of different
@@ -59,9 +62,9 @@ type packing struct {
 
 var floorPack = true
 
-// packBound is max(sum_z f_z, f) for f's part, or what of it fits the caps.
+// packBound is the exact packing with zones (zonalExact) when the part is
+// small enough, else max(sum_z f_z of the forced pods, f of all pods).
 func (f *floorer) packBound() float64 {
-	// Zone parts first (what the relaxations miss most).
 	zones := map[int]bool{}
 	for _, g := range f.p.Groups {
 		for z, m := range g.MinPerZone {
@@ -69,6 +72,20 @@ func (f *floorer) packBound() float64 {
 				zones[z] = true
 			}
 		}
+	}
+	var groups, counts []int
+	for gi, g := range f.p.Groups {
+		if g.Count > 0 {
+			groups = append(groups, gi)
+			counts = append(counts, g.Count)
+		}
+	}
+	if len(zones) == 0 {
+		v, _ := f.pack(groups, counts, -1)
+		return v
+	}
+	if v, ok := f.zonalExact(groups); ok {
+		return v
 	}
 	zoneTotal := 0.0
 	for z := range zones {
@@ -83,18 +100,122 @@ func (f *floorer) packBound() float64 {
 			zoneTotal += v
 		}
 	}
-	var groups, counts []int
-	for gi, g := range f.p.Groups {
-		if g.Count > 0 {
-			groups = append(groups, gi)
-			counts = append(counts, g.Count)
+	global, _ := f.pack(groups, counts, -1)
+	return max(zoneTotal, global)
+}
+
+// packMaxFree caps the free count vectors zonalExact combines.
+const packMaxFree = 1000
+
+// zonalExact is the exact packing of all the pods with their zone
+// minimums: a plan puts n_zg >= M_zg of g's pods in zone z, sum_z n_zg =
+// C_g, so with u_z = n_z - M_z (the free pods F = C - sum_z M_z, split
+// among the zones) it costs at least sum_z f_z(M_z + u_z) >= G(F), where G
+// is the min-plus combination over the zones of the offerings,
+//
+//	G_1(u) = f_1(M_1 + u),   G_k(u) = min_{v <= u} G_{k-1}(u - v) + f_k(M_k + v),
+//
+// and f_z is the exact packing in zone z (+Inf when a pod is not allowed
+// there). ok is false when a cap was hit.
+func (f *floorer) zonalExact(groups []int) (float64, bool) {
+	if len(groups) > packMaxGroups {
+		return 0, false
+	}
+	free := make([]int, len(groups))
+	nfree := 1
+	for i, gi := range groups {
+		g := f.p.Groups[gi]
+		free[i] = g.Count
+		for _, m := range g.MinPerZone {
+			free[i] -= m
+		}
+		if free[i] < 0 {
+			return 0, false
+		}
+		nfree *= free[i] + 1
+		if nfree > packMaxFree {
+			return 0, false
 		}
 	}
-	global, ok := f.pack(groups, counts, -1)
-	if !ok {
-		global = 0
+	zoneSet := map[int]bool{}
+	for _, oi := range f.kept {
+		zoneSet[f.p.Offerings[oi].Zone] = true
 	}
-	return max(zoneTotal, global)
+	var zones []int
+	for z := range zoneSet {
+		zones = append(zones, z)
+	}
+	slices.Sort(zones)
+	// u as a mixed-radix index over free.
+	decode := func(k int, u []int) {
+		for i := range free {
+			u[i] = k % (free[i] + 1)
+			k /= free[i] + 1
+		}
+	}
+	var comb []float64
+	u, v, r := make([]int, len(groups)), make([]int, len(groups)), make([]int, len(groups))
+	for _, z := range zones {
+		counts := make([]int, len(groups))
+		for i, gi := range groups {
+			counts[i] = f.p.Groups[gi].MinPerZone[z] + free[i]
+		}
+		pk, ok := f.newPacking(groups, counts, z)
+		if !ok {
+			return 0, false
+		}
+		fz := make([]float64, nfree)
+		for k := range nfree {
+			decode(k, u)
+			for i, gi := range groups {
+				r[i] = f.p.Groups[gi].MinPerZone[z] + u[i]
+			}
+			fz[k] = pk.solve(r)
+			if f.packWork > packMaxWork {
+				return 0, false
+			}
+		}
+		if comb == nil {
+			comb = fz
+			continue
+		}
+		next := make([]float64, nfree)
+		for k := range nfree {
+			decode(k, u)
+			best := math.Inf(1)
+			for j := range nfree {
+				decode(j, v)
+				le := true
+				for i := range v {
+					if v[i] > u[i] {
+						le = false
+						break
+					}
+				}
+				if !le {
+					continue
+				}
+				for i := range v {
+					r[i] = u[i] - v[i]
+				}
+				kr := 0
+				for i := len(r) - 1; i >= 0; i-- {
+					kr = kr*(free[i]+1) + r[i]
+				}
+				best = math.Min(best, comb[kr]+fz[j])
+			}
+			f.packWork += nfree
+			next[k] = best
+		}
+		comb = next
+		if f.packWork > packMaxWork {
+			return 0, false
+		}
+	}
+	if comb == nil || math.IsInf(comb[nfree-1], 1) {
+		return 0, false
+	}
+	return comb[nfree-1], true
 }
 
 // pack is the exact least cost of whole nodes (of zone, or any zone when
@@ -104,8 +225,24 @@ func (f *floorer) pack(groups, counts []int, zone int) (float64, bool) {
 	if len(groups) == 0 {
 		return 0, true
 	}
-	if len(groups) > packMaxGroups || f.packWork > packMaxWork {
+	pk, ok := f.newPacking(groups, counts, zone)
+	if !ok {
 		return 0, false
+	}
+	r := make([]int, len(groups))
+	copy(r, counts)
+	v := pk.solve(r)
+	if f.packWork > packMaxWork || math.IsInf(v, 1) {
+		return 0, false
+	}
+	return v, true
+}
+
+// newPacking sets up the search for counts of groups in zone (any when
+// zone < 0); ok false past the group or state caps.
+func (f *floorer) newPacking(groups, counts []int, zone int) (*packing, bool) {
+	if len(groups) > packMaxGroups || f.packWork > packMaxWork {
+		return nil, false
 	}
 	states := 1
 	radix := make([]int, len(groups))
@@ -113,7 +250,7 @@ func (f *floorer) pack(groups, counts []int, zone int) (float64, bool) {
 		radix[i] = states
 		states *= c + 1
 		if states > packMaxStates {
-			return 0, false
+			return nil, false
 		}
 	}
 	pk := &packing{f: f, groups: groups, counts: counts, radix: radix, memo: map[int]float64{}, x: make([]int, len(groups))}
@@ -136,13 +273,7 @@ func (f *floorer) pack(groups, counts []int, zone int) (float64, bool) {
 			pk.allowed = append(pk.allowed, al)
 		}
 	}
-	r := make([]int, len(groups))
-	copy(r, counts)
-	v := pk.solve(r)
-	if f.packWork > packMaxWork || math.IsInf(v, 1) {
-		return 0, false
-	}
-	return v, true
+	return pk, true
 }
 
 func (pk *packing) index(r []int) int {
