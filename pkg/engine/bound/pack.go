@@ -40,7 +40,7 @@ const (
 	packMaxGroups = 8
 	packMaxStates = 100_000
 	// packMaxWork caps the loads enumerated (search nodes) per Floor call.
-	packMaxWork = 400_000
+	packMaxWork = 1_500_000
 )
 
 // packing is one exact packing problem: groups (indices into the Problem),
@@ -273,6 +273,25 @@ func (f *floorer) newPacking(groups, counts []int, zone int) (*packing, bool) {
 			pk.allowed = append(pk.allowed, al)
 		}
 	}
+	idx := make([]int, len(pk.offs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		pa, pb := f.p.Offerings[pk.offs[a]].Price, f.p.Offerings[pk.offs[b]].Price
+		switch {
+		case pa < pb:
+			return -1
+		case pa > pb:
+			return 1
+		}
+		return 0
+	})
+	offs, allowed := make([]int, len(idx)), make([][]int, len(idx))
+	for i, j := range idx {
+		offs[i], allowed[i] = pk.offs[j], pk.allowed[j]
+	}
+	pk.offs, pk.allowed = offs, allowed
 	return pk, true
 }
 
@@ -304,34 +323,46 @@ func (pk *packing) solve(r []int) float64 {
 	if pk.f.packWork > packMaxWork {
 		return math.Inf(1)
 	}
+	// Offerings in price order; a load that one of a cheaper (or as cheap)
+	// offering already holds at least as much of is skipped.
 	best := math.Inf(1)
 	rest := make([]int, len(r))
+	var seen [][]int
 	for j, oi := range pk.offs {
-		al := pk.allowed[j]
-		has := false
-		for _, i := range al {
-			if i == first {
-				has = true
-			}
-		}
-		if !has {
-			continue
-		}
 		o := &pk.f.p.Offerings[oi]
-		price := o.Price
-		if price >= best {
+		if o.Price >= best {
+			break
+		}
+		al := pk.allowed[j]
+		if !slices.Contains(al, first) {
 			continue
 		}
 		var loads [][]int
 		pk.loads(o, al, first, r, 0, o.Alloc, &loads)
+		n := len(seen)
 		for _, x := range loads {
+			dom := false
+			for _, d := range seen[:n] {
+				ge := true
+				for i := range x {
+					if d[i] < x[i] {
+						ge = false
+						break
+					}
+				}
+				if ge {
+					dom = true
+					break
+				}
+			}
+			if dom {
+				continue
+			}
+			seen = append(seen, x)
 			for i := range r {
 				rest[i] = r[i] - x[i]
 			}
-			v := price + pk.solve(rest)
-			if v < best {
-				best = v
-			}
+			best = math.Min(best, o.Price+pk.solve(rest))
 		}
 	}
 	pk.memo[key] = best
@@ -367,7 +398,11 @@ func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left 
 		}
 	}
 	hi = max(hi, 0)
-	for n := hi; n >= 0; n-- {
+	lo := 0
+	if k == len(al)-1 {
+		lo = hi // the last group takes all it can, else the load is not maximal
+	}
+	for n := hi; n >= lo; n-- {
 		pk.x[i] = n
 		var l [NumResources]float64
 		for q := range NumResources {
