@@ -5,14 +5,15 @@ import (
 	"slices"
 )
 
-// Exact packing of small parts. A plan's nodes of zone z hold the pods
-// that zone minimums force into z (M_gz of group g), and nodes of different
-// zones are distinct, so the plan costs at least sum_z f_z, where f_z is the
-// least cost of whole nodes of zone z holding those pods; it also costs at
-// least f, the same over all of the pods with zones ignored. f is computed
-// exactly (see pack below) when the part is small; it sees what no
-// relaxation does: a few dozen pods packed jointly in cpu, memory and pod
-// slots into one or two whole nodes.
+// Exact packing of small parts (the package documentation's section of
+// that name is the proof). With zone minimums, zonalExact is the exact
+// optimum of the model: every pod on a whole node of an allowed offering,
+// n_zg >= M_zg of group g in zone z, the free pods split among the zones.
+// When it is past its caps, the fallback is sum_z f_z (the pods forced into
+// each zone alone, on that zone's nodes; zones are disjoint) and f (all the
+// pods, zones ignored), each a bound. Without zone minimums it is f. It
+// sees what no relaxation does: a few dozen pods packed jointly in cpu,
+// memory and pod slots into one or two whole nodes.
 //
 // The packing model of one node of offering o: integral pods x_g of the
 // groups allowed on o, sum_g x_g R_g[r] <= A_o[r] for every resource, and
