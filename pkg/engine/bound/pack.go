@@ -106,7 +106,7 @@ func (f *floorer) packBound() float64 {
 }
 
 // packMaxFree caps the free count vectors zonalExact combines.
-const packMaxFree = 1000
+const packMaxFree = 4000
 
 // zonalExact is the exact packing of all the pods with their zone
 // minimums: a plan puts n_zg >= M_zg of g's pods in zone z, sum_z n_zg =
@@ -184,28 +184,31 @@ func (f *floorer) zonalExact(groups []int) (float64, bool) {
 		for k := range nfree {
 			decode(k, u)
 			best := math.Inf(1)
-			for j := range nfree {
-				decode(j, v)
-				le := true
-				for i := range v {
-					if v[i] > u[i] {
-						le = false
+			// Every v <= u, by an odometer; j and kr index v and u - v.
+			for i := range v {
+				v[i] = 0
+			}
+			j, kr := 0, k
+			for {
+				best = math.Min(best, comb[kr]+fz[j])
+				f.packWork++
+				i, stride := 0, 1
+				for ; i < len(v); i++ {
+					if v[i] < u[i] {
+						v[i]++
+						j += stride
+						kr -= stride
 						break
 					}
+					j -= v[i] * stride
+					kr += v[i] * stride
+					v[i] = 0
+					stride *= free[i] + 1
 				}
-				if !le {
-					continue
+				if i == len(v) {
+					break
 				}
-				for i := range v {
-					r[i] = u[i] - v[i]
-				}
-				kr := 0
-				for i := len(r) - 1; i >= 0; i-- {
-					kr = kr*(free[i]+1) + r[i]
-				}
-				best = math.Min(best, comb[kr]+fz[j])
 			}
-			f.packWork += nfree
 			next[k] = best
 		}
 		comb = next
