@@ -234,7 +234,8 @@
 // with zones ignored, each also a bound.
 //
 // Work is capped deterministically: at most 100,000 count vectors per
-// search and 1,500,000 load-search steps per Floor call; a search past a cap
+// search and 1,500,000 load-search steps per Floor call (300,000 without
+// zone minimums, where the relaxations see most of it); a search past a cap
 // contributes 0 (never a number from an unfinished search). Checked
 // against the brute-force optimum on 1,500 seeded problems
 // (pack_test.go): never above it; max(Floor, Solve's bound) is exact on

@@ -117,6 +117,8 @@ type floorer struct {
 	work int
 	// packWork counts the loads the exact packing enumerated.
 	packWork int
+	// packCap is the cap on packWork (packBound sets it).
+	packCap int
 	// offMask is, per offering, the groups allowed on it (bit gi).
 	offMask []uint64
 }

@@ -40,8 +40,11 @@ const (
 	// count vectors number more, are skipped.
 	packMaxGroups = 8
 	packMaxStates = 100_000
-	// packMaxWork caps the loads enumerated (search nodes) per Floor call.
-	packMaxWork = 1_500_000
+	// packMaxWork caps the load-search steps per Floor call with zone
+	// minimums, packMaxWorkNoZones without (the exact packing gains least
+	// there: the relaxations already see most of what whole nodes cost).
+	packMaxWork        = 1_500_000
+	packMaxWorkNoZones = 300_000
 )
 
 // packing is one exact packing problem: groups (indices into the Problem),
@@ -81,7 +84,9 @@ func (f *floorer) packBound() float64 {
 			counts = append(counts, g.Count)
 		}
 	}
+	f.packCap = packMaxWork
 	if len(zones) == 0 {
+		f.packCap = packMaxWorkNoZones
 		v, _ := f.pack(groups, counts, -1)
 		return v
 	}
@@ -172,7 +177,7 @@ func (f *floorer) zonalExact(groups []int) (float64, bool) {
 				r[i] = f.p.Groups[gi].MinPerZone[z] + u[i]
 			}
 			fz[k] = pk.solve(r)
-			if f.packWork > packMaxWork {
+			if f.packWork > f.packCap {
 				return 0, false
 			}
 		}
@@ -212,7 +217,7 @@ func (f *floorer) zonalExact(groups []int) (float64, bool) {
 			next[k] = best
 		}
 		comb = next
-		if f.packWork > packMaxWork {
+		if f.packWork > f.packCap {
 			return 0, false
 		}
 	}
@@ -236,7 +241,7 @@ func (f *floorer) pack(groups, counts []int, zone int) (float64, bool) {
 	r := make([]int, len(groups))
 	copy(r, counts)
 	v := pk.solve(r)
-	if f.packWork > packMaxWork || math.IsInf(v, 1) {
+	if f.packWork > f.packCap || math.IsInf(v, 1) {
 		return 0, false
 	}
 	return v, true
@@ -245,7 +250,7 @@ func (f *floorer) pack(groups, counts []int, zone int) (float64, bool) {
 // newPacking sets up the search for counts of groups in zone (any when
 // zone < 0); ok false past the group or state caps.
 func (f *floorer) newPacking(groups, counts []int, zone int) (*packing, bool) {
-	if len(groups) > packMaxGroups || f.packWork > packMaxWork {
+	if len(groups) > packMaxGroups || f.packWork > f.packCap {
 		return nil, false
 	}
 	states := 1
@@ -324,7 +329,7 @@ func (pk *packing) solve(r []int) float64 {
 	if v, ok := pk.memo[key]; ok {
 		return v
 	}
-	if pk.f.packWork > packMaxWork {
+	if pk.f.packWork > pk.f.packCap {
 		return math.Inf(1)
 	}
 	// Offerings in price order; a load that one of a cheaper (or as cheap)
@@ -377,7 +382,7 @@ func (pk *packing) solve(r []int) float64 {
 // into groups) with at least one pod of first; k is the position in al.
 func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left [NumResources]float64, out *[][]int) {
 	pk.f.packWork++
-	if pk.f.packWork > packMaxWork {
+	if pk.f.packWork > pk.f.packCap {
 		return
 	}
 	if k == len(al) {
