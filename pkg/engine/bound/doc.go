@@ -229,7 +229,7 @@
 // zones: G_1(u) = f_1(M_1 + u), G_k(u) = min over v <= u of G_{k-1}(u - v)
 // + f_k(M_k + v). That is the exact optimum of this model (whole nodes,
 // allowed offerings, zone minimums, distinct-node caps), so no bound on it
-// can do better. When the free vectors number more than 1,000 it falls
+// can do better. When the free vectors number more than 4,000 it falls
 // back to the sum over zones of f_z(M_z) (the forced pods alone) and f
 // with zones ignored, each also a bound.
 //
