@@ -75,6 +75,9 @@ func Floor(p *Problem) float64 {
 	if floorJoint {
 		best = max(best, f.jointBound(sets[0]))
 	}
+	if floorPack {
+		best = max(best, f.packBound())
+	}
 	for _, set := range sets {
 		for r := range NumResources {
 			if f.work > floorMaxWork {
@@ -112,6 +115,10 @@ type floorer struct {
 	kept []int
 	// work counts what capacity and cover did.
 	work int
+	// packWork counts the loads the exact packing enumerated.
+	packWork int
+	// packCap is the cap on packWork (packBound sets it).
+	packCap int
 	// offMask is, per offering, the groups allowed on it (bit gi).
 	offMask []uint64
 }

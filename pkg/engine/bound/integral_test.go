@@ -134,7 +134,8 @@ func TestIntegralHandCases(t *testing.T) {
 // often the joint covering raised it.
 func TestJointFloorNeverExceedsBruteForceOptimum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20261201, 16))
-	defer func() { floorJoint = true }()
+	defer func() { floorJoint, floorPack = true, true }()
+	floorPack = false // the exact packing (pack_test.go) would hide the covering
 	raised := 0
 	for i := range 1000 {
 		p := genSmall(rng, 8)
@@ -170,10 +171,16 @@ func TestJointFloorHandCase(t *testing.T) {
 		Offerings: []Offering{{Price: 1, Alloc: [3]float64{2000, 16, 110}}, {Price: 2, Alloc: [3]float64{8000, 16, 110}}},
 		Groups:    []Group{{Count: 19, Request: [3]float64{450, 2, 1}, Allowed: []int{0, 1}}},
 	}
+	defer func() { floorJoint, floorPack = true, true }()
+	floorPack = false // the exact packing (pack_test.go) would hide the covering
 	floorJoint = false
 	before := Floor(&p)
 	floorJoint = true
 	got := Floor(&p)
+	floorPack = true
+	if exact := Floor(&p); math.Abs(exact-5) > 1e-6 {
+		t.Errorf("Floor with the exact packing %.9g, want the optimum 5", exact)
+	}
 	if math.Abs(got-4) > 1e-6 {
 		t.Fatalf("Floor %.9g, want 4 (without the joint covering %.9g)", got, before)
 	}

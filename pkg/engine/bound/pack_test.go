@@ -1,0 +1,126 @@
+package bound
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPackNeverExceedsBruteForceOptimum: on 1,500 seeded small problems the
+// exact packing bound (and Floor with it) is at most the integral optimum
+// found by enumeration; it counts how often max(Floor, Solve's bound)
+// becomes exact with the packing, against without it.
+func TestPackNeverExceedsBruteForceOptimum(t *testing.T) {
+	defer func() { floorPack = true }()
+	rng := rand.New(rand.NewPCG(20261201, 15))
+	var n, exactBefore, exactAfter, raised, packExact int
+	for i := range 1500 {
+		p := genSmall(rng, 8)
+		opt := bruteForceOptimum(&p)
+		if math.IsInf(opt, 1) {
+			t.Fatalf("instance %d: infeasible: %+v", i, p)
+		}
+		res, err := Solve(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		floorPack = false
+		before := math.Max(res.LowerBound, Floor(&p))
+		floorPack = true
+		fl := Floor(&p)
+		pk := packOnly(&p)
+		if pk > opt*(1+1e-9)+1e-12 || fl > opt*(1+1e-9)+1e-12 {
+			t.Fatalf("instance %d: packing %.12g, Floor %.12g > optimum %.12g\n%+v", i, pk, fl, opt, p)
+		}
+		after := math.Max(res.LowerBound, fl)
+		if after < before*(1-1e-12) {
+			t.Fatalf("instance %d: Floor with packing %.12g below without %.12g", i, after, before)
+		}
+		if before >= opt*(1-1e-6) {
+			exactBefore++
+		}
+		if after >= opt*(1-1e-6) {
+			exactAfter++
+		}
+		if after > before*(1+1e-6) {
+			raised++
+		}
+		if pk >= opt*(1-1e-6) {
+			packExact++
+		}
+		n++
+	}
+	t.Logf("%d instances: exact before %d, after %d; raised on %d; the packing alone exact on %d", n, exactBefore, exactAfter, raised, packExact)
+	if raised == 0 {
+		t.Errorf("the packing never raised the bound")
+	}
+}
+
+// packOnly is the packing bound alone (with Floor's offering reduction).
+func packOnly(p *Problem) float64 {
+	if Validate(p) != nil {
+		return 0
+	}
+	f := floorer{p: p, cache: map[capKey]int64{}}
+	f.perNode = make([]int64, len(p.Groups))
+	f.allowedBy = make([][]int, len(p.Offerings))
+	for gi, g := range p.Groups {
+		f.perNode[gi] = int64(g.Count)
+		if g.DistinctNodes >= 2 {
+			f.perNode[gi] = int64(g.Count - g.DistinctNodes + 1)
+		}
+		for _, oi := range canonical(g.Allowed) {
+			f.allowedBy[oi] = append(f.allowedBy[oi], gi)
+		}
+	}
+	f.reduceOfferings()
+	return f.packBound()
+}
+
+// TestPackJointZones: pods A (500m, 1 unit) and B (100m, 5 units) on
+// nodes of 1 cpu and 10 units: a node holds a A and b B with
+// 500a+100b <= 1000 and a+5b <= 10, so a+b <= 2, while each resource alone
+// (and both jointly, as capacities) lets 3 nodes hold 4 A and 4 B (2.4 cpu,
+// 24 units). So the packing is 4 nodes; with 2 A and 2 B forced into each
+// of 2 zones, 2 per zone, 4 again.
+func TestPackJointZones(t *testing.T) {
+	var p Problem
+	var all []int
+	for z := range 2 {
+		p.Offerings = append(p.Offerings, Offering{Price: 1, Alloc: [3]float64{1000, 10, 110}, Zone: z})
+		all = append(all, z)
+	}
+	p.Groups = []Group{
+		{Count: 4, Request: [3]float64{500, 1, 1}, Allowed: all},
+		{Count: 4, Request: [3]float64{100, 5, 1}, Allowed: all},
+	}
+	if got := packOnly(&p); math.Abs(got-4) > 1e-9 {
+		t.Errorf("no zones: packing %.9g, want 4", got)
+	}
+	p.Groups[0].MinPerZone = map[int]int{0: 2, 1: 2}
+	p.Groups[1].MinPerZone = map[int]int{0: 2, 1: 2}
+	p.Offerings[1].Price = 2 // zone 1 dearer: the global packing would take zone 0 only
+	if got := packOnly(&p); math.Abs(got-6) > 1e-9 {
+		t.Errorf("zones: packing %.9g, want 6 (2 nodes in each zone)", got)
+	}
+	if got := Floor(&p); math.Abs(got-6) > 1e-6 {
+		t.Errorf("Floor %.9g, want 6", got)
+	}
+}
+
+// TestPackCaps: a part past the state cap contributes nothing (0, not a
+// partial search's number).
+func TestPackCaps(t *testing.T) {
+	p := Problem{Offerings: []Offering{{Price: 1, Alloc: [3]float64{4000, 64, 110}}}}
+	for range 9 {
+		p.Groups = append(p.Groups, Group{Count: 3, Request: [3]float64{500, 1, 1}, Allowed: []int{0}})
+	}
+	if got := packOnly(&p); got != 0 {
+		t.Errorf("9 groups: packing %g, want 0 (skipped)", got)
+	}
+	p.Groups = p.Groups[:2]
+	p.Groups[0].Count, p.Groups[1].Count = 3, 5 // 8 pods of 500m: 1 node
+	if got := packOnly(&p); math.Abs(got-1) > 1e-9 {
+		t.Errorf("2 groups: packing %g, want 1", got)
+	}
+}
