@@ -43,18 +43,7 @@ func Floor(p *Problem) float64 {
 	if pods == 0 || pods > floorMaxPods || len(p.Groups) > floorMaxGroups || Validate(p) != nil {
 		return 0
 	}
-	f := floorer{p: p, cache: map[capKey]int64{}}
-	f.perNode = make([]int64, len(p.Groups))
-	f.allowedBy = make([][]int, len(p.Offerings)) // offering -> groups
-	for gi, g := range p.Groups {
-		f.perNode[gi] = int64(g.Count)
-		if g.DistinctNodes >= 2 {
-			f.perNode[gi] = int64(g.Count - g.DistinctNodes + 1)
-		}
-		for _, oi := range canonical(g.Allowed) {
-			f.allowedBy[oi] = append(f.allowedBy[oi], gi)
-		}
-	}
+	f := newFloorer(p)
 	f.offMask = make([]uint64, len(p.Offerings))
 	for oi, gs := range f.allowedBy {
 		for _, gi := range gs {
@@ -130,6 +119,25 @@ type capKey struct {
 	alloc, unit int64
 	r, zone     int
 	mask        uint64
+}
+
+// newFloorer sets up the per-group node caps (a node holds at most
+// Count - DistinctNodes + 1 pods of a group that needs DistinctNodes
+// nodes) and the groups each offering allows, for a valid p.
+func newFloorer(p *Problem) *floorer {
+	f := &floorer{p: p, cache: map[capKey]int64{}}
+	f.perNode = make([]int64, len(p.Groups))
+	f.allowedBy = make([][]int, len(p.Offerings)) // offering -> groups
+	for gi, g := range p.Groups {
+		f.perNode[gi] = int64(g.Count)
+		if g.DistinctNodes >= 2 {
+			f.perNode[gi] = int64(g.Count - g.DistinctNodes + 1)
+		}
+		for _, oi := range canonical(g.Allowed) {
+			f.allowedBy[oi] = append(f.allowedBy[oi], gi)
+		}
+	}
+	return f
 }
 
 // reduceOfferings fills kept.

@@ -61,18 +61,7 @@ func packOnly(p *Problem) float64 {
 	if Validate(p) != nil {
 		return 0
 	}
-	f := floorer{p: p, cache: map[capKey]int64{}}
-	f.perNode = make([]int64, len(p.Groups))
-	f.allowedBy = make([][]int, len(p.Offerings))
-	for gi, g := range p.Groups {
-		f.perNode[gi] = int64(g.Count)
-		if g.DistinctNodes >= 2 {
-			f.perNode[gi] = int64(g.Count - g.DistinctNodes + 1)
-		}
-		for _, oi := range canonical(g.Allowed) {
-			f.allowedBy[oi] = append(f.allowedBy[oi], gi)
-		}
-	}
+	f := newFloorer(p)
 	f.reduceOfferings()
 	return f.packBound()
 }
