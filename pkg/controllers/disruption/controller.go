@@ -22,6 +22,7 @@ import (
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
@@ -158,9 +159,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("disruption: pod informer: %w", err)
 	}
-	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
-		c.podStore = si.GetStore()
-	}
+	c.podStore = cachetrim.PodStore(inf)
 	if _, err := inf.AddEventHandler(c.podHandler()); err != nil {
 		return fmt.Errorf("disruption: pod event handler: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -21,6 +20,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -182,7 +182,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		}
 		sc.Nodes = append(sc.Nodes, n)
 	}
-	pods, err := c.listPods(ctx)
+	pods, err := cachetrim.ListPods(ctx, c.podStore, c.kube)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing Pods: %w", err)
 	}
@@ -320,31 +320,4 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// listPods returns every cached pod, the cache's own objects: read-only,
-// never to be changed (the planner and the snapshot copy what they
-// change). Through the informer's store when Register found it, so that
-// no Pod struct is copied per pass (some 35 MB at 30,000 pods); else
-// through the client, without deep copies.
-func (c *Controller) listPods(ctx context.Context) ([]*corev1.Pod, error) {
-	if c.podStore != nil {
-		objs := c.podStore.List()
-		out := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			if pod, ok := o.(*corev1.Pod); ok {
-				out = append(out, pod)
-			}
-		}
-		return out, nil
-	}
-	var pods corev1.PodList
-	if err := c.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		out[i] = &pods.Items[i]
-	}
-	return out, nil
 }

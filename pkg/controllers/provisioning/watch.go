@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 )
 
 // watch feeds the batcher from the manager's informers:
@@ -34,9 +34,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 	if err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
-	if si, ok := pods.(toolscache.SharedIndexInformer); ok {
-		p.podStore = si.GetStore()
-	}
+	p.podStore = cachetrim.PodStore(pods)
 	podChanged := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if ok && Provisionable(pod) && !p.mem.nominated(pod.UID, p.clock.Now()) {
@@ -162,28 +160,8 @@ func unwrap(obj any) any {
 }
 
 // listPods returns every cached pod, the cache's own objects: read-only,
-// never to be changed (a shallow copy may be). Through the informer's
-// store when watch found it, so that no Pod struct is copied (at 30,000
-// pods a listed copy is some 30 MB per call, and hand-offs run 16 at a
-// time); else through the client, without deep copies.
+// never to be changed (a shallow copy may be); through the informer's
+// store when watch found it (hand-offs run 16 at a time, each listing).
 func (p *Provisioner) listPods(ctx context.Context) ([]*corev1.Pod, error) {
-	if p.podStore != nil {
-		objs := p.podStore.List()
-		out := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			if pod, ok := o.(*corev1.Pod); ok {
-				out = append(out, pod)
-			}
-		}
-		return out, nil
-	}
-	var pods corev1.PodList
-	if err := p.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		out[i] = &pods.Items[i]
-	}
-	return out, nil
+	return cachetrim.ListPods(ctx, p.podStore, p.kube)
 }
