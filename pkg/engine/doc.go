@@ -111,12 +111,15 @@
 // equals, so plans stay deterministic. Work is bounded by
 // Options.ImprovementBudget
 // (DefaultImprovementBudget scales with the input). Plan.LowerBound,
-// from pkg/engine/bound, bounds every plan for the pods put on new claims;
-// per independent part it is the largest of the linear relaxation, a
-// zone floor (every zone with pods a spread forces into it pays at least
-// one node and their requests at the zone's cheapest unit prices) and
-// bound.Floor (whole nodes: for parts of at most 500 pods, the cheapest
-// set of whole nodes whose per-node capacity for the pods, by subset sum,
-// covers their total cpu, memory or pod slots, over all zones or zone by
-// zone for what spreads force there).
+// from pkg/engine/bound, bounds every plan for the pods put on new claims
+// that fills pools by weight as the engine does (per pod class, the pools
+// of the weight tier the plan used for it); per independent part it is
+// the largest of the linear relaxation (with whole pods per node, the
+// configuration LP, for small parts), a zone floor (every zone with pods
+// a spread forces into it pays at least one node and their requests at
+// the zone's cheapest unit prices) and bound.Floor (whole nodes, for parts
+// of at most 500 pods: subset-sum coverings per resource and of cpu and
+// memory jointly, and, for parts of at most 8 groups, the exact packing of
+// the pods into whole nodes zone by zone). pkg/engine/bound/doc.go proves
+// each.
 package engine
