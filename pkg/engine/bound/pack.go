@@ -60,8 +60,11 @@ type packing struct {
 	// per offering (index into offs): the groups (positions in groups)
 	// allowed on it.
 	allowed [][]int
-	// scratch
-	x []int
+	// scratch: the load being built, the loads of the states on the
+	// search path (flat, len(groups) each) and the offsets of those kept.
+	x     []int
+	arena []int
+	seen  []int
 }
 
 var floorPack = true
@@ -336,7 +339,14 @@ func (pk *packing) solve(r []int) float64 {
 	// offering already holds at least as much of is skipped.
 	best := math.Inf(1)
 	rest := make([]int, len(r))
-	var seen [][]int
+	// The loads of this state live in pk.arena from base on (one stride of
+	// len(r) each) and the kept ones' offsets in pk.seen from seenBase on;
+	// deeper calls append past them and cut back to where they started,
+	// so offsets stay valid (the arena is always indexed afresh, never
+	// held across a call that may grow it). Both are cut back on return.
+	stride := len(r)
+	base, seenBase := len(pk.arena), len(pk.seen)
+	defer func() { pk.arena, pk.seen = pk.arena[:base], pk.seen[:seenBase] }()
 	for j, oi := range pk.offs {
 		o := &pk.f.p.Offerings[oi]
 		if o.Price >= best {
@@ -346,15 +356,16 @@ func (pk *packing) solve(r []int) float64 {
 		if !slices.Contains(al, first) {
 			continue
 		}
-		var loads [][]int
-		pk.loads(o, al, first, r, 0, o.Alloc, &loads)
-		n := len(seen)
-		for _, x := range loads {
+		start := len(pk.arena)
+		pk.loads(o, al, first, r, 0, o.Alloc)
+		end := len(pk.arena)
+		n := len(pk.seen)
+		for at := start; at < end; at += stride {
 			dom := false
-			for _, d := range seen[:n] {
+			for _, d := range pk.seen[seenBase:n] {
 				ge := true
-				for i := range x {
-					if d[i] < x[i] {
+				for i := range stride {
+					if pk.arena[d+i] < pk.arena[at+i] {
 						ge = false
 						break
 					}
@@ -367,9 +378,9 @@ func (pk *packing) solve(r []int) float64 {
 			if dom {
 				continue
 			}
-			seen = append(seen, x)
+			pk.seen = append(pk.seen, at)
 			for i := range r {
-				rest[i] = r[i] - x[i]
+				rest[i] = r[i] - pk.arena[at+i]
 			}
 			best = math.Min(best, o.Price+pk.solve(rest))
 		}
@@ -378,9 +389,10 @@ func (pk *packing) solve(r []int) float64 {
 	return best
 }
 
-// loads appends every maximal load on o within r (groups al, positions
-// into groups) with at least one pod of first; k is the position in al.
-func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left [NumResources]float64, out *[][]int) {
+// loads appends to pk.arena every maximal load on o within r (groups al,
+// positions into groups) with at least one pod of first; k is the position
+// in al.
+func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left [NumResources]float64) {
 	pk.f.packWork++
 	if pk.f.packWork > pk.f.packCap {
 		return
@@ -395,7 +407,7 @@ func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left 
 				return
 			}
 		}
-		*out = append(*out, append([]int(nil), pk.x...))
+		pk.arena = append(pk.arena, pk.x...)
 		return
 	}
 	i := al[k]
@@ -417,7 +429,7 @@ func (pk *packing) loads(o *Offering, al []int, first int, r []int, k int, left 
 		for q := range NumResources {
 			l[q] = left[q] - req[q]*float64(n)
 		}
-		pk.loads(o, al, first, r, k+1, l, out)
+		pk.loads(o, al, first, r, k+1, l)
 	}
 	pk.x[i] = 0
 }
