@@ -14,6 +14,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/podevents"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 )
 
 func TestIsPodEvent(t *testing.T) {
@@ -106,9 +107,24 @@ func (f *fixture) lastPodEvent(t *testing.T) time.Time {
 
 func (f *fixture) consolidatable(t *testing.T) (reconcile.Result, *metav1.Condition) {
 	t.Helper()
-	res, err := f.ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.nc)})
-	if err != nil {
-		t.Fatal(err)
+	// The running controller writes the same NodeClaim: a reconcile that
+	// loses the optimistic lock to it asks for a quick requeue, and the
+	// answer wanted is the one after it, so it is tried again until the
+	// cache has caught up (conflicts for 10 s are a failure).
+	var res reconcile.Result
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		res, err = f.ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(f.nc)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter != nodeclaimutil.ConflictRequeue {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reconcile kept losing optimistic-lock races for 10 s")
+		}
 	}
 	if err := f.env.Get(f.nc); err != nil {
 		t.Fatal(err)
