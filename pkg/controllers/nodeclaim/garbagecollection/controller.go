@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -45,11 +46,19 @@ type Options struct {
 	// launch whose NodeClaim is still being written is not mistaken for a
 	// leak. Zero means DefaultGracePeriod.
 	GracePeriod time.Duration
+	// Live reads around the cache. Before the sweep terminates an instance
+	// or deletes a node, it confirms there that no NodeClaim claims it: a
+	// cache that lags behind a loaded API server (a NodeClaim created, or
+	// its providerID written, since the cache last heard) must never cost
+	// a live instance. Nil means the manager's API reader once registered
+	// (the client itself when the sweep is driven by hand).
+	Live client.Reader
 }
 
 // Controller sweeps for leaks between the cloud and the cluster.
 type Controller struct {
 	kube     client.Client
+	live     client.Reader
 	cloud    cloudprovider.CloudProvider
 	clock    clock.Clock
 	recorder events.EventRecorder
@@ -65,7 +74,11 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, clk cl
 	if opts.GracePeriod <= 0 {
 		opts.GracePeriod = DefaultGracePeriod
 	}
-	return &Controller{kube: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, opts: opts}
+	live := opts.Live
+	if live == nil {
+		live = kube
+	}
+	return &Controller{kube: kube, live: live, cloud: cloud, clock: clk, recorder: recorder, metrics: m, opts: opts}
 }
 
 // Name is the controller's name in logs and metrics.
@@ -73,6 +86,9 @@ func (c *Controller) Name() string { return "nodeclaim.garbagecollection" }
 
 // Register adds the sweep to the manager as a singleton.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	if c.opts.Live == nil {
+		c.live = mgr.GetAPIReader()
+	}
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		WatchesRawSource(singleton.Source(c.Name())).
 		Complete(c)
@@ -126,6 +142,12 @@ func (c *Controller) instances(ctx context.Context, instances []*karpv1.NodeClai
 			wake(until)
 			continue
 		}
+		if owned, err := c.claimedLive(ctx, inst); err != nil || owned {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		err := c.cloud.Delete(ctx, inst)
 		if err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
 			errs = append(errs, fmt.Errorf("terminating leaked instance %s: %w", inst.Status.ProviderID, err))
@@ -135,6 +157,23 @@ func (c *Controller) instances(ctx context.Context, instances []*karpv1.NodeClai
 		log.FromContext(ctx).Info("terminated an instance no NodeClaim owns", "providerID", inst.Status.ProviderID, "nodeclaim", inst.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// claimedLive asks the API server, not the cache, whether the NodeClaim
+// the instance was launched for exists and owns it (or has not recorded
+// its launch yet).
+func (c *Controller) claimedLive(ctx context.Context, inst *karpv1.NodeClaim) (bool, error) {
+	if inst.Name == "" {
+		return false, nil
+	}
+	var nc karpv1.NodeClaim
+	if err := c.live.Get(ctx, client.ObjectKey{Name: inst.Name}, &nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("confirming instance %s has no NodeClaim: %w", inst.Status.ProviderID, err)
+	}
+	return nc.Status.ProviderID == "" || nc.Status.ProviderID == inst.Status.ProviderID, nil
 }
 
 // nodeClaims deletes launched NodeClaims whose instance is gone; the cloud
@@ -176,6 +215,7 @@ func (c *Controller) nodes(ctx context.Context, byProviderID map[string]*karpv1.
 		return err
 	}
 	var errs []error
+	var live map[string]bool // the providerIDs NodeClaims carry, read around the cache once
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		if node.Spec.ProviderID == "" || !node.DeletionTimestamp.IsZero() {
@@ -187,6 +227,19 @@ func (c *Controller) nodes(ctx context.Context, byProviderID map[string]*karpv1.
 		if until := node.CreationTimestamp.Add(c.opts.GracePeriod); c.clock.Now().Before(until) {
 			wake(until)
 			continue
+		}
+		if live == nil {
+			var ncs karpv1.NodeClaimList
+			if err := c.live.List(ctx, &ncs); err != nil {
+				return errors.Join(append(errs, fmt.Errorf("confirming orphan nodes: %w", err))...)
+			}
+			live = make(map[string]bool, len(ncs.Items))
+			for j := range ncs.Items {
+				live[ncs.Items[j].Status.ProviderID] = true
+			}
+		}
+		if live[node.Spec.ProviderID] {
+			continue // the cache had not heard of its NodeClaim yet
 		}
 		if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting node %s: %w", node.Name, err))

@@ -13,7 +13,12 @@
 //     NodeClaim carries are deleted once older than the grace period; their
 //     termination drains them and terminates the instance.
 //
-// Each removal is counted in dovetail_garbage_collected_total{kind}.
+// The sweep reads the cache; before it terminates an instance or deletes a
+// node it confirms around the cache (Options.Live, the manager's API reader)
+// that no NodeClaim claims it, so a cache behind a loaded API server (a
+// NodeClaim it has not heard of, or an old copy without its providerID)
+// never costs a live instance. Each removal is counted in
+// dovetail_garbage_collected_total{kind}.
 //
 // # Invariants
 //

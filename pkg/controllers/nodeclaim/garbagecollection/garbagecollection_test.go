@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
@@ -130,4 +131,57 @@ func TestTheSweepRunsPeriodicallyInTheManager(t *testing.T) {
 	env.Start(garbagecollection.NewController(env.Manager.GetClient(), env.Cloud, env.Clock, env.Recorder(), env.Metrics,
 		garbagecollection.Options{Interval: 100 * time.Millisecond}))
 	env.Eventually("three sweeps", func() (bool, error) { return env.Cloud.Calls("List") >= 3, nil })
+}
+
+// lagging is a cache that has not heard of any NodeClaim yet, as a watch
+// behind a loaded API server can be for longer than the grace period.
+type lagging struct{ client.Client }
+
+func (l lagging) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if ncs, ok := list.(*karpv1.NodeClaimList); ok {
+		ncs.Items = nil
+		return nil
+	}
+	return l.Client.List(ctx, list, opts...)
+}
+
+func TestALaggingCacheNeverCostsALiveInstanceOrNode(t *testing.T) {
+	env, _ := setup(t)
+	live := controllerstest.NodeClaim("live", "team-a")
+	env.Create(live)
+	env.Eventually("live to launch", func() (bool, error) {
+		if err := env.Get(live); err != nil {
+			return false, err
+		}
+		return live.IsTrue(karpv1.ConditionTypeLaunched) && live.Status.ProviderID != "", nil
+	})
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: env.Prefix + "-live", Labels: map[string]string{karpv1.NodePoolLabelKey: "team-a"}},
+		Spec:       corev1.NodeSpec{ProviderID: live.Status.ProviderID},
+	}
+	env.Create(node)
+	// An instance no NodeClaim owns, to show the sweep still works.
+	if _, err := env.Cloud.Create(context.Background(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{
+		Name: "leaked", CreationTimestamp: metav1.NewTime(env.Clock.Now()),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	gc := garbagecollection.NewController(lagging{env.Manager.GetClient()}, env.Cloud, env.Clock, env.Recorder(), env.Metrics,
+		garbagecollection.Options{Live: env.Manager.GetAPIReader()})
+	// Past the grace period of both instances (the live one was launched
+	// at its NodeClaim's creation, on the wall clock).
+	env.Clock.SetTime(live.CreationTimestamp.Add(garbagecollection.DefaultGracePeriod + time.Second))
+	if _, err := gc.Reconcile(context.Background(), singleton.Request(gc.Name())); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	insts := env.Cloud.Instances()
+	if len(insts) != 1 || insts[0].Status.ProviderID != live.Status.ProviderID {
+		t.Fatalf("instances after the sweep %v, want only the live NodeClaim's %s", insts, live.Status.ProviderID)
+	}
+	if ok, err := env.NotFound(node); ok || err != nil {
+		t.Fatalf("the live NodeClaim's node was deleted (%v, %v)", ok, err)
+	}
+	if ok, err := env.NotFound(live); ok || err != nil {
+		t.Fatalf("the live NodeClaim was deleted (%v, %v)", ok, err)
+	}
 }
