@@ -240,11 +240,14 @@ func TestPlannerProperty(t *testing.T) {
 
 // TestPlannerCost: without blockers (no do-not-disrupt, no PDBs, budgets
 // of 100%, spot-to-spot on), the fleet after the commands of up to five
-// passes (the controller plans every 10 s) is within 1.10x the LP lower
-// bound for the pods that remain, or, where the engine's own plans for
-// those pods are above that, within 10% of a fresh provisioning solve of
-// them (the engine's plans for the same pods vary by a few percent with
-// their order). Both distributions are logged.
+// passes (the controller plans every 10 s) is within 1.10x a fresh
+// provisioning solve of the pods that remain, on every cluster. Logged:
+// the fleet against the lower bound for those pods (the larger of the
+// engine's bound for them as a provisioning problem, spreads included,
+// and the planner's own fleet bound), how many are within 1.10x of it,
+// and the fleet against the planner's own bound alone, which drops
+// topology spreads (a fleet left skewed by deletions may keep its skew)
+// and so is lower.
 func TestPlannerCost(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
@@ -264,7 +267,8 @@ func TestPlannerCostHeldOut(t *testing.T) {
 }
 
 func costFamily(t *testing.T, first uint64, seeds int) {
-	var gaps, fresh []float64
+	var own, gaps, fresh []float64
+	within := 0
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		cl := randomClusterP(t, seed, false)
 		var plan *disruption.Plan
@@ -287,12 +291,8 @@ func costFamily(t *testing.T, first uint64, seeds int) {
 		if plan.LowerBoundPricePerHour <= 0 {
 			t.Fatalf("seed %d: no lower bound", seed)
 		}
-		gap := plan.FleetPricePerHourAfter / plan.LowerBoundPricePerHour
-		gaps = append(gaps, gap)
-		if gap <= 1.10 {
-			continue
-		}
-		// A fresh solve of every remaining pod.
+		// The remaining pods as a provisioning problem: a fresh solve of
+		// every one of them, and its lower bound.
 		b := *cl
 		b.Nodes = nil
 		b.Pods = append([]*corev1.Pod(nil), cl.Pods...)
@@ -309,21 +309,31 @@ func costFamily(t *testing.T, first uint64, seeds int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh = append(fresh, plan.FleetPricePerHourAfter/fp.PricePerHour)
-		if plan.FleetPricePerHourAfter > 1.10*fp.PricePerHour {
-			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the bound $%.4f/h and %.3fx a fresh solve ($%.4f/h)",
-				seed, plan.FleetPricePerHourAfter, gap, plan.LowerBoundPricePerHour, plan.FleetPricePerHourAfter/fp.PricePerHour, fp.PricePerHour)
+		if fp.LowerBound <= 0 {
+			t.Fatalf("seed %d: no lower bound for the remaining pods", seed)
 		}
-	}
-	sort.Float64s(gaps)
-	sort.Float64s(fresh)
-	within := 0
-	for _, g := range gaps {
-		if g <= 1.10 {
+		bound := math.Max(fp.LowerBound, plan.LowerBoundPricePerHour)
+		after := plan.FleetPricePerHourAfter
+		own = append(own, after/plan.LowerBoundPricePerHour)
+		gaps = append(gaps, after/bound)
+		fresh = append(fresh, after/fp.PricePerHour)
+		if after <= 1.10*bound {
 			within++
 		}
+		// Issue 8 asks for 1.10x the bound on every cluster: a few are
+		// above it where the engine's own fresh plan for the same pods is
+		// (plan quality or bound, issue 14), so what fails here is 1.10x
+		// the fresh solve, and the count within 1.10x the bound is logged.
+		if after > 1.10*fp.PricePerHour {
+			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the lower bound for the remaining pods ($%.4f/h) and %.3fx a fresh solve of them ($%.4f/h); the planner's own fleet bound is $%.4f/h",
+				seed, after, after/bound, bound, after/fp.PricePerHour, fp.PricePerHour, plan.LowerBoundPricePerHour)
+		}
 	}
-	t.Logf("gap after/bound over %d clusters: %s; %d within 1.10; after/fresh solve for the others: %s", len(gaps), quantiles(gaps), within, quantiles(fresh))
+	sort.Float64s(own)
+	sort.Float64s(gaps)
+	sort.Float64s(fresh)
+	t.Logf("over %d clusters, fleet after the commands / the lower bound for the remaining pods: %s (%d within 1.10); / a fresh solve of them: %s; / the planner's own fleet bound (spreads dropped): %s",
+		len(gaps), quantiles(gaps), within, quantiles(fresh), quantiles(own))
 }
 
 func quantiles(v []float64) string {
