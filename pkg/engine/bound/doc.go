@@ -207,7 +207,8 @@
 // must sit, jointly in cpu, memory and pod slots, on one or two whole nodes
 // per zone, which no relaxation or covering above sees (uneven-spread/1:
 // every one of them stopped at $0.398/h where the exact optimum of this
-// model is $0.4445/h). For parts of at most 8 groups Floor also computes
+// model is $0.4445/h). For parts of at most 8 groups (identical groups
+// merged, below) Floor also computes
 // that optimum exactly. One node of offering o holds integral x_g <= cap_g
 // pods of the groups allowed on o within A_o in every resource (cap_g as
 // above: C_g - D_g + 1, or 1 when all of g's pods are apart); every plan's
@@ -233,13 +234,29 @@
 // back to the sum over zones of f_z(M_z) (the forced pods alone) and f
 // with zones ignored, each also a bound.
 //
+// Identical groups (same request and allowed offerings, no pods that must
+// be apart: two workloads of the same shape are two groups to the
+// engine's bound) are merged first, counts and zone
+// minimums summed: the merged problem has the same optimum (a plan for it
+// relabels into one for p: in each zone, M_zg of its pods there take
+// member g's label, the rest the labels of the members' free pods), and
+// fewer groups mean far fewer count vectors (uneven-spread/2: 4 groups to
+// 3). The search skips a branch that cannot beat the best found so far:
+// before enumerating the loads of offering o, when price_o plus the demand
+// beyond A_o at the least price per unit of some resource already reaches
+// it, and before recursing into r - x, when price_o plus that floor of
+// r - x does; f(r) stays exact, so the memo does too.
+//
 // Work is capped deterministically: at most 100,000 count vectors per
-// search and 1,500,000 load-search steps per Floor call (300,000 without
+// search and 3,500,000 load-search steps per Floor call (300,000 without
 // zone minimums, where the relaxations see most of it); a search past a cap
 // contributes 0 (never a number from an unfinished search). Checked
 // against the brute-force optimum on 1,500 seeded problems
 // (pack_test.go): never above it; max(Floor, Solve's bound) is exact on
-// all 1,500 (1,474 without the packing), and on the engine's cost
+// all 1,500 (1,474 without the packing); on 834 more with a group split in
+// two identical ones, the split optimum is the unsplit one, the merged
+// packing equals the unsplit packing, and pruned and unpruned searches
+// agree on every problem. On the engine's cost
 // families the bound of uneven-spread/1 now equals the integer optimum of
 // the model computed independently (0.4445).
 //

@@ -65,7 +65,7 @@ func Floor(p *Problem) float64 {
 		best = max(best, f.jointBound(sets[0]))
 	}
 	if floorPack {
-		best = max(best, f.packBound())
+		best = max(best, f.packMerged())
 	}
 	for _, set := range sets {
 		for r := range NumResources {

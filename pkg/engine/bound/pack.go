@@ -43,7 +43,9 @@ const (
 	// packMaxWork caps the load-search steps per Floor call with zone
 	// minimums, packMaxWorkNoZones without (the exact packing gains least
 	// there: the relaxations already see most of what whole nodes cost).
-	packMaxWork        = 1_500_000
+	// uneven-spread/2 of the engine's cost families needs about 3.0M with
+	// its identical groups merged and the pruning.
+	packMaxWork        = 3_500_000
 	packMaxWorkNoZones = 300_000
 )
 
@@ -65,9 +67,16 @@ type packing struct {
 	x     []int
 	arena []int
 	seen  []int
+	// unit[q] is the least price per unit of resource q among offs: any
+	// nodes holding a demand D of q cost at least D*unit[q].
+	unit [NumResources]float64
 }
 
 var floorPack = true
+
+// packPrune skips branches that cannot beat the best found (a var for
+// the tests' comparison with the unpruned search).
+var packPrune = true
 
 // packBound is the exact packing with zones (zonalExact) when the part is
 // small enough, else max(sum_z f_z of the forced pods, f of all pods).
@@ -304,7 +313,38 @@ func (f *floorer) newPacking(groups, counts []int, zone int) (*packing, bool) {
 		offs[i], allowed[i] = pk.offs[j], pk.allowed[j]
 	}
 	pk.offs, pk.allowed = offs, allowed
+	for q := range NumResources {
+		pk.unit[q] = math.Inf(1)
+		for _, oi := range pk.offs {
+			o := &f.p.Offerings[oi]
+			if o.Alloc[q] > 0 {
+				pk.unit[q] = math.Min(pk.unit[q], o.Price/o.Alloc[q])
+			}
+		}
+		if math.IsInf(pk.unit[q], 1) {
+			pk.unit[q] = 0
+		}
+	}
 	return pk, true
+}
+
+// floorOf is a lower bound on f(r) (on f(r') for any r' whose demand is
+// that of r less minus) from the demand of each resource alone at its
+// least unit price, shrunk well past what packSlack lets loads exceed an
+// allocatable by.
+func (pk *packing) floorOf(r []int, minus *[NumResources]float64) float64 {
+	lb := 0.0
+	for q := range NumResources {
+		d := 0.0
+		for i, c := range r {
+			d += float64(c) * pk.f.p.Groups[pk.groups[i]].Request[q]
+		}
+		if minus != nil {
+			d -= minus[q]
+		}
+		lb = math.Max(lb, d*pk.unit[q])
+	}
+	return lb * (1 - 1e-6)
 }
 
 func (pk *packing) index(r []int) int {
@@ -356,6 +396,12 @@ func (pk *packing) solve(r []int) float64 {
 		if !slices.Contains(al, first) {
 			continue
 		}
+		// Whatever this node holds, the rest needs at least the demand
+		// beyond its allocatable: a branch that cannot beat best is
+		// skipped (best, and so the memo, stay exact).
+		if packPrune && o.Price+pk.floorOf(r, &o.Alloc) >= best {
+			continue
+		}
 		start := len(pk.arena)
 		pk.loads(o, al, first, r, 0, o.Alloc)
 		end := len(pk.arena)
@@ -381,6 +427,9 @@ func (pk *packing) solve(r []int) float64 {
 			pk.seen = append(pk.seen, at)
 			for i := range r {
 				rest[i] = r[i] - pk.arena[at+i]
+			}
+			if packPrune && o.Price+pk.floorOf(rest, nil) >= best {
+				continue
 			}
 			best = math.Min(best, o.Price+pk.solve(rest))
 		}

@@ -3,6 +3,7 @@ package bound
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -63,7 +64,7 @@ func packOnly(p *Problem) float64 {
 	}
 	f := newFloorer(p)
 	f.reduceOfferings()
-	return f.packBound()
+	return f.packMerged()
 }
 
 // TestPackJointZones: pods A (500m, 1 unit) and B (100m, 5 units) on
@@ -101,15 +102,93 @@ func TestPackJointZones(t *testing.T) {
 // partial search's number).
 func TestPackCaps(t *testing.T) {
 	p := Problem{Offerings: []Offering{{Price: 1, Alloc: [3]float64{4000, 64, 110}}}}
-	for range 9 {
-		p.Groups = append(p.Groups, Group{Count: 3, Request: [3]float64{500, 1, 1}, Allowed: []int{0}})
+	for i := range 9 {
+		p.Groups = append(p.Groups, Group{Count: 3, Request: [3]float64{500 + float64(i), 1, 1}, Allowed: []int{0}})
 	}
 	if got := packOnly(&p); got != 0 {
 		t.Errorf("9 groups: packing %g, want 0 (skipped)", got)
 	}
 	p.Groups = p.Groups[:2]
-	p.Groups[0].Count, p.Groups[1].Count = 3, 5 // 8 pods of 500m: 1 node
+	p.Groups[0].Count, p.Groups[1].Count = 3, 4 // 7 pods of 500-501m: 1 node
 	if got := packOnly(&p); math.Abs(got-1) > 1e-9 {
 		t.Errorf("2 groups: packing %g, want 1", got)
+	}
+}
+
+// TestPackMergeAndPruneExact: on seeded small problems with one group
+// (without pods that must be apart) split into two identical ones, its
+// pods and zone minimums shared out, the enumerated optimum is that of the
+// unsplit problem (the relabelling argument of mergeIdentical), and the
+// packing with identical groups merged is at most it and equals the
+// packing of the unsplit problem; on every problem, split or not, the
+// pruned search equals the unpruned one (pruning skips only branches that
+// cannot win).
+func TestPackMergeAndPruneExact(t *testing.T) {
+	defer func() { packPrune, mergeSame = true, true }()
+	rng := rand.New(rand.NewPCG(20261201, 16))
+	var n, merged, exact int
+	for i := range 1500 {
+		p := genSmall(rng, 8)
+		gi := rng.IntN(len(p.Groups))
+		g := p.Groups[gi]
+		if g.Count < 2 || g.DistinctNodes >= 2 {
+			continue
+		}
+		a := 1 + rng.IntN(g.Count-1)
+		h := Group{Count: g.Count - a, Request: g.Request, Allowed: slices.Clone(g.Allowed)}
+		g.Count = a
+		if len(g.MinPerZone) > 0 {
+			g.MinPerZone, h.MinPerZone = map[int]int{}, map[int]int{}
+			for z, m := range p.Groups[gi].MinPerZone {
+				k := min(m, a)
+				if m-k > h.Count {
+					k = m - h.Count
+				}
+				g.MinPerZone[z], h.MinPerZone[z] = k, m-k
+			}
+		}
+		split := Problem{Offerings: p.Offerings, Groups: append(slices.Clone(p.Groups), h)}
+		split.Groups[gi] = g
+		if Validate(&split) != nil {
+			continue
+		}
+		opt := bruteForceOptimum(&split)
+		if o := bruteForceOptimum(&p); math.Abs(o-opt) > 1e-9*math.Max(1, o) {
+			t.Fatalf("instance %d: split optimum %.12g, unsplit %.12g\n%+v", i, opt, o, split)
+		}
+		whole := packOnly(&p)
+		got := packOnly(&split)
+		if got > opt*(1+1e-9)+1e-12 {
+			t.Fatalf("instance %d: merged packing %.12g > optimum %.12g\n%+v", i, got, opt, split)
+		}
+		if math.Abs(got-whole) > 1e-9*math.Max(1, whole) {
+			t.Fatalf("instance %d: merged packing %.12g, unsplit %.12g\n%+v", i, got, whole, split)
+		}
+		mergeSame = false
+		unmerged := packOnly(&split)
+		mergeSame = true
+		if unmerged > opt*(1+1e-9)+1e-12 {
+			t.Fatalf("instance %d: unmerged packing %.12g > optimum %.12g", i, unmerged, opt)
+		}
+		if got > unmerged*(1+1e-9) {
+			merged++
+		}
+		for _, q := range []*Problem{&p, &split} {
+			pruned := packOnly(q)
+			packPrune = false
+			full := packOnly(q)
+			packPrune = true
+			if math.Abs(pruned-full) > 1e-9*math.Max(1, full) {
+				t.Fatalf("instance %d: pruned packing %.12g, unpruned %.12g\n%+v", i, pruned, full, *q)
+			}
+		}
+		if got >= opt*(1-1e-6) {
+			exact++
+		}
+		n++
+	}
+	t.Logf("%d split instances: merged packing exact on %d, above the unmerged one (capped) on %d", n, exact, merged)
+	if n < 500 {
+		t.Errorf("only %d instances", n)
 	}
 }
