@@ -753,14 +753,6 @@ func (s *solver) proposeClaim(pc *pclass, pp *pcPool, zp []int) (*snode, decisio
 				}
 				continue
 			}
-			if z2 := s.cheaperTiedZone(pc, t, z, zp, a.cts, func(c int) bool {
-				return a.zones.has(c) && s.zoneBlock(pc, c) == nil
-			}); z2 != z {
-				zm2 := zmask(1) << uint(z2)
-				if t2, _ := s.chooseTarget(pc, p, a, zm2, a.cts); t2 != nil {
-					z, zm, t = z2, zm2, t2
-				}
-			}
 			n := s.newSnode(p, t, zm, a.cts)
 			d := s.canPlaceNew(pc, n, zp)
 			if !d.ok {
@@ -1209,17 +1201,16 @@ type knobs struct {
 	lambda    bool    // value pods at the pools' resource prices
 	retarget  bool    // choose a claim's target again when a pod pins its zone
 	zoneShift int     // rotates the zone tie-break of zonePref (0: zone order)
-	zonePrice bool    // small inputs: break zone ties by the claim's target price (zoneShift 0 only)
 }
 
-var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true, retarget: true, zonePrice: true}
+var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true, retarget: true}
 
 // secondKnobs is the setting of the one extra re-solve of a small input
 // (runBest): the default with zone-constrained pods placed first and a
 // wider band for larger targets, so the spread pods settle each zone's
 // large claims before the zone-free pods fill them (fewer, fuller
 // claims per zone where daemonsets make every node dear).
-var secondKnobs = knobs{tol: 0.05, fillAlpha: 0.25, trial: true, zoneFirst: true, gate: 0.8, lambda: true, retarget: true, zonePrice: true}
+var secondKnobs = knobs{tol: 0.05, fillAlpha: 0.25, trial: true, zoneFirst: true, gate: 0.8, lambda: true, retarget: true}
 
 // knobVariants are the settings bigRepack tries, default first. With
 // priced, each setting also values pods at the resource prices and

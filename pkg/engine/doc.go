@@ -112,12 +112,7 @@
 // larger targets: each zone's large claims are sized by the pods a spread
 // forces there before the zone-free pods fill them, which matters where
 // large daemonsets make every extra node dear), and the cheapest plan is
-// kept, the first among equals, so plans stay deterministic. In the
-// unrotated runs of such small inputs, a claim pinned to a zone (or a
-// claim seeded for a zone-bound pod) takes, among the zones its spreads
-// rank equal, the one where its target type is cheapest rather than the
-// first by index (large inputs keep the index order, which did better
-// there). Work is bounded by
+// kept, the first among equals, so plans stay deterministic. Work is bounded by
 // Options.ImprovementBudget
 // (DefaultImprovementBudget scales with the input). Plan.LowerBound,
 // from pkg/engine/bound, bounds every plan for the pods put on new claims

@@ -222,15 +222,6 @@ func (s *solver) canPlaceNew(pc *pclass, n *snode, zonePref []int) decision {
 			if z < 0 {
 				return failGroup(fwTopoZone, blocking)
 			}
-			z = s.cheaperTiedZone(pc, n.target, z, zonePref, cts, func(c int) bool {
-				if !zones.has(c) {
-					return false
-				}
-				if _, ok := n.target.cheapest(1<<uint(c), cts); !ok {
-					return false
-				}
-				return s.zoneBlock(pc, c) == nil
-			})
 			d.zone = z
 			zones = 1 << uint(z)
 		}
@@ -374,7 +365,19 @@ func (s *solver) zonePref(pc *pclass, buf []int) []int {
 	var arr [64]zs
 	k := 0
 	for z := range s.zones {
-		arr[k] = zs{z, s.zoneScore(pc, z)}
+		var score int64
+		for _, r := range pc.zoneG {
+			g := r.g
+			switch g.kind {
+			case gSpread:
+				score += int64(g.cnt(z)) * 4
+			case gAffinity:
+				if r.own && g.cnt(z) > 0 {
+					score -= 1 << 40
+				}
+			}
+		}
+		arr[k] = zs{z, score}
 		k++
 	}
 	slices.SortStableFunc(arr[:k], func(a, b zs) int {
@@ -394,53 +397,6 @@ func (s *solver) zonePref(pc *pclass, buf []int) []int {
 		buf = append(buf, arr[i].z)
 	}
 	return buf
-}
-
-// zoneScore is zonePref's key for zone z (lower first): the pod's spread
-// groups' counts there, less a large amount where its affinity targets are.
-func (s *solver) zoneScore(pc *pclass, z int) int64 {
-	var score int64
-	for _, r := range pc.zoneG {
-		g := r.g
-		switch g.kind {
-		case gSpread:
-			score += int64(g.cnt(z)) * 4
-		case gAffinity:
-			if r.own && g.cnt(z) > 0 {
-				score -= 1 << 40
-			}
-		}
-	}
-	return score
-}
-
-// cheaperTiedZone returns, among the zones after z in zp that zonePref
-// ranks equal to z (and that pass ok), the one where t is cheapest, when
-// it is cheaper there than in z; else z. Only for small inputs (under
-// multiStartPods pending pods, those runBest may solve again) and without
-// a zone rotation (knobs.zonePrice, knobs.zoneShift 0): the rotated
-// re-solves keep the plain rotated order. On large inputs the first
-// claims' zones matter less and the tie-break by index did better.
-func (s *solver) cheaperTiedZone(pc *pclass, t *ctype, z int, zp []int, cts ctmask, ok func(int) bool) int {
-	if !s.knobs.zonePrice || s.knobs.zoneShift != 0 || t == nil || s.pendingPods >= multiStartPods {
-		return z
-	}
-	sc := s.zoneScore(pc, z)
-	best, bestPrice := z, t.priceIn(1<<uint(z), cts)
-	past := false
-	for _, c := range zp {
-		if c == z {
-			past = true
-			continue
-		}
-		if !past || s.zoneScore(pc, c) != sc || !ok(c) {
-			continue
-		}
-		if p := t.priceIn(1<<uint(c), cts); p < bestPrice*(1-1e-9) {
-			best, bestPrice = c, p
-		}
-	}
-	return best
 }
 
 // minValuesOK checks that the types still able to hold load keep every

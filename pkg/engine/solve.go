@@ -71,14 +71,11 @@ type solver struct {
 	// improvement phase
 	finalPrice     float64
 	constructEvals int
-	// pendingPods is the number of pods placed by this solve (not already
-	// bound to existing nodes or in-flight claims).
-	pendingPods   int
-	improving     bool
-	trial         *trial
-	trialGen      int
-	evals         int
-	repackClasses []*cclass
+	improving      bool
+	trial          *trial
+	trialGen       int
+	evals          int
+	repackClasses  []*cclass
 
 	// scratch
 	trialCounts []int
@@ -187,10 +184,6 @@ const (
 // run constructs and improves a plan with the given heuristics.
 func (s *solver) run(k knobs) *solver {
 	s.knobs = k
-	s.pendingPods = 0
-	for _, c := range s.classes {
-		s.pendingPods += len(c.pods)
-	}
 	s.evals = 0
 	s.construct()
 	s.constructEvals = s.evals
