@@ -1205,6 +1205,13 @@ type knobs struct {
 
 var defaultKnobs = knobs{tol: targetTolerance, fillAlpha: 0.25, trial: true, gate: 0.8, lambda: true, retarget: true}
 
+// secondKnobs is the setting of the one extra re-solve of a small input
+// (runBest): the default with zone-constrained pods placed first and a
+// wider band for larger targets, so the spread pods settle each zone's
+// large claims before the zone-free pods fill them (fewer, fuller
+// claims per zone where daemonsets make every node dear).
+var secondKnobs = knobs{tol: 0.05, fillAlpha: 0.25, trial: true, zoneFirst: true, gate: 0.8, lambda: true, retarget: true}
+
 // knobVariants are the settings bigRepack tries, default first. With
 // priced, each setting also values pods at the resource prices and
 // retargets claims a pod pins to a zone (what the default does): large

@@ -107,8 +107,12 @@
 // in-flight claims, at least 4 new claims) whose claims of one pool
 // lie in several zones is solved again with the zone tie-break rotated
 // (which zone the first, largest claims land in; zones differ in price),
-// once per other zone, and the cheapest plan is kept, the first among
-// equals, so plans stay deterministic. Work is bounded by
+// once per other zone, then once more at the rotation that did best with
+// a second setting (zone-constrained pods placed first, a wider band for
+// larger targets: each zone's large claims are sized by the pods a spread
+// forces there before the zone-free pods fill them, which matters where
+// large daemonsets make every extra node dear), and the cheapest plan is
+// kept, the first among equals, so plans stay deterministic. Work is bounded by
 // Options.ImprovementBudget
 // (DefaultImprovementBudget scales with the input). Plan.LowerBound,
 // from pkg/engine/bound, bounds every plan for the pods put on new claims

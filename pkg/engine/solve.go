@@ -113,7 +113,9 @@ func Solve(in *Input) (*Plan, error) {
 
 // runBest runs s with the default heuristics and, when multiStart says
 // so, fresh solvers from again with the zone tie-break rotated (one per
-// other zone), and returns the cheapest (the first among equals).
+// other zone), then one more with the second heuristic setting
+// (secondKnobs) at the rotation that did best, and returns the cheapest
+// (the first among equals).
 func (s *solver) runBest(again func() *solver) *solver {
 	s.run(defaultKnobs)
 	if !s.multiStart() {
@@ -127,6 +129,11 @@ func (s *solver) runBest(again func() *solver) *solver {
 		if alt.run(k).finalPrice < best.finalPrice*(1-1e-9) {
 			best = alt
 		}
+	}
+	k := secondKnobs
+	k.zoneShift = best.knobs.zoneShift
+	if alt := again(); alt.run(k).finalPrice < best.finalPrice*(1-1e-9) {
+		best = alt
 	}
 	return best
 }
