@@ -197,6 +197,13 @@ func (c *Controller) countNode(ctx context.Context, name string) error {
 		c.exportNode(name, nodeSeries{}, nil, nil)
 		return nil
 	}
+	// A node of a deleted pool has no series, as the pool has none.
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: series.pool}, &karpv1.NodePool{}, client.UnsafeDisableDeepCopy); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			c.exportNode(name, nodeSeries{}, nil, nil)
+		}
+		return client.IgnoreNotFound(err)
+	}
 	var pods corev1.PodList
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{nodeclaimutil.IndexPodNodeName: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
