@@ -82,9 +82,6 @@ func BenchmarkScaleUp1000(b *testing.B) {
 		plan := simulatePlan(b, file).TotalPricePerHour
 		r, reqBefore := freshController(b)
 		s := newScenario(b)
-		// A pool of its own without limits: the examples' pools stop at
-		// 1,000 cpu each (500 of these nodes between them).
-		s.pool("fleet", nil)
 
 		b.StartTimer()
 		begin := time.Now()
@@ -284,6 +281,7 @@ spec:
 		b.StopTimer()
 		r, reqBefore := freshController(b)
 		s := newScenario(b)
+		drainFirst(b, s, pods)
 		// A pool of its own without limits: the examples' pools stop at
 		// 1,000 cpu each (500 of these nodes between them).
 		s.pool("fleet", nil)
