@@ -236,7 +236,11 @@ func topReasons(why map[string]int, n int) []string {
 // DOVETAIL_E2E_AUDIT=1 the stack's API server keeps an audit log of the
 // controller's identity, and its requests are also counted there, by user
 // agent (server-requests/pod). DOVETAIL_BENCH_GOMEMLIMIT=250MiB runs the
-// controller with that soft memory limit (GOMEMLIMIT).
+// controller with that soft memory limit (GOMEMLIMIT). The pods go to a
+// NodePool of the benchmark's own without limits (the examples' pools
+// stop at 1,000 cpu each), and the controller runs with the product's
+// launch and registration timeouts (fleetTimeouts), not the stack's
+// scaled-down ones.
 func BenchmarkScaleKwok(b *testing.B) {
 	nodes := 3000
 	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
@@ -260,6 +264,7 @@ spec:
       labels: {app: fleet}
     spec:
       nodeSelector:
+        e2e: fleet
         node.kubernetes.io/instance-type: m6g.xlarge
       containers:
         - name: fleet
@@ -268,6 +273,7 @@ spec:
             requests: {cpu: 380m, memory: 256Mi}
 `, pods)
 	snapshot := profiling(b)
+	fleetTimeouts(b)
 	if limit := softMemoryLimit(b); limit != "" {
 		b.Logf("controller GOMEMLIMIT=%s", limit)
 	}
@@ -275,6 +281,10 @@ spec:
 		b.StopTimer()
 		r, reqBefore := freshController(b)
 		s := newScenario(b)
+		drainFirst(b, s, pods)
+		// A pool of its own without limits: the examples' pools stop at
+		// 1,000 cpu each (500 of these nodes between them).
+		s.pool("fleet", nil)
 		audit := stk.ControlPlane().AuditLogPath()
 		var auditSkip int
 		if audit != "" {

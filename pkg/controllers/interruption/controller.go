@@ -93,7 +93,7 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // reconciler to the manager.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	c.log = mgr.GetLogger().WithName(c.Name())
-	if err := (&rebalancer{c: c}).register(mgr); err != nil {
+	if err := (&rebalancer{c: c}).register(ctx, mgr); err != nil {
 		return err
 	}
 	if c.queue == nil {

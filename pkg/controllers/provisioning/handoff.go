@@ -147,8 +147,10 @@ func otherKinds(pods []*corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, pla
 	kinds := map[string]bool{}
 	checked := map[string]bool{} // one pod per kind: they share their spec
 	for _, pod := range pods {
-		if planned[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
-			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		// The field checks first: at fleet size most pods are bound, and
+		// this runs over every pod for every node that registers.
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || planned[pod.UID] {
 			continue
 		}
 		k := kindOf(pod)

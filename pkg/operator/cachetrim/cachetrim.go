@@ -87,6 +87,9 @@ func Pod(p *corev1.Pod) {
 	shared.pod(p)
 }
 
+// trimContainers keeps of each container what containersKey (share.go)
+// spells out: a field kept here must be in that key too, or containers
+// that differ in it would be shared.
 func trimContainers(in []corev1.Container) []corev1.Container {
 	if len(in) == 0 {
 		return in

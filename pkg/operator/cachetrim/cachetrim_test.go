@@ -50,6 +50,7 @@ func needed() *corev1.Pod {
 			RuntimeClassName:              ptr.To("kata"),
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 			HostNetwork:                   true,
+			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
 			SchedulingGates:               []corev1.PodSchedulingGate{{Name: "g"}},
 			Resources:                     &req,
 			RestartPolicy:                 corev1.RestartPolicyAlways,
@@ -213,8 +214,35 @@ func TestPodsOfOneKindShareTheirRepeatedParts(t *testing.T) {
 	b.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
 	b.Name, b.UID = "q", "u2"
 	other.Name, other.UID, other.Labels = "r", "u3", map[string]string{"app": "api"}
+	other.Spec.Containers[0].Ports[0].HostPort = 8081
+	other.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"us-east-1b"}
+	other.Spec.TopologySpreadConstraints[0].MaxSkew = 2
+	other.Status.Conditions[0].Message = "0/4 nodes are available: 4 Insufficient cpu."
 	for _, p := range []*corev1.Pod{a, b, other} {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{}
 		cachetrim.Pod(p)
+	}
+	for what, pair := range map[string][2]any{
+		"containers": {a.Spec.Containers, b.Spec.Containers}, "init containers": {a.Spec.InitContainers, b.Spec.InitContainers},
+		"annotations": {a.Annotations, b.Annotations}, "affinity": {a.Spec.Affinity, b.Spec.Affinity},
+		"spread": {a.Spec.TopologySpreadConstraints, b.Spec.TopologySpreadConstraints}, "security context": {a.Spec.SecurityContext, b.Spec.SecurityContext},
+	} {
+		if fmt.Sprintf("%p", pair[0]) != fmt.Sprintf("%p", pair[1]) {
+			t.Errorf("pods of one kind do not share their %s", what)
+		}
+	}
+	// What differs is not shared: each field the key spells out.
+	for what, pair := range map[string][2]any{
+		"containers": {a.Spec.Containers, other.Spec.Containers}, "affinity": {a.Spec.Affinity, other.Spec.Affinity},
+		"spread": {a.Spec.TopologySpreadConstraints, other.Spec.TopologySpreadConstraints},
+	} {
+		if fmt.Sprintf("%p", pair[0]) == fmt.Sprintf("%p", pair[1]) {
+			t.Errorf("pods that differ share their %s", what)
+		}
+	}
+	if other.Spec.Containers[0].Ports[0].HostPort != 8081 || a.Spec.Containers[0].Ports[0].HostPort != 8080 ||
+		other.Status.Conditions[0].Message == a.Status.Conditions[0].Message || other.Spec.TopologySpreadConstraints[0].MaxSkew != 2 {
+		t.Errorf("sharing mixed up the pods' values")
 	}
 	same := func(what string, x, y any) bool { return fmt.Sprintf("%p", x) == fmt.Sprintf("%p", y) }
 	if !same("labels", a.Labels, b.Labels) || !same("node selector", a.Spec.NodeSelector, b.Spec.NodeSelector) ||
@@ -227,6 +255,7 @@ func TestPodsOfOneKindShareTheirRepeatedParts(t *testing.T) {
 	}
 	want := needed()
 	want.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
+	want.Spec.SecurityContext = &corev1.PodSecurityContext{}
 	if !equality.Semantic.DeepEqual(a, want) {
 		t.Errorf("sharing changed the pod: %+v", a)
 	}

@@ -14,8 +14,11 @@
 // whole, so no list in a patch (taints, finalizers) is a trimmed one.
 //
 // Cached Pods are also read without deep copies, and the pods of one kind
-// share their repeated parts (labels, owner references, node selector,
-// tolerations, container resources; share.go): a reader must never change
+// share their repeated parts (labels, annotations, owner references, node
+// selector, tolerations, affinity, topology spread constraints, the empty
+// security context, the trimmed containers and their resources; interned
+// strings such as the scheduler's condition message; share.go): a reader
+// must never change
 // a map, a slice or a pointed-to field of a Pod it read from the cache
 // (changing a shallow copy's scalar fields is fine).
 //

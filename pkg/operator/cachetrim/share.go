@@ -8,6 +8,7 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -23,12 +24,19 @@ const shareLimit = 4096
 // across pods (namespace, generateName, scheduler and service account
 // names) are interned with package unique.
 type sharer struct {
-	mu        sync.Mutex
-	maps      map[string]map[string]string
-	owners    map[string][]metav1.OwnerReference
-	tols      map[string][]corev1.Toleration
-	resources map[string]corev1.ResourceList
+	mu         sync.Mutex
+	maps       map[string]map[string]string
+	owners     map[string][]metav1.OwnerReference
+	tols       map[string][]corev1.Toleration
+	resources  map[string]corev1.ResourceList
+	containers map[string][]corev1.Container
+	affinities map[string]*corev1.Affinity
+	spreads    map[string][]corev1.TopologySpreadConstraint
 }
+
+// noSecurityContext is the shared empty pod security context (the API
+// server's defaulting gives every pod one).
+var noSecurityContext = &corev1.PodSecurityContext{}
 
 var shared = newSharer()
 
@@ -36,6 +44,8 @@ func newSharer() *sharer {
 	return &sharer{
 		maps: map[string]map[string]string{}, owners: map[string][]metav1.OwnerReference{},
 		tols: map[string][]corev1.Toleration{}, resources: map[string]corev1.ResourceList{},
+		containers: map[string][]corev1.Container{}, affinities: map[string]*corev1.Affinity{},
+		spreads: map[string][]corev1.TopologySpreadConstraint{},
 	}
 }
 
@@ -83,6 +93,10 @@ func (s *sharer) resourceList(r corev1.ResourceList) corev1.ResourceList {
 	if len(r) == 0 {
 		return r
 	}
+	return share(s.resources, resourcesKey(r), r)
+}
+
+func resourcesKey(r corev1.ResourceList) string {
 	keys := make([]string, 0, len(r))
 	for k := range r {
 		keys = append(keys, string(k))
@@ -93,7 +107,44 @@ func (s *sharer) resourceList(r corev1.ResourceList) corev1.ResourceList {
 		q := r[corev1.ResourceName(k)]
 		fmt.Fprintf(&b, "%s=%s,", k, q.String())
 	}
-	return share(s.resources, b.String(), r)
+	return b.String()
+}
+
+// containersKey spells out what Pod keeps of each container.
+func containersKey(cs []corev1.Container) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%q %s %s %s [", c.Name, resourcesKey(c.Resources.Requests), resourcesKey(c.Resources.Limits), restartKey(c.RestartPolicy))
+		for _, r := range c.Resources.Claims {
+			fmt.Fprintf(&b, "%q %q ", r.Name, r.Request)
+		}
+		b.WriteString("] [")
+		for _, r := range c.ResizePolicy {
+			fmt.Fprintf(&b, "%q %q ", r.ResourceName, r.RestartPolicy)
+		}
+		b.WriteString("] [")
+		for _, port := range c.Ports {
+			fmt.Fprintf(&b, "%q %d %d %q %q ", port.Name, port.HostPort, port.ContainerPort, port.Protocol, port.HostIP)
+		}
+		b.WriteString("];")
+	}
+	return b.String()
+}
+
+func restartKey(p *corev1.ContainerRestartPolicy) string {
+	if p == nil {
+		return "-"
+	}
+	return string(*p)
+}
+
+// marshaller is what the API types' generated protobuf code gives each
+// type; its bytes are a key that spells out every field.
+type marshaller interface{ Marshal() ([]byte, error) }
+
+func protoKey(v marshaller) (string, bool) {
+	b, err := v.Marshal()
+	return string(b), err == nil
 }
 
 // pod points the pod's repeated parts at shared instances.
@@ -116,12 +167,41 @@ func (s *sharer) pod(p *corev1.Pod) {
 	p.Spec.ServiceAccountName = intern(p.Spec.ServiceAccountName)
 	p.Spec.DeprecatedServiceAccount = intern(p.Spec.DeprecatedServiceAccount)
 	p.Spec.NodeName = intern(p.Spec.NodeName)
-	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
-		for i := range cs {
-			cs[i].Name = intern(cs[i].Name)
-			cs[i].Resources.Requests = s.resourceList(cs[i].Resources.Requests)
-			cs[i].Resources.Limits = s.resourceList(cs[i].Resources.Limits)
+	p.Annotations = s.stringMap(p.Annotations)
+	if sc := p.Spec.SecurityContext; sc != nil && equality.Semantic.DeepEqual(sc, noSecurityContext) {
+		p.Spec.SecurityContext = noSecurityContext
+	}
+	if a := p.Spec.Affinity; a != nil {
+		if key, ok := protoKey(a); ok {
+			p.Spec.Affinity = share(s.affinities, key, a)
 		}
+	}
+	if len(p.Spec.TopologySpreadConstraints) > 0 {
+		var key strings.Builder
+		ok := true
+		for i := range p.Spec.TopologySpreadConstraints {
+			k, good := protoKey(&p.Spec.TopologySpreadConstraints[i])
+			ok = ok && good
+			fmt.Fprintf(&key, "%d:%s", len(k), k)
+		}
+		if ok {
+			p.Spec.TopologySpreadConstraints = share(s.spreads, key.String(), slices.Clip(p.Spec.TopologySpreadConstraints))
+		}
+	}
+	for _, cs := range []*[]corev1.Container{&p.Spec.Containers, &p.Spec.InitContainers} {
+		for i := range *cs {
+			c := &(*cs)[i]
+			c.Name = intern(c.Name)
+			c.Resources.Requests = s.resourceList(c.Resources.Requests)
+			c.Resources.Limits = s.resourceList(c.Resources.Limits)
+		}
+		if len(*cs) > 0 {
+			*cs = share(s.containers, containersKey(*cs), slices.Clip(*cs))
+		}
+	}
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		c.Reason, c.Message = intern(c.Reason), intern(c.Message)
 	}
 }
 

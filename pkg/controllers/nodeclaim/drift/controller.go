@@ -73,7 +73,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 
 func requests(ctx context.Context, r client.Reader, opt client.ListOption) []reconcile.Request {
 	var ncs karpv1.NodeClaimList
-	if err := r.List(ctx, &ncs, opt); err != nil {
+	// Only names are read: no copies (this runs on every NodePool status
+	// change, i.e. with every launch at fleet size).
+	if err := r.List(ctx, &ncs, opt, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(ncs.Items))

@@ -60,7 +60,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 		For(&karpv1.NodeClaim{}).
 		Watches(&karpv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var ncs karpv1.NodeClaimList
-			if err := r.List(ctx, &ncs, client.MatchingLabels{karpv1.NodePoolLabelKey: o.GetName()}); err != nil {
+			// Only names are read: no copies (this runs on every NodePool
+			// status change, i.e. with every launch at fleet size).
+			if err := r.List(ctx, &ncs, client.MatchingLabels{karpv1.NodePoolLabelKey: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 				return nil
 			}
 			out := make([]reconcile.Request, 0, len(ncs.Items))

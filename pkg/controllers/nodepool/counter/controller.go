@@ -2,8 +2,14 @@ package counter
 
 import (
 	"context"
-	resourcehelper "k8s.io/component-helpers/resource"
+	"maps"
 	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,50 +32,99 @@ const ResourceNodes corev1.ResourceName = "nodes"
 
 // Controller sums what a NodePool's launched NodeClaims hold into
 // status.resources and status.nodes, and exports the pool's usage, limits,
-// node mix and hourly cost as metrics.
+// node mix and hourly cost as metrics, and each of its nodes' allocatable
+// and pod requests.
+//
+// It has two kinds of keys: a NodePool (its name) and a node (nodeKeys,
+// the node's name). A pod event recounts only its node, and a node's
+// heartbeat only that node: a pool recount lists the pool's NodeClaims and
+// Nodes but no pods, so its cost does not grow with the pods, and a pod
+// event does not cost a pass over the pool (at 30,000 pods the per-pod
+// pool recount was most of what the process allocated).
 type Controller struct {
 	kube    client.Client
 	metrics *metrics.Registry
+
+	mu sync.Mutex
+	// exported is what was last exported for each node, so that series a
+	// node no longer has (other labels, a dropped resource) are deleted
+	// one by one rather than by a scan of every series.
+	exported map[string]nodeSeries
 }
+
+// nodeSeries is one node's exported per-node series: the label values
+// after the node name and resource, and the resources set.
+type nodeSeries struct {
+	pool, capacityType, instanceType, zone string
+	allocatable                            []corev1.ResourceName
+}
+
+// nodeKeys is the Namespace of a node's reconcile key (NodePools are
+// cluster-scoped: their keys have none).
+const nodeKeys = "node"
 
 // NewController returns the controller.
 func NewController(kube client.Client, m *metrics.Registry) *Controller {
-	return &Controller{kube: kube, metrics: m}
+	return &Controller{kube: kube, metrics: m, exported: map[string]nodeSeries{}}
 }
 
 // Name is the controller's name in logs and metrics.
 func (c *Controller) Name() string { return "nodepool.counter" }
 
-// Register adds the controller to the manager; NodeClaim and Node changes
-// re-count their pool (found by the karpenter.sh/nodepool label).
+// Register adds the controller to the manager. NodeClaim changes recount
+// their pool (found by the karpenter.sh/nodepool label); Node changes
+// recount the node, and their pool when the node comes, goes or changes
+// what the pool counts (labels, capacity, provider id); pod changes
+// recount the pod's node.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	toPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if pool := nodeclaimutil.NodePool(o); pool != "" {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+			return []reconcile.Request{poolKey(pool)}
 		}
 		return nil
 	})
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	node := func(q queue, o client.Object, pool bool) {
+		q.Add(nodeKey(o.GetName()))
+		if p := nodeclaimutil.NodePool(o); pool && p != "" {
+			q.Add(poolKey(p))
+		}
+	}
+	nodes := handler.Funcs{
+		CreateFunc:  func(_ context.Context, e event.CreateEvent, q queue) { node(q, e.Object, true) },
+		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { node(q, e.Object, true) },
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { node(q, e.Object, true) },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			old, cur := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			counted := !maps.Equal(old.Labels, cur.Labels) || old.Spec.ProviderID != cur.Spec.ProviderID ||
+				!equality.Semantic.DeepEqual(old.Status.Capacity, cur.Status.Capacity)
+			if !counted && equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable) {
+				return // a heartbeat or a condition: nothing counted here changed
+			}
+			node(q, old, counted)
+			node(q, cur, counted)
+		},
+	}
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&karpv1.NodePool{}).
 		Watches(&karpv1.NodeClaim{}, toPool).
-		Watches(&corev1.Node{}, toPool).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			// A bound pod's requests count on its node: recount the node's pool.
-			name := o.(*corev1.Pod).Spec.NodeName
-			if name == "" {
-				return nil
-			}
-			var n corev1.Node
-			// Read-only: the cached object itself, not a copy per pod event.
-			if err := c.kube.Get(ctx, types.NamespacedName{Name: name}, &n, client.UnsafeDisableDeepCopy); err != nil {
-				return nil
-			}
-			if pool := n.Labels[karpv1.NodePoolLabelKey]; pool != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+		Watches(&corev1.Node{}, nodes).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			// A bound pod's requests count on its node: recount the node.
+			if name := o.(*corev1.Pod).Spec.NodeName; name != "" {
+				return []reconcile.Request{nodeKey(name)}
 			}
 			return nil
 		})).
 		Complete(c)
+}
+
+func poolKey(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+}
+
+func nodeKey(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nodeKeys, Name: name}}
 }
 
 // Count is what a pool's launched NodeClaims add up to.
@@ -84,19 +139,21 @@ type Count struct {
 	CostPerHour float64
 }
 
-// Reconcile recounts one pool.
+// Reconcile recounts one pool, or one node (a key in nodeKeys).
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Namespace == nodeKeys {
+		return reconcile.Result{}, c.countNode(ctx, req.Name)
+	}
 	np := &karpv1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			c.metrics.DeleteNodePool(req.Name)
+			c.forgetPool(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	var ncs karpv1.NodeClaimList
-	// Everything listed here is only read: the cached objects, not copies
-	// (a recount runs on every pod event; at 30,000 pods copied lists per
-	// recount were most of the controller's allocations).
+	// Everything listed here is only read: the cached objects, not copies.
 	if err := c.kube.List(ctx, &ncs, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -109,17 +166,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		nodes[nodeList.Items[i].Spec.ProviderID] = &nodeList.Items[i]
 	}
 	count := CountNodeClaims(ncs.Items, nodes)
-	requests := map[string]corev1.ResourceList{}
-	for i := range nodeList.Items {
-		n := &nodeList.Items[i]
-		var pods corev1.PodList
-		if err := c.kube.List(ctx, &pods, client.MatchingFields{nodeclaimutil.IndexPodNodeName: n.Name}, client.UnsafeDisableDeepCopy); err != nil {
-			return reconcile.Result{}, err
-		}
-		requests[n.Name] = PodRequests(pods.Items)
-	}
 	c.export(np, count)
-	c.exportNodes(np, nodeList.Items, requests)
 
 	base := np.DeepCopy()
 	np.Status.Resources = count.Resources
@@ -131,6 +178,38 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// countNode exports one node's allocatable and the requests of the pods
+// bound to it, or deletes its series when it is gone or in no pool.
+func (c *Controller) countNode(ctx context.Context, name string) error {
+	var n corev1.Node
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: name}, &n, client.UnsafeDisableDeepCopy); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			c.exportNode(name, nodeSeries{}, nil, nil)
+		}
+		return client.IgnoreNotFound(err)
+	}
+	l := n.Labels
+	series := nodeSeries{pool: l[karpv1.NodePoolLabelKey], capacityType: l[karpv1.CapacityTypeLabelKey],
+		instanceType: l[corev1.LabelInstanceTypeStable], zone: l[corev1.LabelTopologyZone]}
+	if series.pool == "" {
+		c.exportNode(name, nodeSeries{}, nil, nil)
+		return nil
+	}
+	// A node of a deleted pool has no series, as the pool has none.
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: series.pool}, &karpv1.NodePool{}, client.UnsafeDisableDeepCopy); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			c.exportNode(name, nodeSeries{}, nil, nil)
+		}
+		return client.IgnoreNotFound(err)
+	}
+	var pods corev1.PodList
+	if err := c.kube.List(ctx, &pods, client.MatchingFields{nodeclaimutil.IndexPodNodeName: name}, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	c.exportNode(name, series, n.Status.Allocatable, PodRequests(pods.Items))
+	return nil
 }
 
 // CountNodeClaims adds up the launched NodeClaims (those with a
@@ -166,10 +245,16 @@ func CountNodeClaims(ncs []karpv1.NodeClaim, nodes map[string]*corev1.Node) Coun
 	return out
 }
 
-// export sets the pool's gauges, dropping series that no longer apply.
+// export sets the pool's gauges, dropping series that no longer apply
+// (the per-node series are countNode's).
 func (c *Controller) export(np *karpv1.NodePool, count Count) {
 	m := c.metrics
-	m.DeleteNodePoolCounts(np.Name)
+	match := prometheus.Labels{metrics.LabelNodePool: np.Name}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.NodePoolUsage, m.NodePoolLimit, m.NodePoolNodes, m.NodePoolCostPerHour, m.NodePoolInfo} {
+		v.DeletePartialMatch(match)
+	}
 	m.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"]).Set(1)
 	for _, name := range sortedNames(count.Resources) {
 		q := count.Resources[name]
@@ -188,24 +273,57 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 	m.NodePoolCostPerHour.WithLabelValues(np.Name).Set(count.CostPerHour)
 }
 
-// exportNodes sets each node's allocatable and the requests of the pods
-// bound to it.
-func (c *Controller) exportNodes(np *karpv1.NodePool, nodes []corev1.Node, requests map[string]corev1.ResourceList) {
+// requestNames are the resources whose pod requests are exported per node.
+var requestNames = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods}
+
+// exportNode sets a node's allocatable and pod-request series, first
+// deleting those it had under other labels or for resources it no longer
+// has. An empty series (no pool) only deletes.
+func (c *Controller) exportNode(name string, series nodeSeries, allocatable, requests corev1.ResourceList) {
 	m := c.metrics
-	for i := range nodes {
-		n := &nodes[i]
-		l := n.Labels
-		labels := func(res corev1.ResourceName) []string {
-			return []string{n.Name, np.Name, string(res), l[karpv1.CapacityTypeLabelKey], l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone]}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	labels := func(s nodeSeries, res corev1.ResourceName) []string {
+		return []string{name, s.pool, string(res), s.capacityType, s.instanceType, s.zone}
+	}
+	if old, ok := c.exported[name]; ok {
+		sameLabels := old.pool == series.pool && old.capacityType == series.capacityType &&
+			old.instanceType == series.instanceType && old.zone == series.zone
+		for _, res := range old.allocatable {
+			if _, still := allocatable[res]; !still || !sameLabels {
+				m.NodesAllocatable.DeleteLabelValues(labels(old, res)...)
+			}
 		}
-		for _, name := range sortedNames(n.Status.Allocatable) {
-			q := n.Status.Allocatable[name]
-			m.NodesAllocatable.WithLabelValues(labels(name)...).Set(q.AsApproximateFloat64())
+		if !sameLabels {
+			for _, res := range requestNames {
+				m.NodesTotalPodRequests.DeleteLabelValues(labels(old, res)...)
+			}
 		}
-		req := requests[n.Name]
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
-			q := req[name]
-			m.NodesTotalPodRequests.WithLabelValues(labels(name)...).Set(q.AsApproximateFloat64())
+		delete(c.exported, name)
+	}
+	if series.pool == "" {
+		return
+	}
+	series.allocatable = sortedNames(allocatable)
+	for _, res := range series.allocatable {
+		q := allocatable[res]
+		m.NodesAllocatable.WithLabelValues(labels(series, res)...).Set(q.AsApproximateFloat64())
+	}
+	for _, res := range requestNames {
+		q := requests[res]
+		m.NodesTotalPodRequests.WithLabelValues(labels(series, res)...).Set(q.AsApproximateFloat64())
+	}
+	c.exported[name] = series
+}
+
+// forgetPool forgets the per-node series of a deleted pool (DeleteNodePool
+// has deleted them).
+func (c *Controller) forgetPool(pool string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, s := range c.exported {
+		if s.pool == pool {
+			delete(c.exported, name)
 		}
 	}
 }

@@ -129,8 +129,29 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 		}
 		return false, fmt.Errorf("allocatable %v, requests %v", a, r)
 	})
+	// A pod's update recounts its node (a finished pod requests nothing);
+	// the node's deletion drops its series.
+	pod.Status.Phase = corev1.PodSucceeded
+	if err := env.Client.Status().Update(env.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually("the finished pod's requests to go", func() (bool, error) {
+		l := []string{node.Name, np.Name, "cpu", "on-demand", "m5.large", ""}
+		r := metricstest.Value(t, env.Metrics.NodesTotalPodRequests.WithLabelValues(l...))
+		if r != 0 {
+			return false, fmt.Errorf("requests %v", r)
+		}
+		return true, nil
+	})
 	env.Delete(pod)
 	env.Delete(node)
+	env.Eventually("the deleted node's series to go", func() (bool, error) {
+		a, r := metricstest.Count(env.Metrics.NodesAllocatable), metricstest.Count(env.Metrics.NodesTotalPodRequests)
+		if a+r > 0 {
+			return false, fmt.Errorf("%d allocatable and %d request series left", a, r)
+		}
+		return true, nil
+	})
 	for name, c := range checks {
 		if math.Abs(c[0]-c[1]) > 1e-9 {
 			t.Errorf("%s = %v, want %v", name, c[0], c[1])

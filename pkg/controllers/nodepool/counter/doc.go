@@ -19,8 +19,22 @@
 //   - dovetail_nodepool_cost_per_hour{nodepool}: the sum of the launch
 //     prices the lifecycle controller recorded in dovetail.sh/price-per-hour,
 //     the per-team hourly cost platform teams asked for. It is an estimate
-//     at launch-time prices, not a bill.
+//     at launch-time prices, not a bill;
+//   - karpenter_nodes_allocatable and karpenter_nodes_total_pod_requests
+//     per node of a pool (node_name, nodepool, resource_type,
+//     capacity_type, instance_type, zone).
+//
+// # Cost
+//
+// A pool is recounted on its NodeClaims' changes and on its Nodes'
+// arrivals, departures and changes of labels, capacity or provider id;
+// that lists the pool's NodeClaims and Nodes, never pods. A node is
+// recounted (its allocatable and the requests of the pods bound to it) on
+// its own changes other than heartbeats and on its pods' events, so a pod
+// event costs one node's pods, not a pass over the pool.
 //
 // A pool's series are rebuilt on every count and dropped when the pool is
-// deleted. CountNodeClaims is pure and is what the tests check against.
+// deleted; a node's series on every count of the node, dropped when it
+// leaves the pool or is deleted. CountNodeClaims is pure and is what the
+// tests check against.
 package counter
