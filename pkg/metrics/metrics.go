@@ -148,6 +148,9 @@ type Registry struct {
 	// (dovetail_garbage_collected_total{kind}, kind "instance", "nodeclaim"
 	// or "node").
 	GarbageCollected *prometheus.CounterVec
+	// EventsDropped counts Kubernetes Events dropped because too many were
+	// waiting for the API server (dovetail_events_dropped_total).
+	EventsDropped prometheus.Counter
 
 	// DisruptionDecisionsByNodePool is DisruptionDecisions per NodePool
 	// (karpenter_voluntary_disruption_decisions_by_nodepool_total{decision,reason,consolidation_type,nodepool}).
@@ -289,6 +292,10 @@ func NewRegistry() *Registry {
 			Namespace: Namespace, Subsystem: "garbage", Name: "collected_total",
 			Help: "Leaked objects removed by garbage collection, by kind (instance, nodeclaim, node).",
 		}, []string{LabelKind}),
+		EventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "events", Name: "dropped_total",
+			Help: "Kubernetes Events dropped because too many were waiting for the API server.",
+		}),
 
 		DisruptionDecisionsByNodePool: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "decisions_by_nodepool_total",
@@ -324,7 +331,7 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.NodesTerminationDuration, r.NodesEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
 		r.CloudProviderDuration, r.CloudProviderErrors, r.ClusterStateSynced, r.BuildInfo,
 		r.NodeClaimsRegistered, r.NodeClaimsLivenessTimeouts, r.NodeClaimsInsufficientCapacity,
-		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected,
+		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
 		r.DisruptionDecisionsByNodePool, r.NodesAllocatable, r.NodesTotalPodRequests, r.NodePoolInfo,

@@ -37,6 +37,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
 	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
+	"github.com/dovetail-sh/dovetail/pkg/operator/eventsink"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -176,13 +177,30 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	if err := op.Metrics.Register(op.Cloud.Collectors...); err != nil {
 		return nil, fmt.Errorf("registering the cloud's metrics: %w", err)
 	}
+	// Events go through a bounded sink: client-go's broadcaster starts a
+	// goroutine per Event, and they pile up while the API server is slow.
+	recorder, stopEvents, _, err := eventsink.Recorder(ctx, cfg, scheme, "dovetail", eventsink.Options{
+		Dropped: op.Metrics.EventsDropped.Inc,
+		Log:     logger.WithName("events"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the event recorder: %w", err)
+	}
+	if err := mgr.Add(nonLeader(func(ctx context.Context) error {
+		<-ctx.Done()
+		stopEvents()
+		return nil
+	})); err != nil {
+		stopEvents()
+		return nil, err
+	}
 	op.Controllers, err = controllers.NewControllers(controllers.Deps{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Cloud:             op.Cloud.Provider,
 		NodeClassResolver: op.Cloud.NodeClassResolver,
 		Clock:             clk,
-		Recorder:          mgr.GetEventRecorder("dovetail"),
+		Recorder:          recorder,
 		Metrics:           op.Metrics,
 		Unavailable:       op.Unavailable,
 		InterruptionQueue: op.Cloud.InterruptionQueue,
