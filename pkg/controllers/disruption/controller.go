@@ -259,7 +259,7 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	if err := c.gate.sync(ctx, c.kube, owners, now); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.nom.nominate(ctx, c.kube); err != nil {
+	if err := c.nom.nominate(ctx, c.kube, c.podStore, now); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.untaintStale(ctx, st); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -23,6 +24,10 @@ import (
 // used once its last candidate NodeClaim is gone: the last pods evicted
 // are recreated about when the node goes.
 const destinationGrace = 30 * time.Second
+
+// liftedMemory is how long a pod whose gate was removed is not tried again
+// while the cache still shows the gate.
+const liftedMemory = 5 * time.Second
 
 // nominator writes status.nominatedNodeName on the new pods of owners a
 // command evicted, to the nodes the command planned for them (see
@@ -43,6 +48,10 @@ type nominator struct {
 	// written are the nominations written, by pod UID (the cache may not
 	// show them yet).
 	written map[types.UID]string
+	// lifted are the pods whose gate this process removed, and when (the
+	// cache may still show the gate for a moment; it is tried again after
+	// liftedMemory).
+	lifted map[types.UID]time.Time
 	// starting are the owners of commands this process started that no
 	// pass has read back from the cluster yet (for the placement gate).
 	starting map[string]startingOwners
@@ -72,7 +81,7 @@ type tally struct{ nominated, gated, ungatedOnly, asPlanned, elsewhere, tried in
 
 func newNominator() *nominator {
 	return &nominator{byCommand: map[string]seenDestinations{}, written: map[types.UID]string{}, seen: map[types.UID]bool{},
-		starting: map[string]startingOwners{}, kick: make(chan struct{}, 1)}
+		starting: map[string]startingOwners{}, lifted: map[types.UID]time.Time{}, kick: make(chan struct{}, 1)}
 }
 
 // destinations computes a command's destinations when it starts: for each
@@ -257,26 +266,32 @@ func (n *nominator) trigger() {
 // scheduler and provisioning decide for it, as without the gate). A gate
 // whose removal fails is tried again by the next call; a gate older than
 // gateTimeout is reported.
-func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
+// The pods are read from store (the informer's, without copies) when it is
+// set, else listed from kube.
+func (n *nominator) nominate(ctx context.Context, kube client.Client, store toolscache.Store, now time.Time) error {
 	n.mu.Lock()
 	dest, since := n.merged, n.since
 	written := make(map[types.UID]string, len(n.written))
 	for k, v := range n.written {
 		written[k] = v
 	}
+	lifted := make(map[types.UID]bool, len(n.lifted))
+	for uid, at := range n.lifted {
+		if now.Sub(at) < liftedMemory {
+			lifted[uid] = true
+		}
+	}
 	n.mu.Unlock()
-	var pods corev1.PodList
-	if err := kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	list, err := cachetrim.ListPods(ctx, store, kube)
+	if err != nil {
 		return fmt.Errorf("listing Pods: %w", err)
 	}
-	list := make([]*corev1.Pod, len(pods.Items))
-	live := make(map[types.UID]bool, len(pods.Items))
+	live := make(map[types.UID]bool, len(list))
 	var gated []*corev1.Pod
-	for i := range pods.Items {
-		list[i] = &pods.Items[i]
-		live[list[i].UID] = true
-		if gateIndex(list[i]) >= 0 && list[i].DeletionTimestamp == nil && list[i].Spec.NodeName == "" {
-			gated = append(gated, list[i])
+	for _, pod := range list {
+		live[pod.UID] = true
+		if gateIndex(pod) >= 0 && pod.DeletionTimestamp == nil && pod.Spec.NodeName == "" && !lifted[pod.UID] {
+			gated = append(gated, pod)
 		}
 	}
 	if len(dest) == 0 && len(gated) == 0 {
@@ -322,14 +337,16 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := ungate(ctx, kube, pod)
+			removed, err := ungate(ctx, kube, pod)
 			wmu.Lock()
 			defer wmu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			ungated[pod.UID] = true
+			if removed {
+				ungated[pod.UID] = true
+			}
 		}()
 	}
 	wg.Wait()
@@ -342,6 +359,14 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 	}
 	for uid, node := range done {
 		n.written[uid] = node
+	}
+	for uid, at := range n.lifted {
+		if !live[uid] || now.Sub(at) >= liftedMemory {
+			delete(n.lifted, uid)
+		}
+	}
+	for uid := range ungated {
+		n.lifted[uid] = now
 	}
 	n.mu.Unlock()
 	if len(done) > 0 || len(ungated) > 0 {
@@ -364,7 +389,7 @@ func (c *Controller) runNominator(ctx context.Context) error {
 			return nil
 		case <-c.nom.kick:
 		}
-		if err := c.nom.nominate(ctx, c.kube); err != nil {
+		if err := c.nom.nominate(ctx, c.kube, c.podStore, c.clock.Now()); err != nil {
 			logger.V(1).Info("nominating recreated pods", "error", err.Error())
 		}
 	}

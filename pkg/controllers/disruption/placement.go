@@ -267,12 +267,13 @@ func gateIndex(pod *corev1.Pod) int {
 }
 
 // ungate removes GateName from a pod: a JSON patch that first tests the
-// gate is still at that index (so no other gate is ever removed). A pod
-// gone, or whose gate is already gone, is no error.
-func ungate(ctx context.Context, kube client.Client, pod *corev1.Pod) error {
+// gate is still at that index (so no other gate is ever removed). removed
+// is true when this patch removed it. A pod gone, or whose gate moved or
+// is already gone, is no error (the next round looks again).
+func ungate(ctx context.Context, kube client.Client, pod *corev1.Pod) (removed bool, err error) {
 	i := gateIndex(pod)
 	if i < 0 {
-		return nil
+		return false, nil
 	}
 	ops := []map[string]any{
 		{"op": "test", "path": fmt.Sprintf("/spec/schedulingGates/%d/name", i), "value": GateName},
@@ -281,14 +282,14 @@ func ungate(ctx context.Context, kube client.Client, pod *corev1.Pod) error {
 	raw, _ := json.Marshal(ops)
 	target := &corev1.Pod{}
 	target.Namespace, target.Name = pod.Namespace, pod.Name
-	err := kube.Patch(ctx, target, client.RawPatch(types.JSONPatchType, raw))
+	err = kube.Patch(ctx, target, client.RawPatch(types.JSONPatchType, raw))
 	switch {
-	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		// The test failed: the gate moved or is gone (another writer, or our
-		// earlier patch the cache does not show yet).
-		return nil
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		// Gone, or the test failed: the gate moved or is gone (another
+		// writer, or an earlier patch of ours the cache does not show yet).
+		return false, nil
 	}
-	return fmt.Errorf("removing the scheduling gate of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	return false, fmt.Errorf("removing the scheduling gate of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
