@@ -25,6 +25,10 @@ import (
 // are recreated about when the node goes.
 const destinationGrace = 30 * time.Second
 
+// tallyInterval is how often the sums of how the recreated pods were
+// first seen are logged while commands go on.
+const tallyInterval = time.Minute
+
 // liftedMemory is how long a pod whose gate was removed is not tried again
 // while the cache still shows the gate.
 const liftedMemory = 5 * time.Second
@@ -45,6 +49,8 @@ type nominator struct {
 	// seen are the pods of those owners already counted in tally.
 	seen  map[types.UID]bool
 	tally tally
+	// tallyLogged is when the tally was last logged.
+	tallyLogged time.Time
 	// written are the nominations written, by pod UID (the cache may not
 	// show them yet).
 	written map[types.UID]string
@@ -185,16 +191,29 @@ func (n *nominator) update(ctx context.Context, st *state, now time.Time) {
 			}
 		}
 	}
+	logTally := func(final bool) {
+		log.FromContext(ctx).Info("recreated pods of evicted owners", "final", final, "nominated", n.tally.nominated,
+			"nominatedWhileGated", n.tally.gated, "ungatedWithoutNomination", n.tally.ungatedOnly,
+			"placedAsPlannedBeforeNomination", n.tally.asPlanned, "placedElsewhereBeforeNomination", n.tally.elsewhere,
+			"triedBeforeNomination", n.tally.tried)
+		n.tallyLogged = now
+	}
 	if len(n.merged) == 0 {
 		clear(n.written)
 		clear(n.seen)
 		if n.tally != (tally{}) {
-			log.FromContext(ctx).Info("recreated pods of evicted owners", "nominated", n.tally.nominated,
-				"nominatedWhileGated", n.tally.gated, "ungatedWithoutNomination", n.tally.ungatedOnly,
-				"placedAsPlannedBeforeNomination", n.tally.asPlanned, "placedElsewhereBeforeNomination", n.tally.elsewhere,
-				"triedBeforeNomination", n.tally.tried)
+			logTally(true)
 			n.tally = tally{}
 		}
+		return
+	}
+	// While commands overlap for long, the sums so far once a minute.
+	if n.tally != (tally{}) && now.Sub(n.tallyLogged) >= tallyInterval {
+		if n.tallyLogged.IsZero() {
+			n.tallyLogged = now // the first minute
+			return
+		}
+		logTally(false)
 	}
 }
 
