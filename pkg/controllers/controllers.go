@@ -200,6 +200,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
+	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}
 	return o

@@ -369,9 +369,12 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 // The admission plugins the API server runs. The rest of the default set
 // (pod security, storage classes, certificates, runtime classes, ...) is
 // off: nothing in a simulated cluster needs it and it slows start-up.
+// MutatingAdmissionPolicy runs the disruption controller's placement gate
+// (docs/disruption.md), as it does on a real v1.36+ cluster.
 var admissionPlugins = []string{
 	"NamespaceLifecycle", "TaintNodesByCondition", "Priority", "DefaultTolerationSeconds",
 	"ResourceQuota", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ValidatingAdmissionPolicy",
+	"MutatingAdmissionPolicy",
 }
 
 var disabledAdmissionPlugins = []string{
@@ -379,7 +382,6 @@ var disabledAdmissionPlugins = []string{
 	"PodGroupProtection", "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval",
 	"CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction",
 	"DefaultIngressClass", "PodTopologyLabels", "NodeDeclaredFeatureValidator", "PodResizeValidator",
-	"MutatingAdmissionPolicy",
 }
 
 func (c *ControlPlane) startAPIServer(ctx context.Context) error {

@@ -77,7 +77,8 @@ type NominationWrite struct {
 
 // Nominations returns where to nominate the new pods of the destinations'
 // owners: each unbound pod of such an owner that the kube-scheduler has not
-// tried yet (no PodScheduled condition), has no nomination and is not
+// tried yet (no PodScheduled condition, or only the SchedulingGated one of a
+// pod held by a scheduling gate), has no nomination and is not
 // being deleted gets the target with the most room left for its owner,
 // oldest pod first. Room left on a target is Planned minus the pods of the
 // owner there beyond Base (bound there, or nominated there by anyone,
@@ -146,10 +147,12 @@ func Nominations(in NominationInput) []NominationWrite {
 }
 
 // tried: the kube-scheduler has looked at the pod (it set PodScheduled).
+// A pod held by a scheduling gate carries PodScheduled=False with reason
+// SchedulingGated from the API server: not tried.
 func tried(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
-			return true
+			return c.Reason != corev1.PodReasonSchedulingGated
 		}
 	}
 	return false

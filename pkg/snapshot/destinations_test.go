@@ -38,12 +38,12 @@ func TestNominationsFollowTheCommandsDestinations(t *testing.T) {
 	dest.Add("api", "n2", 1, 0)
 	dest.Add("api", "n2", 1, 0) // a second command: adds up
 	pods := []*corev1.Pod{
-		viewPod("web-old", "n1", ownedBy("web", t0)),                // the Base pod
-		viewPod("web-a", "", ownedBy("web", t0.Add(1*time.Second))), // -> n1
-		viewPod("web-b", "", ownedBy("web", t0.Add(2*time.Second))), // -> n1 (n1 has 2 left, r1 1)
-		viewPod("web-c", "", ownedBy("web", t0.Add(3*time.Second))), // -> r1
-		viewPod("web-d", "", ownedBy("web", t0.Add(4*time.Second))), // nothing left
-		viewPod("api-a", "", ownedBy("api", t0.Add(time.Second))),   // written before, not seen yet
+		viewPod("web-old", "n1", ownedBy("web", t0)),                          // the Base pod
+		viewPod("web-a", "", ownedBy("web", t0.Add(1*time.Second)), gatedPod), // -> n1 (held by the placement gate: not tried)
+		viewPod("web-b", "", ownedBy("web", t0.Add(2*time.Second))),           // -> n1 (n1 has 2 left, r1 1)
+		viewPod("web-c", "", ownedBy("web", t0.Add(3*time.Second))),           // -> r1
+		viewPod("web-d", "", ownedBy("web", t0.Add(4*time.Second))),           // nothing left
+		viewPod("api-a", "", ownedBy("api", t0.Add(time.Second))),             // written before, not seen yet
 		viewPod("api-b", "", ownedBy("api", t0.Add(2*time.Second)), // tried: the scheduler's
 			func(p *corev1.Pod) {
 				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
@@ -125,5 +125,28 @@ func TestOwnerOf(t *testing.T) {
 	p.OwnerReferences = nil
 	if got := snapshot.OwnerOf(p); got != "" {
 		t.Errorf("OwnerOf(bare pod) = %q, want none", got)
+	}
+}
+
+// gatedPod is a pod the API server created behind a scheduling gate: it
+// carries PodScheduled=False, reason SchedulingGated, until the gate goes.
+func gatedPod(p *corev1.Pod) {
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "dovetail.sh/disruption-placement"}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
+}
+
+// A gated pod waits for its gate, not for capacity: provisioning leaves
+// it alone (and so launches nothing for a pod disruption is about to
+// nominate), while Nominations still places it.
+func TestGatedPodWaitsForItsGateNotForCapacity(t *testing.T) {
+	p := viewPod("web-a", "", ownedBy("web", viewNow), gatedPod)
+	if snapshot.WaitsForCapacity(p) {
+		t.Error("a gated pod waits for capacity")
+	}
+	dest := snapshot.Destinations{}
+	dest.Add("web", "n1", 1, 0)
+	got := snapshot.Nominations(snapshot.NominationInput{Destinations: dest, Pods: []*corev1.Pod{p}})
+	if len(got) != 1 || got[0].Node != "n1" {
+		t.Errorf("nominations of a gated pod: %v, want n1", got)
 	}
 }

@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
 )
@@ -32,7 +34,8 @@ import (
 // TestScaleDown500To100: the mixed 500-pod workload on the example pools,
 // then scaled down to 100 pods with consolidation on: within 5 minutes
 // (time scale 0.1) every remaining pod runs and the fleet costs within 10%
-// of what `dovetail simulate` plans for the 100 pods; no pod stays pending
+// of what `dovetail simulate` plans for the 100 pods with the do-not-disrupt
+// db pod's node kept as an existing node (plus that node); no pod stays pending
 // longer than 60 s meanwhile. Watched over the whole scale-down (API
 // watches, every change): web's PDB (minAvailable 20) always has 20 web
 // pods available; the db pod (karpenter.sh/do-not-disrupt) is never
@@ -74,7 +77,17 @@ func TestScaleDown500To100(t *testing.T) {
 
 	after := map[string]int32{"web": 40, "api": 30, "cache": 4, "reports": 25, "db": 1}
 	small := scaledManifest(t, data, after)
-	plan := simulatePlanWith(t, simulate.Options{SpotToSpotConsolidation: true}, small)
+	// The db pod's node stays whatever consolidation does (do-not-disrupt):
+	// simulate gets it as an existing node (its room free, as it is to the
+	// cluster), and the reference is simulate's new nodes plus that node's
+	// price. A fresh plan without it cannot be reached when the scale-up
+	// put db on a large node.
+	pinned, pinnedPrice := pinnedNodeManifest(t, dbNode)
+	plan := simulatePlanWith(t, simulate.Options{SpotToSpotConsolidation: true}, small, pinned)
+	reference := plan.TotalPricePerHour + pinnedPrice
+	fresh := simulatePlanWith(t, simulate.Options{SpotToSpotConsolidation: true}, small)
+	t.Logf("reference: simulate $%.4f/h for new nodes + the db pod's node %s $%.4f/h = $%.4f/h (a fresh plan without it: $%.4f/h); on the kept node: %v",
+		plan.TotalPricePerHour, dbNode, pinnedPrice, reference, fresh.TotalPricePerHour, plan.ExistingNodes)
 
 	if err := setConsolidateAfter(karpv1.MustParseNillableDuration("10s")); err != nil {
 		t.Fatal(err)
@@ -159,18 +172,18 @@ func TestScaleDown500To100(t *testing.T) {
 			return false, err
 		}
 		fleet = fleetPrice(t)
-		gap := (fleet - plan.TotalPricePerHour) / plan.TotalPricePerHour
+		gap := (fleet - reference) / reference
 		if running != 100 || gap > 0.10 {
-			return false, fmt.Errorf("%d running, %d pending, %d NodeClaims, fleet $%.4f/h vs simulate $%.4f/h (%.1f%%)",
-				running, pending, len(nodeClaims(t)), fleet, plan.TotalPricePerHour, 100*gap)
+			return false, fmt.Errorf("%d running, %d pending, %d NodeClaims, fleet $%.4f/h vs reference $%.4f/h (%.1f%%)",
+				running, pending, len(nodeClaims(t)), fleet, reference, 100*gap)
 		}
 		return true, nil
 	})
 	close(stop)
 	<-done
-	t.Logf("scale-down 500 -> 100 pods in %s: %d -> %d NodeClaims, $%.4f/h -> $%.4f/h (simulate $%.4f/h, gap %.1f%%); longest pending %s",
-		time.Since(begin).Round(time.Second), nodesBefore, len(nodeClaims(t)), before, fleet, plan.TotalPricePerHour,
-		100*math.Abs(fleet-plan.TotalPricePerHour)/plan.TotalPricePerHour, worst.Round(time.Second))
+	t.Logf("scale-down 500 -> 100 pods in %s: %d -> %d NodeClaims, $%.4f/h -> $%.4f/h (reference $%.4f/h, gap %.1f%%); longest pending %s",
+		time.Since(begin).Round(time.Second), nodesBefore, len(nodeClaims(t)), before, fleet, reference,
+		100*math.Abs(fleet-reference)/reference, worst.Round(time.Second))
 	logDisruptionFigures(t)
 	mu.Lock()
 	defer mu.Unlock()
@@ -183,6 +196,42 @@ func TestScaleDown500To100(t *testing.T) {
 		err := consistent(t)
 		return err == nil, err
 	})
+}
+
+// pinnedNodeManifest writes the Node (name, labels, taints, capacity,
+// allocatable, Ready) as simulate's existing node, and returns the file
+// and the node's price (its NodeClaim's).
+func pinnedNodeManifest(t *testing.T, name string) (string, float64) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	price, found := 0.0, false
+	for _, nc := range nodeClaims(t) {
+		if nc.Status.NodeName == name {
+			price, found = nodeclaimutil.HourlyPrice(&nc)
+		}
+	}
+	if !found {
+		t.Fatalf("no price for node %s (its NodeClaim)", name)
+	}
+	kept := &corev1.Node{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+		Spec:       corev1.NodeSpec{ProviderID: n.Spec.ProviderID, Taints: n.Spec.Taints},
+		Status: corev1.NodeStatus{Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	b, err := yaml.Marshal(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "pinned-node.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, price
 }
 
 // webMinAvailable is the minAvailable of the PDB withGuards gives web (40
@@ -333,11 +382,22 @@ func logDisruptionFigures(t *testing.T) {
 		return
 	}
 	var plans []string
+	nominated, ungated := 0, 0
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, "disruption plan") {
+		switch {
+		case strings.Contains(line, "disruption plan"):
 			plans = append(plans, line)
+		case strings.Contains(line, "placement gate"), strings.Contains(line, "recreated pods of evicted owners"):
+			t.Log(line)
+		case strings.Contains(line, "nominated recreated pods to their planned nodes"):
+			var l struct{ Pods, Ungated int }
+			if json.Unmarshal([]byte(line), &l) == nil {
+				nominated += l.Pods
+				ungated += l.Ungated
+			}
 		}
 	}
+	t.Logf("nominator: %d nominations written, %d gates lifted", nominated, ungated)
 	if len(plans) > 5 {
 		plans = plans[len(plans)-5:]
 	}

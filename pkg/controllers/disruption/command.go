@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -190,6 +191,19 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 	}
 	cs.Destinations = c.world.destinations(cmd, cs.Replacements)
 	raw, _ := json.Marshal(cs)
+	// The placement gate holds the new pods of the evicted owners from now
+	// on (before any is evicted), until they are nominated. Without it the
+	// nominations still go on.
+	if len(cs.Destinations) > 0 {
+		mine := map[types.UID]bool{}
+		for o := range cs.Destinations {
+			mine[o] = true
+		}
+		c.nom.starts(cs.ID, mine, now)
+		if err := c.gate.sync(ctx, c.kube, c.nom.owners(), now); err != nil {
+			logger.Error(err, "the placement gate does not hold this command's recreated pods", "command", cs.ID)
+		}
+	}
 
 	// 1. Annotate: from here on the command exists in the cluster.
 	var annotated []*karpv1.NodeClaim
@@ -312,6 +326,15 @@ func (c *Controller) advance(ctx context.Context, st *state, a *active, now time
 					"waiting for %d replacements to initialize (%s)", len(a.cmd.Replacements)-initialized, strings.Join(a.cmd.Replacements, ", "))
 			}
 		}
+		return false, nil
+	}
+	// The pods about to be evicted come back gated only once the API
+	// server has the command's owners in the placement policy.
+	owners := make([]types.UID, 0, len(a.cmd.Destinations))
+	for o := range a.cmd.Destinations {
+		owners = append(owners, o)
+	}
+	if c.gate.settling(owners, now) {
 		return false, nil
 	}
 	return true, c.finish(ctx, st, a)

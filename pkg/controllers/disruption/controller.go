@@ -60,6 +60,12 @@ type Options struct {
 	LowerBoundInterval time.Duration
 	// SpotToSpotConsolidation is the peer's feature gate.
 	SpotToSpotConsolidation bool
+	// PlacementGate installs the MutatingAdmissionPolicy PlacementName,
+	// which holds the new pods of the owners a command is recreating
+	// behind the scheduling gate GateName until they are nominated. Off
+	// (or where the policy cannot be installed), the recreated pods are
+	// nominated without it.
+	PlacementGate bool
 	// Snapshot are the options of snapshot.Build (region, engine options).
 	Snapshot snapshot.Options
 }
@@ -125,6 +131,8 @@ type Controller struct {
 	// podStore is the pod informer's store (set by Register): the pass
 	// reads the cached pods through it, without copying a Pod struct.
 	podStore toolscache.Store
+	// gate keeps the placement policy installed and its owners current.
+	gate *gate
 }
 
 type held struct {
@@ -141,6 +149,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
 		bound: &bound{compute: planner.LowerBound, set: m.FleetLowerBoundPricePerHour.Set},
 		nom:   newNominator(),
+		gate:  &gate{on: opts.PlacementGate},
 	}
 }
 
@@ -183,10 +192,25 @@ func (c *Controller) run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			c.clearGate(logr.NewContext(context.Background(), logger))
 			return nil
 		case <-c.kick:
 		case <-c.clock.After(next):
 		}
+	}
+}
+
+// clearGate empties the placement policy's owners when the leader stops,
+// so that no pod is gated while no controller lifts the gates; the next
+// leader writes them again from the commands' annotations.
+func (c *Controller) clearGate(ctx context.Context) {
+	if !c.gate.enabled() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.gate.sync(ctx, c.kube, map[string]string{}, c.clock.Now()); err != nil {
+		log.FromContext(ctx).Error(err, "clearing the placement gate's owners at shutdown")
 	}
 }
 
@@ -230,7 +254,12 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	// The recreated pods of evicted owners go where the commands planned
 	// them (between passes, the pod event handler does the same at once).
 	c.nom.update(ctx, st, now)
-	if err := c.nom.nominate(ctx, c.kube); err != nil {
+	owners := c.nom.owners()
+	c.gate.ensure(ctx, c.kube, owners, now)
+	if err := c.gate.sync(ctx, c.kube, owners, now); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.nom.nominate(ctx, c.kube, c.podStore, now); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.untaintStale(ctx, st); err != nil {

@@ -68,7 +68,11 @@ func setup(t *testing.T, neverRegister bool, mutate func(*karpv1.NodePool)) *fix
 // controller is driven by hand (Pass) through the uncached client, as a
 // restarted process would start: nothing in memory.
 func (f *fixture) controller(opts disruption.Options) *disruption.Controller {
-	return disruption.New(f.env.Client, f.env.Cloud, f.env.Clock, f.env.Recorder(), f.env.Metrics, f.env.Unavailable,
+	return f.controllerWith(f.env.Client, opts)
+}
+
+func (f *fixture) controllerWith(kube client.Client, opts disruption.Options) *disruption.Controller {
+	return disruption.New(kube, f.env.Cloud, f.env.Clock, f.env.Recorder(), f.env.Metrics, f.env.Unavailable,
 		func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
 			return provisioning.NewNodeClaim(np, planned, types, reason, 0)
 		}, opts)

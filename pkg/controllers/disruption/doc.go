@@ -44,9 +44,19 @@
 // tries a nominated node first and counts nominated pods as taking room
 // there while it places others; provisioning's view (snapshot.NewView)
 // counts them there too, so it launches nothing for them. A pod the
-// scheduler already tried is left alone. The scheduler usually gets to a
-// new pod first (the nomination then comes too late and is not written);
-// the pass logs how the new pods were first seen once no command is left.
+// scheduler already tried is left alone. The scheduler would usually get
+// to a new pod first, so with Options.PlacementGate the controller
+// installs (server-side apply, at start and every 5 minutes) the
+// MutatingAdmissionPolicy PlacementName and its binding: on Pod CREATE it
+// adds the scheduling gate GateName to unbound pods whose controller UID
+// is an owner of a command in flight (the owners are written into the
+// policy's expression when the command starts, and the candidates are
+// deleted only gateSettle after that). The nominator writes a gated pod's
+// nomination, then removes the gate (JSON patch); it removes every
+// GateName gate it finds, nominated or not (no room left, no command, a
+// restart), so a gate lasts one nominator round. Where the policy cannot
+// be installed, nominations go on without the gate (logged). The pass
+// logs how the new pods were first seen once no command is left.
 // A replacement that disappears (the lifecycle deletes a NodeClaim that
 // fails to launch or register) or a command older than Options.Timeout
 // rolls the command back: the candidates are untainted and keep running,
@@ -63,7 +73,9 @@
 // Everything a command needs to go on lives in the cluster: the annotation
 // on the candidates (id, reason, start time, the replacement names, the
 // savings, the destinations by owner), the label on the replacements, the
-// taints, the pods' nominations. After a restart a
+// taints, the pods' nominations and gates, the placement policy's owners
+// (rewritten by every pass from the annotations; emptied when the leader
+// stops cleanly). After a restart a
 // command whose replacements all exist is driven to its end (or timeout);
 // one whose replacements were not all created is rolled back (nothing is
 // launched twice: replacement names are deterministic, and a command is

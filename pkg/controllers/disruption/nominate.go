@@ -16,6 +16,7 @@ import (
 
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -23,6 +24,14 @@ import (
 // used once its last candidate NodeClaim is gone: the last pods evicted
 // are recreated about when the node goes.
 const destinationGrace = 30 * time.Second
+
+// tallyInterval is how often the sums of how the recreated pods were
+// first seen are logged while commands go on.
+const tallyInterval = time.Minute
+
+// liftedMemory is how long a pod whose gate was removed is not tried again
+// while the cache still shows the gate.
+const liftedMemory = 5 * time.Second
 
 // nominator writes status.nominatedNodeName on the new pods of owners a
 // command evicted, to the nodes the command planned for them (see
@@ -40,25 +49,45 @@ type nominator struct {
 	// seen are the pods of those owners already counted in tally.
 	seen  map[types.UID]bool
 	tally tally
+	// tallyLogged is when the tally was last logged.
+	tallyLogged time.Time
 	// written are the nominations written, by pod UID (the cache may not
 	// show them yet).
 	written map[types.UID]string
-	kick    chan struct{}
+	// lifted are the pods whose gate this process removed, and when (the
+	// cache may still show the gate for a moment; it is tried again after
+	// liftedMemory).
+	lifted map[types.UID]time.Time
+	// starting are the owners of commands this process started that no
+	// pass has read back from the cluster yet (for the placement gate).
+	starting map[string]startingOwners
+	kick     chan struct{}
+}
+
+type startingOwners struct {
+	owners map[types.UID]bool
+	at     time.Time
 }
 
 type seenDestinations struct {
-	dest          snapshot.Destinations
+	dest snapshot.Destinations
+	// owners are all the command's owners, whether or not a target of
+	// theirs is resolved to a node yet (the placement gate holds them all).
+	owners        map[types.UID]bool
 	started, seen time.Time
 }
 
 // tally counts the new pods of the commands' owners, by how they were
 // first seen: nominated by us, already placed by the scheduler on a
-// planned node or elsewhere, or already tried by it (it went first).
-type tally struct{ nominated, asPlanned, elsewhere, tried int }
+// planned node or elsewhere, or already tried by it (it went first). Of
+// the nominated, gated is how many arrived with the placement gate; the
+// gated pods released without a nomination (no room planned for them
+// left) are ungatedOnly.
+type tally struct{ nominated, gated, ungatedOnly, asPlanned, elsewhere, tried int }
 
 func newNominator() *nominator {
 	return &nominator{byCommand: map[string]seenDestinations{}, written: map[types.UID]string{}, seen: map[types.UID]bool{},
-		kick: make(chan struct{}, 1)}
+		starting: map[string]startingOwners{}, lifted: map[types.UID]time.Time{}, kick: make(chan struct{}, 1)}
 }
 
 // destinations computes a command's destinations when it starts: for each
@@ -123,7 +152,9 @@ func (n *nominator) update(ctx context.Context, st *state, now time.Time) {
 			continue
 		}
 		resolved := snapshot.Destinations{}
+		owners := map[types.UID]bool{}
 		for owner, m := range a.cmd.Destinations {
+			owners[owner] = true
 			for target, d := range m {
 				node := ""
 				switch {
@@ -137,7 +168,12 @@ func (n *nominator) update(ctx context.Context, st *state, now time.Time) {
 				}
 			}
 		}
-		n.byCommand[a.cmd.ID] = seenDestinations{dest: resolved, started: a.cmd.Started, seen: now}
+		n.byCommand[a.cmd.ID] = seenDestinations{dest: resolved, owners: owners, started: a.cmd.Started, seen: now}
+	}
+	for id, s := range n.starting {
+		if _, ok := n.byCommand[id]; ok || now.Sub(s.at) > destinationGrace {
+			delete(n.starting, id)
+		}
 	}
 	n.merged = snapshot.Destinations{}
 	n.since = map[types.UID]time.Time{}
@@ -155,22 +191,74 @@ func (n *nominator) update(ctx context.Context, st *state, now time.Time) {
 			}
 		}
 	}
+	logTally := func(final bool) {
+		log.FromContext(ctx).Info("recreated pods of evicted owners", "final", final, "nominated", n.tally.nominated,
+			"nominatedWhileGated", n.tally.gated, "ungatedWithoutNomination", n.tally.ungatedOnly,
+			"placedAsPlannedBeforeNomination", n.tally.asPlanned, "placedElsewhereBeforeNomination", n.tally.elsewhere,
+			"triedBeforeNomination", n.tally.tried)
+		n.tallyLogged = now
+	}
 	if len(n.merged) == 0 {
 		clear(n.written)
 		clear(n.seen)
 		if n.tally != (tally{}) {
-			log.FromContext(ctx).Info("recreated pods of evicted owners", "nominated", n.tally.nominated,
-				"placedAsPlannedBeforeNomination", n.tally.asPlanned, "placedElsewhereBeforeNomination", n.tally.elsewhere,
-				"triedBeforeNomination", n.tally.tried)
+			logTally(true)
 			n.tally = tally{}
 		}
+		return
 	}
+	// While commands overlap for long, the sums so far once a minute.
+	if n.tally != (tally{}) && now.Sub(n.tallyLogged) >= tallyInterval {
+		if n.tallyLogged.IsZero() {
+			n.tallyLogged = now // the first minute
+			return
+		}
+		logTally(false)
+	}
+}
+
+// starts records the owners of a command being started, until a pass
+// reads it back from the cluster.
+func (n *nominator) starts(id string, owners map[types.UID]bool, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.starting[id] = startingOwners{owners: owners, at: now}
+}
+
+// owners are the owners of the destinations of the commands known and
+// starting, each with the ids of its commands: what the placement gate
+// holds.
+func (n *nominator) owners() map[string]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	by := map[string]map[types.UID]bool{}
+	for id, s := range n.byCommand {
+		by[id] = map[types.UID]bool{}
+		for o := range s.owners {
+			by[id][o] = true
+		}
+	}
+	for id, s := range n.starting {
+		if by[id] == nil {
+			by[id] = map[types.UID]bool{}
+		}
+		for o := range s.owners {
+			by[id][o] = true
+		}
+	}
+	return gateOwners(by)
 }
 
 // wants reports whether a pod may need a nomination (cheap; for the pod
 // event handler).
 func (n *nominator) wants(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" {
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	if gateIndex(pod) >= 0 {
+		return true
+	}
+	if pod.Status.NominatedNodeName != "" {
 		return false
 	}
 	owner := snapshot.OwnerOf(pod)
@@ -189,27 +277,44 @@ func (n *nominator) trigger() {
 	}
 }
 
-// nominate lists the pods and writes the nominations Nominations returns.
-func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
+// nominate lists the pods, writes the nominations Nominations returns, and
+// lifts the placement gate (GateName) of every gated pod: of a nominated
+// pod once its nomination is written (so the kube-scheduler sees both at
+// once), of any other at once (its owner has no command in flight, the
+// controller restarted, or no planned node has room left for it: the
+// scheduler and provisioning decide for it, as without the gate). A gate
+// whose removal fails is tried again by the next call; a gate older than
+// gateTimeout is reported.
+// The pods are read from store (the informer's, without copies) when it is
+// set, else listed from kube.
+func (n *nominator) nominate(ctx context.Context, kube client.Client, store toolscache.Store, now time.Time) error {
 	n.mu.Lock()
 	dest, since := n.merged, n.since
 	written := make(map[types.UID]string, len(n.written))
 	for k, v := range n.written {
 		written[k] = v
 	}
-	n.mu.Unlock()
-	if len(dest) == 0 {
-		return nil
+	lifted := make(map[types.UID]bool, len(n.lifted))
+	for uid, at := range n.lifted {
+		if now.Sub(at) < liftedMemory {
+			lifted[uid] = true
+		}
 	}
-	var pods corev1.PodList
-	if err := kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	n.mu.Unlock()
+	list, err := cachetrim.ListPods(ctx, store, kube)
+	if err != nil {
 		return fmt.Errorf("listing Pods: %w", err)
 	}
-	list := make([]*corev1.Pod, len(pods.Items))
-	live := make(map[types.UID]bool, len(pods.Items))
-	for i := range pods.Items {
-		list[i] = &pods.Items[i]
-		live[list[i].UID] = true
+	live := make(map[types.UID]bool, len(list))
+	var gated []*corev1.Pod
+	for _, pod := range list {
+		live[pod.UID] = true
+		if gateIndex(pod) >= 0 && pod.DeletionTimestamp == nil && pod.Spec.NodeName == "" && !lifted[pod.UID] {
+			gated = append(gated, pod)
+		}
+	}
+	if len(dest) == 0 && len(gated) == 0 {
+		return nil
 	}
 	writes := snapshot.Nominations(snapshot.NominationInput{Destinations: dest, Pods: list, Written: written})
 	// Written in parallel: the kube-scheduler takes new pods one by one,
@@ -243,8 +348,29 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 		}()
 	}
 	wg.Wait()
+	// The gates: after the nominations (whether or not they were written:
+	// a gate is never kept for a nomination that failed).
+	ungated := map[types.UID]bool{}
+	for _, pod := range gated {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			removed, err := ungate(ctx, kube, pod)
+			wmu.Lock()
+			defer wmu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			if removed {
+				ungated[pod.UID] = true
+			}
+		}()
+	}
+	wg.Wait()
 	n.mu.Lock()
-	n.count(list, dest, since, done)
+	n.count(list, dest, since, done, ungated)
 	for uid := range n.written {
 		if !live[uid] {
 			delete(n.written, uid)
@@ -253,9 +379,17 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client) error {
 	for uid, node := range done {
 		n.written[uid] = node
 	}
+	for uid, at := range n.lifted {
+		if !live[uid] || now.Sub(at) >= liftedMemory {
+			delete(n.lifted, uid)
+		}
+	}
+	for uid := range ungated {
+		n.lifted[uid] = now
+	}
 	n.mu.Unlock()
-	if len(done) > 0 {
-		log.FromContext(ctx).Info("nominated recreated pods to their planned nodes", "pods", len(done), "failed", len(errs))
+	if len(done) > 0 || len(ungated) > 0 {
+		log.FromContext(ctx).Info("nominated recreated pods to their planned nodes", "pods", len(done), "ungated", len(ungated), "failed", len(errs))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("nominating %d pods: %w", len(errs), errs[0])
@@ -274,7 +408,7 @@ func (c *Controller) runNominator(ctx context.Context) error {
 			return nil
 		case <-c.nom.kick:
 		}
-		if err := c.nom.nominate(ctx, c.kube); err != nil {
+		if err := c.nom.nominate(ctx, c.kube, c.podStore, c.clock.Now()); err != nil {
 			logger.V(1).Info("nominating recreated pods", "error", err.Error())
 		}
 	}
@@ -293,7 +427,7 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 
 // count classifies, once, each new pod of the owners (created since the
 // owner's earliest command started) into the tally. Called with n.mu held.
-func (n *nominator) count(pods []*corev1.Pod, dest snapshot.Destinations, since map[types.UID]time.Time, done map[types.UID]string) {
+func (n *nominator) count(pods []*corev1.Pod, dest snapshot.Destinations, since map[types.UID]time.Time, done map[types.UID]string, ungated map[types.UID]bool) {
 	for _, pod := range pods {
 		owner := snapshot.OwnerOf(pod)
 		if owner == "" || dest[owner] == nil || n.seen[pod.UID] || n.written[pod.UID] != "" ||
@@ -307,6 +441,11 @@ func (n *nominator) count(pods []*corev1.Pod, dest snapshot.Destinations, since 
 		switch {
 		case done[pod.UID] != "":
 			n.tally.nominated++
+			if ungated[pod.UID] {
+				n.tally.gated++
+			}
+		case ungated[pod.UID]:
+			n.tally.ungatedOnly++
 		case node != "" && dest[owner][node].Planned > 0:
 			n.tally.asPlanned++
 		case node != "":
@@ -320,11 +459,12 @@ func (n *nominator) count(pods []*corev1.Pod, dest snapshot.Destinations, since 
 	}
 }
 
-// tried: the kube-scheduler has looked at the pod (it set PodScheduled).
+// tried: the kube-scheduler has looked at the pod (it set PodScheduled;
+// the API server's SchedulingGated reason on a gated pod does not count).
 func tried(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
-			return true
+			return c.Reason != corev1.PodReasonSchedulingGated
 		}
 	}
 	return false
