@@ -390,19 +390,8 @@ func TestRecreatedPodsAreNominatedToTheirPlannedNodeAfterARestart(t *testing.T) 
 	ctx := f.env.Context()
 	// The finalizer keeps the evicted pod terminating, so the old node
 	// drains no further and the command stays in the cluster meanwhile.
-	const hold = "dovetail.sh/test-hold"
-	t.Cleanup(func() {
-		var pods corev1.PodList
-		if err := f.env.Client.List(context.Background(), &pods, client.InNamespace(f.ns)); err != nil {
-			return
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			base := p.DeepCopy()
-			p.Finalizers = nil
-			_ = f.env.Client.Patch(context.Background(), p, client.MergeFrom(base))
-		}
-	})
+	const hold = testHold
+	f.releaseFinalizers()
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"},
 		Spec: appsv1.ReplicaSetSpec{
