@@ -305,16 +305,21 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client, store tool
 	if err != nil {
 		return fmt.Errorf("listing Pods: %w", err)
 	}
-	live := make(map[types.UID]bool, len(list))
 	var gated []*corev1.Pod
 	for _, pod := range list {
-		live[pod.UID] = true
 		if gateIndex(pod) >= 0 && pod.DeletionTimestamp == nil && pod.Spec.NodeName == "" && !lifted[pod.UID] {
 			gated = append(gated, pod)
 		}
 	}
 	if len(dest) == 0 && len(gated) == 0 {
 		return nil
+	}
+	// Which pods still exist, to forget the others' writes and lifts; built
+	// only past the early return, which every idle pass takes (a map of
+	// every pod in the cluster each pass otherwise).
+	live := make(map[types.UID]bool, len(list))
+	for _, pod := range list {
+		live[pod.UID] = true
 	}
 	writes := snapshot.Nominations(snapshot.NominationInput{Destinations: dest, Pods: list, Written: written})
 	// Written in parallel: the kube-scheduler takes new pods one by one,
