@@ -405,9 +405,13 @@ func (s *solver) specKey(k *keyBuilder, pod *corev1.Pod, req rvec) {
 		k.str(t.Value)
 		k.str(string(t.Effect))
 	}
-	k.int(int64(len(spec.TopologySpreadConstraints)))
-	for i := range spec.TopologySpreadConstraints {
-		c := &spec.TopologySpreadConstraints[i]
+	spreads := spec.TopologySpreadConstraints
+	if s.opts.IgnoreTopologySpread {
+		spreads = nil
+	}
+	k.int(int64(len(spreads)))
+	for i := range spreads {
+		c := &spreads[i]
 		k.int(int64(c.MaxSkew))
 		k.str(c.TopologyKey)
 		k.str(string(c.WhenUnsatisfiable))
@@ -493,8 +497,12 @@ func (s *solver) newSpecClass(i int, pod *corev1.Pod, req rvec, path *field.Path
 		bad = true
 	}
 	// Topology spread.
-	for ci := range pod.Spec.TopologySpreadConstraints {
-		c := &pod.Spec.TopologySpreadConstraints[ci]
+	spreads := pod.Spec.TopologySpreadConstraints
+	if s.opts.IgnoreTopologySpread {
+		spreads = nil
+	}
+	for ci := range spreads {
+		c := &spreads[ci]
 		cp := path.Child("spec", "topologySpreadConstraints").Index(ci)
 		if c.MaxSkew <= 0 {
 			report(cp.Child("maxSkew"), fmt.Errorf("must be greater than zero, got %d", c.MaxSkew))

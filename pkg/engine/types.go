@@ -151,6 +151,11 @@ type Options struct {
 	Seed uint64
 	// SkipLowerBound leaves Plan.LowerBound at 0 (saves its computation).
 	SkipLowerBound bool
+	// IgnoreTopologySpread plans every pod as if it had no topology spread
+	// constraints, without the caller copying each pod to drop them (the
+	// disruption planner's fleet bound does this for every pod of the
+	// cluster).
+	IgnoreTopologySpread bool
 }
 
 // Plan is the outcome of Solve.

@@ -6,7 +6,7 @@
 // # Using it
 //
 //	op, err := operator.New(ctx, restConfig, opts, operator.Deps{
-//		Cloud: func(ctx context.Context, mgr manager.Manager) (operator.Cloud, error) {
+//		Cloud: func(ctx context.Context, mgr manager.Manager, recorder events.EventRecorder) (operator.Cloud, error) {
 //			p, err := aws.New(ctx, awsConfig, aws.Options{ClusterName: opts.ClusterName, Reader: mgr.GetClient()})
 //			if err != nil {
 //				return operator.Cloud{}, err

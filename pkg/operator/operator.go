@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -57,9 +58,10 @@ type Cloud struct {
 // Deps are the operator's injected dependencies.
 type Deps struct {
 	// Cloud builds the cloud once the manager exists, so that it can read
-	// through the manager's cache (the AWS provider reads EC2NodeClasses).
+	// through the manager's cache (the AWS provider reads EC2NodeClasses),
+	// with the operator's bounded Event recorder (pkg/operator/eventsink).
 	// Required.
-	Cloud func(ctx context.Context, mgr manager.Manager) (Cloud, error)
+	Cloud func(ctx context.Context, mgr manager.Manager, recorder events.EventRecorder) (Cloud, error)
 	// Clock is the time source of every controller (the real clock when
 	// nil).
 	Clock clock.Clock
@@ -168,7 +170,29 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	if op.healthLn, err = listen(opts.BindAddress, opts.HealthProbePort, "health probe"); err != nil {
 		return nil, err
 	}
-	if op.Cloud, err = deps.Cloud(ctx, mgr); err != nil {
+	// Events go through a bounded recorder of our own: client-go's
+	// broadcaster starts goroutines per Event, and they pile up without
+	// bound while the API server is slow (see pkg/operator/eventsink).
+	recorder, stopEvents, _, err := eventsink.ForConfig(ctx, cfg, scheme, "dovetail", eventsink.Options{
+		Dropped: op.Metrics.EventsDropped.Inc,
+		Log:     logger.WithName("events"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the event recorder: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			stopEvents()
+		}
+	}()
+	if err := mgr.Add(nonLeader(func(ctx context.Context) error {
+		<-ctx.Done()
+		stopEvents()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	if op.Cloud, err = deps.Cloud(ctx, mgr, recorder); err != nil {
 		return nil, fmt.Errorf("building the cloud provider: %w", err)
 	}
 	if op.Cloud.Provider == nil {
@@ -176,23 +200,6 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 	}
 	if err := op.Metrics.Register(op.Cloud.Collectors...); err != nil {
 		return nil, fmt.Errorf("registering the cloud's metrics: %w", err)
-	}
-	// Events go through a bounded sink: client-go's broadcaster starts a
-	// goroutine per Event, and they pile up while the API server is slow.
-	recorder, stopEvents, _, err := eventsink.Recorder(ctx, cfg, scheme, "dovetail", eventsink.Options{
-		Dropped: op.Metrics.EventsDropped.Inc,
-		Log:     logger.WithName("events"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the event recorder: %w", err)
-	}
-	if err := mgr.Add(nonLeader(func(ctx context.Context) error {
-		<-ctx.Done()
-		stopEvents()
-		return nil
-	})); err != nil {
-		stopEvents()
-		return nil, err
 	}
 	op.Controllers, err = controllers.NewControllers(controllers.Deps{
 		Client:            mgr.GetClient(),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -102,7 +103,7 @@ func start(t *testing.T, env *controllerstest.Env, cfg *rest.Config, opts operat
 	logs := &syncBuffer{out: env.LogWriter()}
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err := operator.New(ctx, cfg, opts, operator.Deps{
-		Cloud: func(context.Context, manager.Manager) (operator.Cloud, error) {
+		Cloud: func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
 			return operator.Cloud{Provider: env.Cloud, NodeClassResolver: resolver{}}, nil
 		},
 		LogOutput: logs,

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -151,7 +152,7 @@ func TestLeaseOutsideTheRoleIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := operator.Deps{Cloud: func(context.Context, manager.Manager) (operator.Cloud, error) {
+	deps := operator.Deps{Cloud: func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
 		return operator.Cloud{Provider: fake.New()}, nil
 	}, LogOutput: io.Discard}
 	opts := testOptions("elsewhere-lease")

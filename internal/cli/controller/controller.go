@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
@@ -36,7 +37,7 @@ type Options struct {
 	Getenv func(string) string
 	// Cloud builds the cloud for the operator; nil means the AWS provider
 	// from the default AWS configuration chain (see awsCloud).
-	Cloud func(ctx context.Context, mgr manager.Manager) (operator.Cloud, error)
+	Cloud func(ctx context.Context, mgr manager.Manager, recorder events.EventRecorder) (operator.Cloud, error)
 }
 
 // binding ties an option to its flag and environment variable.

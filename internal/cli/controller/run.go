@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -41,8 +42,8 @@ func Run(ctx context.Context, opts *Options) error {
 // chain (environment, shared config, web identity / Pod Identity, IMDS),
 // and the SQS interruption queue when one is named; AWS_ENDPOINT_URL points
 // both at the local emulator.
-func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cloud, error) {
-	return func(ctx context.Context, mgr manager.Manager) (operator.Cloud, error) {
+func awsCloud(opts *Options) func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+	return func(ctx context.Context, mgr manager.Manager, recorder events.EventRecorder) (operator.Cloud, error) {
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
 			return operator.Cloud{}, fmt.Errorf("loading the AWS configuration: %w", err)
@@ -53,7 +54,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager) (operator.Cl
 			Reader:          mgr.GetClient(),
 			APIReader:       mgr.GetAPIReader(),
 			Log:             mgr.GetLogger().WithName("aws"),
-			Recorder:        mgr.GetEventRecorder("dovetail"),
+			Recorder:        recorder,
 		})
 		if err != nil {
 			return operator.Cloud{}, err

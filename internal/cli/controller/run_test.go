@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -52,7 +53,7 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 	var stderr lockedBuffer
 	done := make(chan error, 1)
 	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
-		o.Cloud = func(context.Context, manager.Manager) (operator.Cloud, error) {
+		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
 			return operator.Cloud{Provider: env.Cloud}, nil
 		}
 		return controller.Run(ctx, o)
