@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
@@ -94,8 +95,9 @@ func (o Options) withDefaults() Options {
 
 // Controller executes disruption plans (see the package doc).
 type Controller struct {
-	kube         client.Client
+	kube         client.Client // records its NodeClaim writes in writes
 	apiReader    client.Reader
+	writes       *nodeclaimutil.Writes
 	cloud        cloudprovider.CloudProvider
 	clock        clock.Clock
 	recorder     events.EventRecorder
@@ -143,8 +145,9 @@ type held struct {
 // New returns the controller. unavailable may be nil.
 func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder,
 	m *metrics.Registry, unavailableCache *unavailable.Cache, factory NodeClaimFactory, opts Options) *Controller {
+	writes := nodeclaimutil.NewWrites()
 	return &Controller{
-		kube: kube, apiReader: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailableCache,
+		kube: writes.Client(kube), apiReader: kube, writes: writes, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailableCache,
 		newNodeClaim: factory, opts: opts.withDefaults(),
 		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
 		bound: &bound{compute: planner.LowerBound, set: m.FleetLowerBoundPricePerHour.Set},

@@ -42,6 +42,10 @@ type state struct {
 	commands    []*active
 }
 
+// nodeClaimReadWait is how long a pass waits for the cache to show the
+// controller's own NodeClaim writes before it reads the API server.
+const nodeClaimReadWait = 5 * time.Second
+
 func (s *state) poolOfNode(node string) string {
 	if nc := s.claimOfNode[node]; nc != nil {
 		return nodeclaimutil.NodePool(nc)
@@ -64,10 +68,12 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 		claimByName: map[string]*karpv1.NodeClaim{}, nodeByName: map[string]*corev1.Node{},
 		nodeOfClaim: map[string]*corev1.Node{}, claimOfNode: map[string]*karpv1.NodeClaim{},
 	}
-	// NodeClaims from the API server: a replacement created by the
-	// previous pass must be seen, or it would look lost.
+	// A replacement created by the previous pass must be seen, or it would
+	// look lost, and so must every annotation of a command: NodeClaims come
+	// from the cache once it shows every NodeClaim write of the
+	// controller's, else from the API server.
 	var claims karpv1.NodeClaimList
-	if err := c.apiReader.List(ctx, &claims); err != nil {
+	if _, err := c.writes.List(ctx, c.kube, c.apiReader, &claims, nodeClaimReadWait); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	var nodes corev1.NodeList

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,10 @@ type view struct {
 
 // read lists what the snapshot needs. evacuate names nodes whose movable
 // pods are to be planned as if pending (for Replace).
+// nodeClaimReadWait is how long a pass waits for the cache to show the
+// provisioner's own NodeClaim writes before it reads the API server.
+const nodeClaimReadWait = 5 * time.Second
+
 func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view, error) {
 	now := p.clock.Now()
 	v := &view{
@@ -94,10 +99,10 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	}
 
 	var claims karpv1.NodeClaimList
-	// NodeClaims are read from the API server, not the cache: a NodeClaim
-	// created by the previous pass must be seen, or its pods would be
-	// planned again.
-	if err := p.apiReader.List(ctx, &claims); err != nil {
+	// A NodeClaim created by the previous pass must be seen, or its pods
+	// would be planned again: NodeClaims come from the cache once it shows
+	// every NodeClaim write of the provisioner's, else from the API server.
+	if _, err := p.writes.List(ctx, p.kube, p.apiReader, &claims, nodeClaimReadWait); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	for i := range claims.Items {

@@ -23,6 +23,7 @@ import (
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
@@ -80,8 +81,9 @@ func (o Options) withDefaults() Options {
 // Provisioner launches NodeClaims for pods the kube-scheduler cannot place
 // (see the package doc).
 type Provisioner struct {
-	kube        client.Client
+	kube        client.Client // records its NodeClaim writes in writes
 	apiReader   client.Reader
+	writes      *nodeclaimutil.Writes
 	cloud       cloudprovider.CloudProvider
 	clock       clock.Clock
 	recorder    events.EventRecorder
@@ -103,8 +105,9 @@ type Provisioner struct {
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
 
 // New returns a provisioner. kube reads through the manager's cache;
-// NodeClaims are read from the API server (the manager's API reader, set
-// by Register). unavailable is the shared cache of offerings the cloud
+// NodeClaims are read from it once it shows the provisioner's own
+// NodeClaim writes, else from the API server (the manager's API reader,
+// set by Register). unavailable is the shared cache of offerings the cloud
 // refused; m may be nil (no metrics).
 func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock, recorder events.EventRecorder,
 	m *Metrics, unavailable *unavailable.Cache, opts Options) *Provisioner {
@@ -112,8 +115,9 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 	if m == nil {
 		m, _ = NewMetrics(nil)
 	}
+	writes := nodeclaimutil.NewWrites()
 	return &Provisioner{
-		kube: kube, apiReader: kube, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailable,
+		kube: writes.Client(kube), apiReader: kube, writes: writes, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailable,
 		opts: opts, log: logr.Discard(),
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		mem:     newMemory(),
