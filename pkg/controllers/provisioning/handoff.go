@@ -73,17 +73,36 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 	if err != nil || nc == nil || blocked(node, nc) {
 		return // a later update of the node (a taint gone) hands off
 	}
-	planned := p.mem.planned(nc.Name, node.Name)
-	if len(planned) == 0 {
+	refs := p.mem.plannedRefs(nc.Name, node.Name)
+	if len(refs) == 0 {
 		return
 	}
+	planned := make(map[types.UID]bool, len(refs))
+	for uid := range refs {
+		planned[uid] = true
+	}
 	write, verdicts := map[types.UID]bool{}, map[types.UID]string{}
-	if all, err := p.listPods(ctx); err != nil {
-		for uid := range planned {
-			write[uid] = true // unknown: hand every pod off
+	switch {
+	case p.kinds != nil && p.podStore != nil:
+		// The planned pods by key, and the other kinds from their counts:
+		// in proportion to the node's pods and the kinds, not to the
+		// cluster's pods.
+		pods := make([]*corev1.Pod, 0, len(refs))
+		for uid, ref := range refs {
+			obj, ok, err := p.podStore.GetByKey(ref.Namespace + "/" + ref.Name)
+			if pod, isPod := obj.(*corev1.Pod); err == nil && ok && isPod && pod.UID == uid {
+				pods = append(pods, pod)
+			}
 		}
-	} else {
-		write, verdicts = toHandOff(all, node, nc, planned)
+		write, verdicts = decide(pods, p.kinds.others(pods, snapshot.NodeView(node, nc, false)))
+	default:
+		if all, err := p.listPods(ctx); err != nil {
+			for uid := range planned {
+				write[uid] = true // unknown: hand every pod off
+			}
+		} else {
+			write, verdicts = toHandOff(all, node, nc, planned)
+		}
 	}
 	moved, pods := p.mem.handOff(nc.Name, node.Name, write, verdicts, p.clock.Now(), p.opts.NominationTTL)
 	if moved == 0 {
@@ -119,12 +138,21 @@ func (p *Provisioner) handoff(ctx context.Context, node *corev1.Node) {
 // nomination: those a pod of another kind could displace (see handoff),
 // and returns the scheduler's last verdict on each planned pod.
 func toHandOff(all []*corev1.Pod, node *corev1.Node, nc *karpv1.NodeClaim, planned map[types.UID]bool) (write map[types.UID]bool, verdicts map[types.UID]string) {
-	kinds := otherKinds(all, node, nc, planned)
-	write, verdicts = map[types.UID]bool{}, make(map[types.UID]string, len(planned))
+	var mine []*corev1.Pod
 	for _, pod := range all {
-		if !planned[pod.UID] {
-			continue
+		if planned[pod.UID] {
+			mine = append(mine, pod)
 		}
+	}
+	return decide(mine, otherKinds(all, node, nc, planned))
+}
+
+// decide picks, of the pods planned onto a node, those to hand off, given
+// the other kinds that could take the node's room (otherKinds), and
+// returns the scheduler's last verdict on each.
+func decide(plannedPods []*corev1.Pod, kinds map[string]bool) (write map[types.UID]bool, verdicts map[types.UID]string) {
+	write, verdicts = map[types.UID]bool{}, make(map[types.UID]string, len(plannedPods))
+	for _, pod := range plannedPods {
 		verdicts[pod.UID] = schedulerVerdict(pod)
 		// Only a pod of another kind can take this one's room at a cost:
 		// one of the same kind taking it leaves its own planned room, which

@@ -88,6 +88,18 @@ func (m *memory) plannedOnto(nodeClaim, node string) map[types.UID]bool {
 	return out
 }
 
+// plannedRefs is plannedOnto, with each pod's namespace and name, under
+// the lock.
+func (m *memory) plannedRefs(nodeClaim, node string) map[types.UID]types.NamespacedName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[types.UID]types.NamespacedName{}
+	for uid := range m.plannedOnto(nodeClaim, node) {
+		out[uid] = m.noms[uid].pod
+	}
+	return out
+}
+
 // planned is plannedOnto under the lock.
 func (m *memory) planned(nodeClaim, node string) map[types.UID]bool {
 	m.mu.Lock()

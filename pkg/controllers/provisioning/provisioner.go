@@ -97,9 +97,12 @@ type Provisioner struct {
 	// podStore is the pod informer's store (set by watch): listPods reads
 	// the cached pods through it without copying a Pod struct per pod.
 	podStore toolscache.Store
-	mu       sync.Mutex // one pass at a time
-	seq      uint64
-	retries  int
+	// kinds counts the unbound pods of each kind (set by watch) for the
+	// hand-off.
+	kinds   *unboundKinds
+	mu      sync.Mutex // one pass at a time
+	seq     uint64
+	retries int
 }
 
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)

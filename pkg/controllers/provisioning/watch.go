@@ -35,6 +35,10 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		return fmt.Errorf("pod informer: %w", err)
 	}
 	p.podStore = cachetrim.PodStore(pods)
+	kinds := newUnboundKinds()
+	if p.podStore != nil {
+		p.kinds = kinds
+	}
 	podChanged := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if ok && Provisionable(pod) && !p.mem.nominated(pod.UID, p.clock.Now()) {
@@ -42,10 +46,18 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		}
 	}
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: podChanged,
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				kinds.add(pod)
+			}
+			podChanged(obj)
+		},
 		UpdateFunc: func(oldObj, obj any) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := obj.(*corev1.Pod)
+			if ok1 && ok2 {
+				kinds.update(o, n)
+			}
 			if ok1 && ok2 && p.mem.refused(o, n) {
 				// The scheduler tried a handed-off pod and cleared its
 				// nomination: the node cannot take it. Plan it again now
@@ -57,6 +69,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		},
 		DeleteFunc: func(obj any) {
 			if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+				kinds.remove(pod)
 				p.mem.forget(pod.UID)
 			}
 		},
