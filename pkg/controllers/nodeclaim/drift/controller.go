@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -56,15 +57,17 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, clk cl
 func (c *Controller) Name() string { return "nodeclaim.drift" }
 
 // Register adds the controller to the manager. A NodePool change re-checks
-// its NodeClaims; an EC2NodeClass change re-checks the NodeClaims that
-// launch with it.
+// its NodeClaims (a change of its spec or annotations, where its template
+// hash lives: not its status, which changes with every launch and would
+// re-check the whole pool each time); an EC2NodeClass change re-checks the
+// NodeClaims that launch with it.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	r := mgr.GetClient()
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
 		Watches(&karpv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requests(ctx, r, client.MatchingLabels{karpv1.NodePoolLabelKey: o.GetName()})
-		})).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return requests(ctx, r, client.MatchingFields{nodeclaimutil.IndexNodeClaimNodeClassName: o.GetName()})
 		})).

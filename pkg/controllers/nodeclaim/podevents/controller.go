@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -70,7 +71,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
 			}
 			return out
-		})).
+			// Only a change of the pool's spec (consolidateAfter) matters,
+			// not its status, which changes with every launch.
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(reconcile.Func(c.Reconcile))
 }
 
