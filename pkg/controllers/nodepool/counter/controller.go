@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
@@ -75,19 +76,34 @@ func (c *Controller) Name() string { return "nodepool.counter" }
 // their pool (found by the karpenter.sh/nodepool label); Node changes
 // recount the node, and their pool when the node comes, goes or changes
 // what the pool counts (labels, capacity, provider id); pod changes
+// PoolRecountDelay is the longest a pool's counted status waits after a
+// NodeClaim or Node event (events within it share one recount).
+const PoolRecountDelay = time.Second
+
 // recount the pod's node.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
-	toPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if pool := nodeclaimutil.NodePool(o); pool != "" {
-			return []reconcile.Request{poolKey(pool)}
-		}
-		return nil
-	})
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	node := func(q queue, o client.Object, pool bool) {
+	// A pool recount lists the pool's NodeClaims and Nodes: the NodeClaim
+	// and Node events of a burst of launches are coalesced into one
+	// recount per PoolRecountDelay, not one each.
+	pool := func(q queue, o client.Object) {
+		if p := nodeclaimutil.NodePool(o); p != "" {
+			q.AddAfter(poolKey(p), PoolRecountDelay)
+		}
+	}
+	toPool := handler.Funcs{
+		CreateFunc:  func(_ context.Context, e event.CreateEvent, q queue) { pool(q, e.Object) },
+		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { pool(q, e.Object) },
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { pool(q, e.Object) },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			pool(q, e.ObjectOld)
+			pool(q, e.ObjectNew)
+		},
+	}
+	node := func(q queue, o client.Object, counted bool) {
 		q.Add(nodeKey(o.GetName()))
-		if p := nodeclaimutil.NodePool(o); pool && p != "" {
-			q.Add(poolKey(p))
+		if counted {
+			pool(q, o)
 		}
 	}
 	nodes := handler.Funcs{

@@ -28,7 +28,9 @@
 //
 // A pool is recounted on its NodeClaims' changes and on its Nodes'
 // arrivals, departures and changes of labels, capacity or provider id;
-// that lists the pool's NodeClaims and Nodes, never pods. A node is
+// that lists the pool's NodeClaims and Nodes, never pods, and the events
+// of one PoolRecountDelay (1 s) share one recount, so a burst of launches
+// does not recount the pool once per NodeClaim update. A node is
 // recounted (its allocatable and the requests of the pods bound to it) on
 // its own changes other than heartbeats and on its pods' events, so a pod
 // event costs one node's pods, not a pass over the pool.
