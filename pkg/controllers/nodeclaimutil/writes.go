@@ -67,9 +67,9 @@ func (w *Writes) Pending() int {
 
 // List fills list with every NodeClaim: from cache once it shows every
 // write recorded so far (checked every 50 ms for up to wait), otherwise
-// from api. It reports whether api was read. The items are the caller's
-// own copies.
-func (w *Writes) List(ctx context.Context, cache, api client.Reader, list *karpv1.NodeClaimList, wait time.Duration) (fromAPI bool, err error) {
+// from api. It reports whether api was read. opts go to either list
+// (client.UnsafeDisableDeepCopy: the cache's own objects, read-only).
+func (w *Writes) List(ctx context.Context, cache, api client.Reader, list *karpv1.NodeClaimList, wait time.Duration, opts ...client.ListOption) (fromAPI bool, err error) {
 	deadline := time.Now().Add(wait)
 	for {
 		caught, err := w.caughtUp(ctx, cache)
@@ -77,7 +77,7 @@ func (w *Writes) List(ctx context.Context, cache, api client.Reader, list *karpv
 			return false, err
 		}
 		if caught {
-			return false, cache.List(ctx, list)
+			return false, cache.List(ctx, list, opts...)
 		}
 		if !time.Now().Before(deadline) {
 			break
@@ -91,7 +91,7 @@ func (w *Writes) List(ctx context.Context, cache, api client.Reader, list *karpv
 	w.mu.Lock()
 	upTo := w.seq
 	w.mu.Unlock()
-	if err := api.List(ctx, list); err != nil {
+	if err := api.List(ctx, list, opts...); err != nil {
 		return true, err
 	}
 	// The list shows every write made before it began.

@@ -102,7 +102,7 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	// A NodeClaim created by the previous pass must be seen, or its pods
 	// would be planned again: NodeClaims come from the cache once it shows
 	// every NodeClaim write of the provisioner's, else from the API server.
-	if _, err := p.writes.List(ctx, p.kube, p.apiReader, &claims, nodeClaimReadWait); err != nil {
+	if _, err := p.writes.List(ctx, p.kube, p.apiReader, &claims, nodeClaimReadWait, fast); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	for i := range claims.Items {

@@ -98,7 +98,9 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // sooner when something will leave its grace period before that.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var ncs karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &ncs); err != nil {
+	// Read only (a Delete does not write into its object): the cache's
+	// own objects, not a copy of every NodeClaim per sweep.
+	if err := c.kube.List(ctx, &ncs, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	byProviderID := map[string]*karpv1.NodeClaim{}
