@@ -297,7 +297,7 @@ func (s *solver) improve() {
 // localPasses re-packs single claims, pairs and complementary pairs, up
 // to four passes while they gain.
 func (s *solver) localPasses(budget int) {
-	claims := s.liveClaims()
+	var claims []*snode
 	for pass := 0; pass < 4 && s.evals < budget; pass++ {
 		improved := false
 		// Least efficient claims first.
