@@ -1356,23 +1356,27 @@ func (p *planner) lowerBound() float64 {
 		np.Limits, np.Usage, np.Weight = nil, nil, 0
 		b.NodePools = append(b.NodePools, np)
 	}
-	add := func(pod *corev1.Pod, bound bool) {
-		q := *pod
-		if bound {
-			q.Spec.NodeName = ""
+	// The engine reads a pending pod's requests and constraints, never
+	// its spec.nodeName, so a bound pod goes in as it is; only a pod with
+	// spreads is copied (shallowly) to drop them: at 11,000 pods copying
+	// every one was most of what the bound allocates besides the solve.
+	add := func(pod *corev1.Pod) {
+		if len(pod.Spec.TopologySpreadConstraints) > 0 {
+			q := *pod
+			q.Spec.TopologySpreadConstraints = nil
+			pod = &q
 		}
-		q.Spec.TopologySpreadConstraints = nil
-		b.Pods = append(b.Pods, &q)
+		b.Pods = append(b.Pods, pod)
 	}
 	for _, pod := range in.Pods {
-		add(pod, false)
+		add(pod)
 	}
 	for _, n := range p.nodes {
 		if n.pool == "" {
 			continue
 		}
 		for _, pod := range n.pods {
-			add(pod, true)
+			add(pod)
 		}
 	}
 	plan, err := engine.Solve(b)
