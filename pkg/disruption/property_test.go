@@ -269,6 +269,7 @@ func TestPlannerCostHeldOut(t *testing.T) {
 func costFamily(t *testing.T, first uint64, seeds int) {
 	var own, gaps, fresh []float64
 	within := 0
+	var above []string
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		cl := randomClusterP(t, seed, false)
 		var plan *disruption.Plan
@@ -319,6 +320,8 @@ func costFamily(t *testing.T, first uint64, seeds int) {
 		fresh = append(fresh, after/fp.PricePerHour)
 		if after <= 1.10*bound {
 			within++
+		} else {
+			above = append(above, fmt.Sprintf("%d (%.3fx; fresh solve %.3fx)", seed, after/bound, fp.PricePerHour/bound))
 		}
 		// Issue 8 asks for 1.10x the bound on every cluster: a few are
 		// above it where the engine's own fresh plan for the same pods is
@@ -334,6 +337,9 @@ func costFamily(t *testing.T, first uint64, seeds int) {
 	sort.Float64s(fresh)
 	t.Logf("over %d clusters, fleet after the commands / the lower bound for the remaining pods: %s (%d within 1.10); / a fresh solve of them: %s; / the planner's own fleet bound (spreads dropped): %s",
 		len(gaps), quantiles(gaps), within, quantiles(fresh), quantiles(own))
+	if len(above) > 0 {
+		t.Logf("above 1.10x the lower bound for the remaining pods: %s", strings.Join(above, ", "))
+	}
 }
 
 func quantiles(v []float64) string {

@@ -387,7 +387,9 @@ func (s *solver) seed(pc *pclass) bool {
 			}
 		}
 		if n := s.createClaim(pc, tier, zp); n != nil {
-			s.fill(n)
+			if !s.noFill {
+				s.fill(n)
+			}
 			return true
 		}
 		i = j

@@ -103,7 +103,14 @@
 // claims one at a time and lopsided claims in pairs, and last each pool's
 // claims all at once across zones (pods whose zone does not matter move
 // beside the pods a zone spread forces into a zone), keeping only cheaper
-// results. A small input (under 500 pending pods, no existing nodes or
+// results. On a small input (under 500 pending pods, no existing nodes
+// or in-flight claims) it then swaps large claims between zones: for each
+// pair of zones holding a pool's claims, their claims are re-packed around
+// an empty claim of the type of one zone's dearest claim opened in the
+// other zone (and, in a second try, both zones' dearest types exchanged),
+// the zone-constrained pods placed first without filling so that each
+// zone's spread pods settle there, then the zone-free pods in the room
+// left; a kept swap is followed by the local re-packs again. A small input (under 500 pending pods, no existing nodes or
 // in-flight claims, at least 4 new claims) whose claims of one pool
 // lie in several zones is solved again with the zone tie-break rotated
 // (which zone the first, largest claims land in; zones differ in price),

@@ -286,6 +286,18 @@ func (s *solver) improve() {
 	}
 	s.repackClasses = s.classes
 	s.bigRepack(budget)
+	s.localPasses(budget)
+	s.poolRepack(budget)
+	if s.zoneSwaps(budget) {
+		s.localPasses(budget)
+	}
+	s.stats.ImproveEvaluations = s.evals
+}
+
+// localPasses re-packs single claims, pairs and complementary pairs, up
+// to four passes while they gain.
+func (s *solver) localPasses(budget int) {
+	var claims []*snode
 	for pass := 0; pass < 4 && s.evals < budget; pass++ {
 		improved := false
 		// Least efficient claims first.
@@ -337,8 +349,6 @@ func (s *solver) improve() {
 			break
 		}
 	}
-	s.poolRepack(budget)
-	s.stats.ImproveEvaluations = s.evals
 }
 
 // poolRepack re-packs all of a pool's claims at once, across zones, with
@@ -643,3 +653,136 @@ func (s *solver) bigRepack(budget int) {
 // pricedVariants is the size (pending pods) from which bigRepack tries the
 // priced heuristic settings.
 const pricedVariants = 500
+
+// skel is an empty claim a skeleton re-pack opens before re-seeding: a
+// type in a zone.
+type skel struct {
+	t    *ctype
+	zone int
+	cts  ctmask
+}
+
+// zoneSwaps moves a pool's large claims between zones: for each pair of
+// zones X, Y holding claims of the pool, the pool's claims in both are
+// re-packed around a skeleton, the type of X's dearest claim opened empty
+// in Y (and, in a second try, Y's dearest claim's type in X), with the
+// zone-constrained pods placed first, so each zone's spread pods settle
+// there and the zone-free pods fill the room left. The construction puts
+// its first large claim in the zone its tie-break prefers, and the local
+// re-packs keep a claim's zone-free pods in its zone; zones differ in
+// price, and where daemonsets make every node dear the cheapest zone
+// should hold the big node. Small inputs only (as multiStart).
+func (s *solver) zoneSwaps(budget int) bool {
+	if !s.smallInput() {
+		return false
+	}
+	improved := false
+	base := s.knobs
+	k := base
+	k.zoneFirst = true
+	s.knobs = k
+	order := s.order()
+	defer func() { s.knobs = base }()
+	for _, p := range s.pools {
+		for x := range s.zones {
+			for y := range s.zones {
+				if x == y || s.evals+s.constructEvals > budget {
+					continue
+				}
+				var set []*snode
+				var dx, dy *snode
+				for _, n := range s.liveClaims() {
+					if n.pool != p {
+						continue
+					}
+					switch n.zone {
+					case x:
+						set = append(set, n)
+						if dx == nil || s.claimCost(n) > s.claimCost(dx) {
+							dx = n
+						}
+					case y:
+						set = append(set, n)
+						if dy == nil || s.claimCost(n) > s.claimCost(dy) {
+							dy = n
+						}
+					}
+				}
+				if dx == nil || dy == nil {
+					continue
+				}
+				if _, ok := dx.target.cheapest(1<<uint(y), dx.cts); !ok {
+					continue
+				}
+				one := []skel{{dx.target, y, dx.cts}}
+				if s.skeletonRepack(set, one, order) {
+					improved = true
+					continue
+				}
+				if _, ok := dy.target.cheapest(1<<uint(x), dy.cts); ok && x < y {
+					if s.skeletonRepack(set, append(one, skel{dy.target, x, dy.cts}), order) {
+						improved = true
+					}
+				}
+			}
+		}
+	}
+	return improved
+}
+
+// smallInput: under multiStartPods pending pods, no existing node or
+// in-flight claim (what-ifs on a cluster are many).
+func (s *solver) smallInput() bool {
+	pending := 0
+	for _, c := range s.classes {
+		pending += len(c.pods)
+	}
+	return pending < multiStartPods && s.nExisting == 0
+}
+
+// skeletonRepack takes the pods off set, opens the skeleton's empty
+// claims and re-seeds the pods in order (onto the skeleton first, then
+// new claims); kept only if cheaper.
+func (s *solver) skeletonRepack(set []*snode, sk []skel, order []*cclass) bool {
+	s.beginTrial()
+	for _, n := range set {
+		s.touch(n)
+		for i := len(n.pods) - 1; i >= 0; i-- {
+			pod, pc := n.pods[i], n.podPC[i]
+			s.unplace(pc, n, pod)
+			if _, ok := s.trial.backLen[pc.cls]; !ok {
+				s.trial.backLen[pc.cls] = len(pc.cls.back)
+			}
+			pc.cls.back = append(pc.cls.back, backPod{pod: pod, pc: pc})
+		}
+		n.draining = true
+	}
+	s.resetShapes()
+	t := s.trial
+	t.fresh = true
+	p := set[0].pool
+	for _, k := range sk {
+		// The drained claims still hold their share of the limits, so
+		// this is conservative.
+		if !s.limitsAllow(p, k.t) {
+			continue
+		}
+		s.registerClaim(s.newSnode(p, k.t, 1<<uint(k.zone), k.cts))
+	}
+	ok := true
+	defer func() { s.noFill = false }()
+	for _, c := range order {
+		base, touched := t.backLen[c]
+		s.noFill = s.curPC(c).zoneRel
+		for touched && len(c.back) > base {
+			if !s.seed(s.curPC(c)) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+	}
+	return s.endTrial(ok)
+}

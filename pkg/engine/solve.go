@@ -76,6 +76,9 @@ type solver struct {
 	trialGen       int
 	evals          int
 	repackClasses  []*cclass
+	// noFill: seed does not fill the claims it opens (skeleton re-packs
+	// place the zone-constrained pods alone first).
+	noFill bool
 
 	// scratch
 	trialCounts []int
