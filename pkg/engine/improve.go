@@ -445,11 +445,9 @@ func (s *solver) podValue(pc *pclass, p *cpool) float64 {
 	return best
 }
 
-// repack tries to re-pack the pods of a set of claims more cheaply. With
-// absorb, the pods are first offered to the spare room of other claims.
-func (s *solver) repack(set []*snode) bool { return s.repackWith(set, true) }
-
-func (s *solver) repackWith(set []*snode, absorb bool) bool {
+// takeOff begins a trial and takes the pods off set (back onto their
+// classes, to be placed again); the claims of set are drained.
+func (s *solver) takeOff(set []*snode) {
 	s.beginTrial()
 	for _, n := range set {
 		s.touch(n)
@@ -464,6 +462,14 @@ func (s *solver) repackWith(set []*snode, absorb bool) bool {
 		n.draining = true
 	}
 	s.resetShapes()
+}
+
+// repack tries to re-pack the pods of a set of claims more cheaply. With
+// absorb, the pods are first offered to the spare room of other claims.
+func (s *solver) repack(set []*snode) bool { return s.repackWith(set, true) }
+
+func (s *solver) repackWith(set []*snode, absorb bool) bool {
+	s.takeOff(set)
 	// Offer the pods to the spare room of other claims, largest first.
 	t := s.trial
 	for _, c := range s.classOrder {
@@ -744,20 +750,7 @@ func (s *solver) smallInput() bool {
 // claims and re-seeds the pods in order (onto the skeleton first, then
 // new claims); kept only if cheaper.
 func (s *solver) skeletonRepack(set []*snode, sk []skel, order []*cclass) bool {
-	s.beginTrial()
-	for _, n := range set {
-		s.touch(n)
-		for i := len(n.pods) - 1; i >= 0; i-- {
-			pod, pc := n.pods[i], n.podPC[i]
-			s.unplace(pc, n, pod)
-			if _, ok := s.trial.backLen[pc.cls]; !ok {
-				s.trial.backLen[pc.cls] = len(pc.cls.back)
-			}
-			pc.cls.back = append(pc.cls.back, backPod{pod: pod, pc: pc})
-		}
-		n.draining = true
-	}
-	s.resetShapes()
+	s.takeOff(set)
 	t := s.trial
 	t.fresh = true
 	p := set[0].pool
