@@ -483,20 +483,7 @@ func (s *solver) repackWith(set []*snode, absorb bool) bool {
 	}
 	// Re-pack the rest into new claims.
 	s.trial.fresh = true
-	ok := true
-	for _, c := range s.classOrder {
-		base, touched := t.backLen[c]
-		for touched && len(c.back) > base {
-			if !s.seed(s.curPC(c)) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			break
-		}
-	}
-	return s.endTrial(ok)
+	return s.endTrial(s.seedBack(s.classOrder, false))
 }
 
 // absorb places one pod of pc into the spare room of a live claim of its
@@ -762,20 +749,23 @@ func (s *solver) skeletonRepack(set []*snode, sk []skel, order []*cclass) bool {
 		}
 		s.registerClaim(s.newSnode(p, k.t, 1<<uint(k.zone), k.cts))
 	}
-	ok := true
+	return s.endTrial(s.seedBack(order, true))
+}
+
+// seedBack seeds, class by class in order, the pods the trial took back
+// onto their classes; with zoneNoFill a zone-constrained class's pods open
+// claims without filling them. It reports whether every pod was placed.
+func (s *solver) seedBack(order []*cclass, zoneNoFill bool) bool {
+	t := s.trial
 	defer func() { s.noFill = false }()
 	for _, c := range order {
 		base, touched := t.backLen[c]
-		s.noFill = s.curPC(c).zoneRel
+		s.noFill = zoneNoFill && s.curPC(c).zoneRel
 		for touched && len(c.back) > base {
 			if !s.seed(s.curPC(c)) {
-				ok = false
-				break
+				return false
 			}
 		}
-		if !ok {
-			break
-		}
 	}
-	return s.endTrial(ok)
+	return true
 }
