@@ -160,12 +160,11 @@ type Registry struct {
 	// owners, for the dashboards (deploy/dashboards); registered here, set
 	// by the node and NodePool counters.
 	//
-	// NodesAllocatable is a node's allocatable resources
-	// (karpenter_nodes_allocatable{node_name,nodepool,resource_type,capacity_type,instance_type,zone}).
-	NodesAllocatable *prometheus.GaugeVec
-	// NodesTotalPodRequests is the sum of the requests of the pods bound
-	// to a node (karpenter_nodes_total_pod_requests{...the same labels}).
-	NodesTotalPodRequests *prometheus.GaugeVec
+	// Nodes holds a node's allocatable resources
+	// (karpenter_nodes_allocatable{node_name,nodepool,resource_type,capacity_type,instance_type,zone})
+	// and the sum of the requests of the pods bound to it
+	// (karpenter_nodes_total_pod_requests{...the same labels}).
+	Nodes *NodeGauges
 	// NodePoolInfo is 1 per NodePool, labelled with the `team` label of
 	// its node template ("" when none), so cost and node metrics can be
 	// summed per team (dovetail_nodepool_info{nodepool,team}).
@@ -302,11 +301,10 @@ func NewRegistry() *Registry {
 			Help: "Voluntary disruption decisions per NodePool, by decision, reason and consolidation type.",
 		}, []string{LabelDecision, LabelReason, LabelConsolidationType, LabelNodePool}),
 
-		NodesAllocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Nodes: newNodeGauges(prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Subsystem: "nodes", Name: "allocatable",
 			Help: "Allocatable resources of a node, by node, NodePool, resource type, capacity type, instance type and zone.",
-		}, nodeLabels),
-		NodesTotalPodRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Subsystem: "nodes", Name: "total_pod_requests",
 			Help: "Summed resource requests of the pods bound to a node, by node, NodePool, resource type, capacity type, instance type and zone.",
 		}, nodeLabels),
@@ -334,7 +332,7 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
-		r.DisruptionDecisionsByNodePool, r.NodesAllocatable, r.NodesTotalPodRequests, r.NodePoolInfo,
+		r.DisruptionDecisionsByNodePool, r.Nodes.Allocatable, r.Nodes.Requests, r.NodePoolInfo,
 	}
 }
 
@@ -405,8 +403,7 @@ func (r *Registry) DeleteNodePoolCounts(nodePool string) {
 	r.NodePoolNodes.DeletePartialMatch(match)
 	r.NodePoolCostPerHour.DeletePartialMatch(match)
 	r.NodePoolInfo.DeletePartialMatch(match)
-	r.NodesAllocatable.DeletePartialMatch(match)
-	r.NodesTotalPodRequests.DeletePartialMatch(match)
+	r.Nodes.DeleteNodePool(nodePool)
 }
 
 // nodeLabels label the per-node capacity gauges.

@@ -192,3 +192,54 @@ func TestNamesListEveryRegisteredMetric(t *testing.T) {
 		t.Error("Names lists the Go runtime's metrics")
 	}
 }
+
+// TestNodeGauges: a node's series are made from what Set holds, replaced
+// whole by the next Set (a resource it no longer has is gone), and dropped
+// by Delete and by DeleteNodePool for the nodes of that pool only.
+func TestNodeGauges(t *testing.T) {
+	reg := metrics.NewRegistry()
+	g := reg.Nodes
+	a := metrics.NodeLabels{NodePool: "team-a", CapacityType: "spot", InstanceType: "m5.large", Zone: "us-west-2a"}
+	g.Set("n1", a, []metrics.NodeValue{{Resource: "cpu", Value: 1.93}, {Resource: "nvidia.com/gpu", Value: 1}},
+		[]metrics.NodeValue{{Resource: "cpu", Value: 0.7}})
+	g.Set("n2", metrics.NodeLabels{NodePool: "team-b"}, []metrics.NodeValue{{Resource: "pods", Value: 29}}, nil)
+
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`karpenter_nodes_allocatable{capacity_type="spot",instance_type="m5.large",node_name="n1",nodepool="team-a",resource_type="cpu",zone="us-west-2a"} 1.93`,
+		`karpenter_nodes_allocatable{capacity_type="spot",instance_type="m5.large",node_name="n1",nodepool="team-a",resource_type="nvidia.com/gpu",zone="us-west-2a"} 1`,
+		`karpenter_nodes_total_pod_requests{capacity_type="spot",instance_type="m5.large",node_name="n1",nodepool="team-a",resource_type="cpu",zone="us-west-2a"} 0.7`,
+		`karpenter_nodes_allocatable{capacity_type="",instance_type="",node_name="n2",nodepool="team-b",resource_type="pods",zone=""} 29`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	if n := metricstest.Count(g.Allocatable); n != 3 {
+		t.Errorf("allocatable series = %d, want 3", n)
+	}
+
+	g.Set("n1", a, []metrics.NodeValue{{Resource: "cpu", Value: 2}}, []metrics.NodeValue{{Resource: "cpu", Value: 0}})
+	if n := metricstest.Count(metricstest.With(g.Allocatable, prometheus.Labels{metrics.LabelNodeName: "n1"})); n != 1 {
+		t.Errorf("n1's allocatable series after a Set without the gpu = %d, want 1", n)
+	}
+	if v := metricstest.Value(t, metricstest.With(g.Requests, prometheus.Labels{metrics.LabelNodeName: "n1", metrics.LabelResourceType: "cpu"})); v != 0 {
+		t.Errorf("n1's cpu requests = %v, want 0", v)
+	}
+
+	reg.DeleteNodePool("team-b")
+	if n := metricstest.Count(g.Allocatable); n != 1 || g.Len() != 1 {
+		t.Errorf("after deleting team-b: %d allocatable series, %d nodes; want 1 and 1 (n1's)", n, g.Len())
+	}
+	g.Delete("n1")
+	if n := metricstest.Count(g.Allocatable) + metricstest.Count(g.Requests); n != 0 {
+		t.Errorf("series after deleting n1 = %d, want 0", n)
+	}
+}

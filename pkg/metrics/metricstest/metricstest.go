@@ -63,3 +63,40 @@ func value(m *dto.Metric) (float64, error) {
 	}
 	return 0, fmt.Errorf("metric %v has no value", m)
 }
+
+// With is the part of c whose series carry every label of labels, for
+// Value or Count (a collector such as a NodeGauges' has no
+// WithLabelValues).
+func With(c prometheus.Collector, labels prometheus.Labels) prometheus.Collector {
+	return with{c: c, labels: labels}
+}
+
+type with struct {
+	c      prometheus.Collector
+	labels prometheus.Labels
+}
+
+func (w with) Describe(ch chan<- *prometheus.Desc) { w.c.Describe(ch) }
+
+func (w with) Collect(ch chan<- prometheus.Metric) {
+	in := make(chan prometheus.Metric)
+	go func() {
+		w.c.Collect(in)
+		close(in)
+	}()
+	for m := range in {
+		pb := &dto.Metric{}
+		if err := m.Write(pb); err != nil {
+			continue
+		}
+		found := 0
+		for _, lp := range pb.GetLabel() {
+			if v, ok := w.labels[lp.GetName()]; ok && v == lp.GetValue() {
+				found++
+			}
+		}
+		if found == len(w.labels) {
+			ch <- m
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,19 +44,6 @@ const ResourceNodes corev1.ResourceName = "nodes"
 type Controller struct {
 	kube    client.Client
 	metrics *metrics.Registry
-
-	mu sync.Mutex
-	// exported is what was last exported for each node, so that series a
-	// node no longer has (other labels, a dropped resource) are deleted
-	// one by one rather than by a scan of every series.
-	exported map[string]nodeSeries
-}
-
-// nodeSeries is one node's exported per-node series: the label values
-// after the node name and resource, and the resources set.
-type nodeSeries struct {
-	pool, capacityType, instanceType, zone string
-	allocatable                            []corev1.ResourceName
 }
 
 // nodeKeys is the Namespace of a node's reconcile key (NodePools are
@@ -66,7 +52,7 @@ const nodeKeys = "node"
 
 // NewController returns the controller.
 func NewController(kube client.Client, m *metrics.Registry) *Controller {
-	return &Controller{kube: kube, metrics: m, exported: map[string]nodeSeries{}}
+	return &Controller{kube: kube, metrics: m}
 }
 
 // Name is the controller's name in logs and metrics.
@@ -164,7 +150,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			c.metrics.DeleteNodePool(req.Name)
-			c.forgetPool(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -202,21 +187,21 @@ func (c *Controller) countNode(ctx context.Context, name string) error {
 	var n corev1.Node
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: name}, &n, client.UnsafeDisableDeepCopy); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			c.exportNode(name, nodeSeries{}, nil, nil)
+			c.metrics.Nodes.Delete(name)
 		}
 		return client.IgnoreNotFound(err)
 	}
 	l := n.Labels
-	series := nodeSeries{pool: l[karpv1.NodePoolLabelKey], capacityType: l[karpv1.CapacityTypeLabelKey],
-		instanceType: l[corev1.LabelInstanceTypeStable], zone: l[corev1.LabelTopologyZone]}
-	if series.pool == "" {
-		c.exportNode(name, nodeSeries{}, nil, nil)
+	series := metrics.NodeLabels{NodePool: l[karpv1.NodePoolLabelKey], CapacityType: l[karpv1.CapacityTypeLabelKey],
+		InstanceType: l[corev1.LabelInstanceTypeStable], Zone: l[corev1.LabelTopologyZone]}
+	if series.NodePool == "" {
+		c.metrics.Nodes.Delete(name)
 		return nil
 	}
 	// A node of a deleted pool has no series, as the pool has none.
-	if err := c.kube.Get(ctx, types.NamespacedName{Name: series.pool}, &karpv1.NodePool{}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: series.NodePool}, &karpv1.NodePool{}, client.UnsafeDisableDeepCopy); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			c.exportNode(name, nodeSeries{}, nil, nil)
+			c.metrics.Nodes.Delete(name)
 		}
 		return client.IgnoreNotFound(err)
 	}
@@ -224,7 +209,18 @@ func (c *Controller) countNode(ctx context.Context, name string) error {
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{nodeclaimutil.IndexPodNodeName: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	c.exportNode(name, series, n.Status.Allocatable, PodRequests(pods.Items))
+	requests := PodRequests(pods.Items)
+	allocatable := make([]metrics.NodeValue, 0, len(n.Status.Allocatable))
+	for _, res := range sortedNames(n.Status.Allocatable) {
+		q := n.Status.Allocatable[res]
+		allocatable = append(allocatable, metrics.NodeValue{Resource: string(res), Value: q.AsApproximateFloat64()})
+	}
+	requested := make([]metrics.NodeValue, 0, len(requestNames))
+	for _, res := range requestNames {
+		q := requests[res]
+		requested = append(requested, metrics.NodeValue{Resource: string(res), Value: q.AsApproximateFloat64()})
+	}
+	c.metrics.Nodes.Set(name, series, allocatable, requested)
 	return nil
 }
 
@@ -291,58 +287,6 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 
 // requestNames are the resources whose pod requests are exported per node.
 var requestNames = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods}
-
-// exportNode sets a node's allocatable and pod-request series, first
-// deleting those it had under other labels or for resources it no longer
-// has. An empty series (no pool) only deletes.
-func (c *Controller) exportNode(name string, series nodeSeries, allocatable, requests corev1.ResourceList) {
-	m := c.metrics
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	labels := func(s nodeSeries, res corev1.ResourceName) []string {
-		return []string{name, s.pool, string(res), s.capacityType, s.instanceType, s.zone}
-	}
-	if old, ok := c.exported[name]; ok {
-		sameLabels := old.pool == series.pool && old.capacityType == series.capacityType &&
-			old.instanceType == series.instanceType && old.zone == series.zone
-		for _, res := range old.allocatable {
-			if _, still := allocatable[res]; !still || !sameLabels {
-				m.NodesAllocatable.DeleteLabelValues(labels(old, res)...)
-			}
-		}
-		if !sameLabels {
-			for _, res := range requestNames {
-				m.NodesTotalPodRequests.DeleteLabelValues(labels(old, res)...)
-			}
-		}
-		delete(c.exported, name)
-	}
-	if series.pool == "" {
-		return
-	}
-	series.allocatable = sortedNames(allocatable)
-	for _, res := range series.allocatable {
-		q := allocatable[res]
-		m.NodesAllocatable.WithLabelValues(labels(series, res)...).Set(q.AsApproximateFloat64())
-	}
-	for _, res := range requestNames {
-		q := requests[res]
-		m.NodesTotalPodRequests.WithLabelValues(labels(series, res)...).Set(q.AsApproximateFloat64())
-	}
-	c.exported[name] = series
-}
-
-// forgetPool forgets the per-node series of a deleted pool (DeleteNodePool
-// has deleted them).
-func (c *Controller) forgetPool(pool string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for name, s := range c.exported {
-		if s.pool == pool {
-			delete(c.exported, name)
-		}
-	}
-}
 
 // PodRequests sums what active pods request (init containers, sidecars and
 // overhead as the scheduler counts them), with one "pods" per pod.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail-sh/dovetail/pkg/metrics"
 	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
 )
 
@@ -121,9 +124,10 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "x",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m")}}}}}}
 	env.Create(pod)
+	cpuOfNode := prometheus.Labels{metrics.LabelNodeName: node.Name, metrics.LabelNodePool: np.Name, metrics.LabelResourceType: "cpu",
+		metrics.LabelCapacityType: "on-demand", metrics.LabelInstanceType: "m5.large", metrics.LabelZone: ""}
 	env.Eventually("per-node allocatable and requests", func() (bool, error) {
-		l := []string{node.Name, np.Name, "cpu", "on-demand", "m5.large", ""}
-		a, r := metricstest.Value(t, env.Metrics.NodesAllocatable.WithLabelValues(l...)), metricstest.Value(t, env.Metrics.NodesTotalPodRequests.WithLabelValues(l...))
+		a, r := metricstest.Value(t, metricstest.With(env.Metrics.Nodes.Allocatable, cpuOfNode)), metricstest.Value(t, metricstest.With(env.Metrics.Nodes.Requests, cpuOfNode))
 		if math.Abs(a-1.93) < 1e-9 && math.Abs(r-0.7) < 1e-9 {
 			return true, nil
 		}
@@ -136,8 +140,7 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Eventually("the finished pod's requests to go", func() (bool, error) {
-		l := []string{node.Name, np.Name, "cpu", "on-demand", "m5.large", ""}
-		r := metricstest.Value(t, env.Metrics.NodesTotalPodRequests.WithLabelValues(l...))
+		r := metricstest.Value(t, metricstest.With(env.Metrics.Nodes.Requests, cpuOfNode))
 		if r != 0 {
 			return false, fmt.Errorf("requests %v", r)
 		}
@@ -146,7 +149,7 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 	env.Delete(pod)
 	env.Delete(node)
 	env.Eventually("the deleted node's series to go", func() (bool, error) {
-		a, r := metricstest.Count(env.Metrics.NodesAllocatable), metricstest.Count(env.Metrics.NodesTotalPodRequests)
+		a, r := metricstest.Count(env.Metrics.Nodes.Allocatable), metricstest.Count(env.Metrics.Nodes.Requests)
 		if a+r > 0 {
 			return false, fmt.Errorf("%d allocatable and %d request series left", a, r)
 		}
