@@ -85,9 +85,10 @@ func Compute(in *Input) (*Plan, error) {
 		return nil, err
 	}
 	p.cur = p.withRelocated(in.Cluster)
-	if err := p.compile(); err != nil {
-		return nil, err
-	}
+	// The model is compiled, and the base plan solved, when a method first
+	// needs them (solve, placedOn): a pass in which no node can be a
+	// candidate (every pool's consolidateAfter Never, nothing drifted)
+	// compiles nothing.
 	p.filter()
 	if err := p.empty(); err != nil {
 		return nil, err
@@ -379,6 +380,11 @@ func (p *planner) closed(remove []string) []string {
 }
 
 func (p *planner) solve(remove []string, pods []*corev1.Pod) (*engine.Plan, error) {
+	if p.model == nil {
+		if err := p.compile(); err != nil {
+			return nil, err
+		}
+	}
 	all := make([]string, 0, len(remove)+len(p.gone))
 	for name := range p.gone {
 		all = append(all, name)
@@ -536,6 +542,11 @@ func (p *planner) empty() error {
 				p.keep(n, CodeConsolidateAfter, "empty; consolidateAfter: %s left", left.Round(time.Second))
 			}
 			continue
+		}
+		if p.model == nil {
+			if err := p.compile(); err != nil {
+				return err
+			}
 		}
 		if c := p.placedOn(n.name); c > 0 {
 			p.keep(n, CodeNeededByPending, "empty, but %d pending pods would be placed on it", c)

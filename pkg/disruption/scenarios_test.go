@@ -580,3 +580,36 @@ func TestPDBBlocksOnlyWhenExhausted(t *testing.T) {
 		}
 	}
 }
+
+// With consolidateAfter Never in every pool and nothing drifted no node can
+// be a candidate: the pass compiles no model (at fleet size the compile
+// and base solve were most of a pass), and every node is still kept with
+// its reason. A drifted node makes it compile again.
+func TestNothingToConsiderCompilesNothing(t *testing.T) {
+	f := newFleet(types(family("m5", "c5")), "on-demand")
+	busy := f.node("c5.xlarge", "on-demand", "900m")
+	empty := f.node("c5.2xlarge", "on-demand")
+	never := open()
+	never.ConsolidateAfter = nil
+	plan := compute(t, f.input(never))
+	if len(plan.Commands) != 0 || plan.Stats.Compiles != 0 {
+		t.Fatalf("%d commands, %d compiles; want 0 and 0", len(plan.Commands), plan.Stats.Compiles)
+	}
+	for _, n := range []string{busy, empty} {
+		if c := keptCode(t, plan, n); c != disruption.CodeConsolidationDisabled {
+			t.Errorf("node %s kept with %s, want %s", n, c, disruption.CodeConsolidationDisabled)
+		}
+	}
+	if plan.FleetPricePerHour <= 0 {
+		t.Errorf("fleet price %v, want the two nodes' price", plan.FleetPricePerHour)
+	}
+
+	in := f.input(never)
+	st := in.Nodes[busy]
+	st.Drifted = "NodePoolDrifted"
+	in.Nodes[busy] = st
+	plan = compute(t, in)
+	if plan.Stats.Compiles != 1 || disrupted(plan) != 1 {
+		t.Fatalf("with %s drifted: %d compiles, %d nodes disrupted; want 1 and 1", busy, plan.Stats.Compiles, disrupted(plan))
+	}
+}

@@ -183,6 +183,9 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 		if nc == nil || nc.DeletionTimestamp != nil || nc.Annotations[CommandAnnotationKey] != "" {
 			return fmt.Errorf("command over node %s: its NodeClaim is gone, deleting or in another command", node)
 		}
+		// Annotated and conditioned below: a copy, not the cache's object
+		// (a later command of this pass sees the annotation on it).
+		nc = st.own(nc)
 		candidates = append(candidates, nc)
 		cs.NodeClaims = append(cs.NodeClaims, nc.Name)
 	}

@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -29,7 +30,10 @@ import (
 // disrupted taint on it is not ours to lift).
 const replacedByAnnotationKey = "dovetail.sh/replaced-by"
 
-// state is one pass's reading of NodeClaims and Nodes.
+// state is one pass's reading of NodeClaims and Nodes. They are the
+// cache's own objects (listed without copies, as everything the pass
+// reads): read-only. A NodeClaim the pass changes before it writes it is
+// swapped for a copy first (own).
 type state struct {
 	inSync      bool
 	claims      []*karpv1.NodeClaim
@@ -42,9 +46,29 @@ type state struct {
 	commands    []*active
 }
 
+// own swaps nc for a copy of it in s and returns the copy, which the
+// caller may change.
+func (s *state) own(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	cp := nc.DeepCopy()
+	if s.claimByName[nc.Name] == nc {
+		s.claimByName[nc.Name] = cp
+	}
+	if i := slices.Index(s.claims, nc); i >= 0 {
+		s.claims[i] = cp
+	}
+	if n := s.nodeOfClaim[nc.Name]; n != nil && s.claimOfNode[n.Name] == nc {
+		s.claimOfNode[n.Name] = cp
+	}
+	return cp
+}
+
 // nodeClaimReadWait is how long a pass waits for the cache to show the
 // controller's own NodeClaim writes before it reads the API server.
 const nodeClaimReadWait = 5 * time.Second
+
+// fast lists the cache's objects without copying them: what a pass reads
+// is read-only (see state).
+var fast = client.UnsafeDisableDeepCopy
 
 func (s *state) poolOfNode(node string) string {
 	if nc := s.claimOfNode[node]; nc != nil {
@@ -73,11 +97,11 @@ func (c *Controller) read(ctx context.Context) (*state, error) {
 	// from the cache once it shows every NodeClaim write of the
 	// controller's, else from the API server.
 	var claims karpv1.NodeClaimList
-	if _, err := c.writes.List(ctx, c.kube, c.apiReader, &claims, nodeClaimReadWait); err != nil {
+	if _, err := c.writes.List(ctx, c.kube, c.apiReader, &claims, nodeClaimReadWait, fast); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	var nodes corev1.NodeList
-	if err := c.kube.List(ctx, &nodes); err != nil {
+	if err := c.kube.List(ctx, &nodes, fast); err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}
 	byProviderID := map[string]*corev1.Node{}
@@ -149,7 +173,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	sc := &snapshot.Cluster{}
 	w := &world{pools: map[string]*karpv1.NodePool{}, types: typeSource{}, pods: map[engine.PodRef]*corev1.Pod{}}
 	var classes awsv1.EC2NodeClassList
-	if err := c.kube.List(ctx, &classes); err != nil {
+	if err := c.kube.List(ctx, &classes, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
 	}
 	classByName := map[string]bool{}
@@ -158,7 +182,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		classByName[classes.Items[i].Name] = true
 	}
 	var pools karpv1.NodePoolList
-	if err := c.kube.List(ctx, &pools); err != nil {
+	if err := c.kube.List(ctx, &pools, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing NodePools: %w", err)
 	}
 	in := &planner.Input{Now: now, Pools: map[string]planner.PoolPolicy{}, Nodes: map[string]planner.NodeState{},
@@ -201,35 +225,35 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		}
 	}
 	var dss appsv1.DaemonSetList
-	if err := c.kube.List(ctx, &dss); err != nil {
+	if err := c.kube.List(ctx, &dss, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing DaemonSets: %w", err)
 	}
 	for i := range dss.Items {
 		sc.DaemonSets = append(sc.DaemonSets, &dss.Items[i])
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := c.kube.List(ctx, &pvcs); err != nil {
+	if err := c.kube.List(ctx, &pvcs, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
 	}
 	for i := range pvcs.Items {
 		sc.PersistentVolumeClaims = append(sc.PersistentVolumeClaims, &pvcs.Items[i])
 	}
 	var pvs corev1.PersistentVolumeList
-	if err := c.kube.List(ctx, &pvs); err != nil {
+	if err := c.kube.List(ctx, &pvs, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing PersistentVolumes: %w", err)
 	}
 	for i := range pvs.Items {
 		sc.PersistentVolumes = append(sc.PersistentVolumes, &pvs.Items[i])
 	}
 	var scs storagev1.StorageClassList
-	if err := c.kube.List(ctx, &scs); err != nil {
+	if err := c.kube.List(ctx, &scs, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing StorageClasses: %w", err)
 	}
 	for i := range scs.Items {
 		sc.StorageClasses = append(sc.StorageClasses, &scs.Items[i])
 	}
 	var nss corev1.NamespaceList
-	if err := c.kube.List(ctx, &nss); err != nil {
+	if err := c.kube.List(ctx, &nss, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing Namespaces: %w", err)
 	}
 	for i := range nss.Items {
@@ -247,7 +271,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	in.Cluster = cluster
 
 	var pdbs policyv1.PodDisruptionBudgetList
-	if err := c.kube.List(ctx, &pdbs); err != nil {
+	if err := c.kube.List(ctx, &pdbs, fast); err != nil {
 		return nil, nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
 	for i := range pdbs.Items {
