@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 )
 
 // ByObject returns the per-kind cache options with the Pod and Node
@@ -25,8 +27,9 @@ import (
 // disruption pass and per NodePool recount was most of the heap.
 func ByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}:  {Transform: Transform, UnsafeDisableDeepCopy: ptr.To(true)},
-		&corev1.Node{}: {Transform: Transform},
+		&corev1.Pod{}:       {Transform: Transform, UnsafeDisableDeepCopy: ptr.To(true)},
+		&corev1.Node{}:      {Transform: Transform},
+		&karpv1.NodeClaim{}: {Transform: Transform},
 	}
 }
 
@@ -36,8 +39,9 @@ func Options() cache.Options {
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: ByObject()}
 }
 
-// Transform trims a Pod (Pod) or a Node (Node) in place and returns it;
-// any other object comes back with its managed fields dropped.
+// Transform trims a Pod (Pod) or a Node (Node) in place and returns it,
+// and interns a NodeClaim's repeated strings; every object comes back with
+// its managed fields dropped.
 func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -45,6 +49,10 @@ func Transform(obj any) (any, error) {
 		return o, nil
 	case *corev1.Node:
 		Node(o)
+		return o, nil
+	case *karpv1.NodeClaim:
+		o.ManagedFields = nil
+		nodeClaim(o)
 		return o, nil
 	}
 	return cache.TransformStripManagedFields()(obj)
@@ -134,6 +142,7 @@ func Node(n *corev1.Node) {
 		Addresses:   n.Status.Addresses,
 		Phase:       n.Status.Phase,
 	}
+	shared.node(n)
 }
 
 // ErrTrimmedWrite is returned by a Guard client for a write that would

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 )
 
@@ -258,5 +262,139 @@ func TestPodsOfOneKindShareTheirRepeatedParts(t *testing.T) {
 	want.Spec.SecurityContext = &corev1.PodSecurityContext{}
 	if !equality.Semantic.DeepEqual(a, want) {
 		t.Errorf("sharing changed the pod: %+v", a)
+	}
+}
+
+// fleetNode is a node as a fleet has thousands of: the labels of its
+// instance type and pool, a unique name and provider ID.
+func fleetNode(i int) *corev1.Node {
+	name := fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", i/250, i%250)
+	labels := map[string]string{
+		"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot", "karpenter.sh/initialized": "true",
+		"karpenter.sh/registered": "true", "node.kubernetes.io/instance-type": "m5.xlarge", "kubernetes.io/arch": "amd64",
+		"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "us-east-1a", "topology.kubernetes.io/region": "us-east-1",
+		"karpenter.k8s.aws/instance-category": "m", "karpenter.k8s.aws/instance-family": "m5", "karpenter.k8s.aws/instance-generation": "5",
+		"karpenter.k8s.aws/instance-size": "xlarge", "karpenter.k8s.aws/instance-cpu": "4", "karpenter.k8s.aws/instance-memory": "16384",
+		"karpenter.k8s.aws/instance-hypervisor": "nitro", "karpenter.k8s.aws/instance-network-bandwidth": "1250",
+		"karpenter.k8s.aws/instance-ebs-bandwidth": "4750", "karpenter.k8s.aws/instance-encryption-in-transit-supported": "false",
+		"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/instance-type": "m5.xlarge",
+		"failure-domain.beta.kubernetes.io/zone": "us-east-1a", "failure-domain.beta.kubernetes.io/region": "us-east-1",
+		"kubernetes.io/hostname": name, "type": "kwok",
+	}
+	// Each string its own allocation, as the decoder makes them.
+	own := map[string]string{}
+	for k, v := range labels {
+		own[string([]byte(k))] = string([]byte(v))
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: own,
+			Annotations: map[string]string{string([]byte("node.alpha.kubernetes.io/ttl")): string([]byte("0")), string([]byte("kwok.x-k8s.io/node")): string([]byte("fake"))}},
+		Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("aws:///us-east-1a/i-%017x", i)},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("14Gi"), corev1.ResourcePods: resource.MustParse("58")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: string([]byte("KubeletReady")),
+				Message: string([]byte("kubelet is posting ready status"))}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250)}},
+		},
+	}
+}
+
+// Nodes of one instance type hold their repeated strings once and share
+// their capacity and allocatable; nothing of a node changes.
+func TestNodesShareTheirRepeatedParts(t *testing.T) {
+	a, b := fleetNode(1), fleetNode(2)
+	wantA := a.DeepCopy()
+	for _, n := range []*corev1.Node{a, b} {
+		if _, err := cachetrim.Transform(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(a, wantA) {
+		t.Fatalf("the node changed:\n got %+v\nwant %+v", a, wantA)
+	}
+	if fmt.Sprintf("%p", a.Status.Allocatable) != fmt.Sprintf("%p", b.Status.Allocatable) || fmt.Sprintf("%p", a.Status.Capacity) != fmt.Sprintf("%p", b.Status.Capacity) {
+		t.Error("nodes of one type do not share capacity and allocatable")
+	}
+	key := "node.kubernetes.io/instance-type"
+	for k := range a.Labels {
+		if k == key && unsafe.StringData(k) != unsafe.StringData(internedKey(b.Labels, key)) {
+			t.Error("the label key is held twice")
+		}
+	}
+	if unsafe.StringData(a.Labels[key]) != unsafe.StringData(b.Labels[key]) ||
+		unsafe.StringData(a.Status.Conditions[0].Message) != unsafe.StringData(b.Status.Conditions[0].Message) {
+		t.Error("label values or condition messages are held twice")
+	}
+	if a.Labels["kubernetes.io/hostname"] == b.Labels["kubernetes.io/hostname"] {
+		t.Error("the hostnames were mixed up")
+	}
+}
+
+func internedKey(m map[string]string, key string) string {
+	for k := range m {
+		if k == key {
+			return k
+		}
+	}
+	return ""
+}
+
+// A NodeClaim comes out of the cache transform equal but for its managed
+// fields, with its requirement values held once across NodeClaims.
+func TestNodeClaimStringsInterned(t *testing.T) {
+	mk := func(name string) *karpv1.NodeClaim {
+		return &karpv1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"karpenter.sh/nodepool": string([]byte("default"))},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "dovetail"}}},
+			Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: "node.kubernetes.io/instance-type",
+				Operator: corev1.NodeSelectorOpIn, Values: []string{string([]byte("m5.large")), string([]byte("m5.xlarge"))}}}},
+			Status: karpv1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-" + name,
+				Conditions: []karpv1.Condition{{Type: "Launched", Status: metav1.ConditionTrue, Reason: string([]byte("Launched"))}}},
+		}
+	}
+	a, b := mk("a"), mk("b")
+	want := a.DeepCopy()
+	want.ManagedFields = nil
+	for _, nc := range []*karpv1.NodeClaim{a, b} {
+		if _, err := cachetrim.Transform(nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(a, want) {
+		t.Fatalf("the NodeClaim changed:\n got %+v\nwant %+v", a, want)
+	}
+	if unsafe.StringData(a.Spec.Requirements[0].Values[1]) != unsafe.StringData(b.Spec.Requirements[0].Values[1]) ||
+		unsafe.StringData(a.Labels["karpenter.sh/nodepool"]) != unsafe.StringData(b.Labels["karpenter.sh/nodepool"]) ||
+		unsafe.StringData(a.Status.Conditions[0].Reason) != unsafe.StringData(b.Status.Conditions[0].Reason) {
+		t.Error("NodeClaims hold their repeated strings twice")
+	}
+}
+
+// BenchmarkNodeRetained reports the heap 3,000 fleet nodes keep
+// (retained-B/node), as decoded (raw) and after the cache's transform.
+func BenchmarkNodeRetained(b *testing.B) {
+	const count = 3000
+	for _, mode := range []string{"raw", "transformed"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				nodes := make([]*corev1.Node, count)
+				for i := range nodes {
+					nodes[i] = fleetNode(i)
+					if mode == "transformed" {
+						if _, err := cachetrim.Transform(nodes[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				runtime.KeepAlive(nodes)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/count, "retained-B/node")
+			}
+		})
 	}
 }

@@ -22,6 +22,11 @@
 // a map, a slice or a pointed-to field of a Pod it read from the cache
 // (changing a shallow copy's scalar fields is fine).
 //
+// Nodes and NodeClaims hold their repeated strings once (labels,
+// annotations, taints, conditions; a NodeClaim's requirement values), and
+// nodes of one instance type share their capacity and allocatable lists:
+// no reader changes those of a Node it read from the cache either.
+//
 // Must not: import controllers or cloud packages (the operator and the
 // controllers' test environment both use it).
 package cachetrim

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 )
 
 // shareLimit bounds each table of shared values: when a table is full it
@@ -232,4 +234,69 @@ func tolerationsKey(tols []corev1.Toleration) string {
 		fmt.Fprintf(&b, "%q %q %q %q %s;", t.Key, t.Operator, t.Value, t.Effect, secs)
 	}
 	return b.String()
+}
+
+// internMap returns m with its keys and values interned: the nodes of a
+// fleet carry the same thirty-odd label keys, and mostly the same values
+// (instance type, zone, architecture, the pool), so their strings are held
+// once. A new map: m may be shared.
+func internMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// node interns the node's repeated strings (labels, annotations, taints,
+// conditions, address types) and points its capacity and allocatable at
+// the shared instance of equal lists (the nodes of one instance type).
+func (s *sharer) node(n *corev1.Node) {
+	n.Labels = internMap(n.Labels)
+	n.Annotations = internMap(n.Annotations)
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		t.Key, t.Value = intern(t.Key), intern(t.Value)
+	}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.Type = corev1.NodeConditionType(intern(string(c.Type)))
+		c.Reason, c.Message = intern(c.Reason), intern(c.Message)
+	}
+	for i := range n.Status.Addresses {
+		a := &n.Status.Addresses[i]
+		a.Type = corev1.NodeAddressType(intern(string(a.Type)))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n.Status.Capacity = s.resourceList(n.Status.Capacity)
+	n.Status.Allocatable = s.resourceList(n.Status.Allocatable)
+}
+
+// nodeClaim interns the NodeClaim's repeated strings: labels, annotations,
+// the requirements (the instance-type options of one pool's NodeClaims
+// are mostly the same names), taints and conditions.
+func nodeClaim(nc *karpv1.NodeClaim) {
+	nc.Labels = internMap(nc.Labels)
+	nc.Annotations = internMap(nc.Annotations)
+	for i := range nc.Spec.Requirements {
+		r := &nc.Spec.Requirements[i]
+		r.Key = intern(r.Key)
+		r.Operator = corev1.NodeSelectorOperator(intern(string(r.Operator)))
+		for j := range r.Values {
+			r.Values[j] = intern(r.Values[j])
+		}
+	}
+	for _, ts := range [][]corev1.Taint{nc.Spec.Taints, nc.Spec.StartupTaints} {
+		for i := range ts {
+			ts[i].Key, ts[i].Value = intern(ts[i].Key), intern(ts[i].Value)
+		}
+	}
+	for i := range nc.Status.Conditions {
+		c := &nc.Status.Conditions[i]
+		c.Type, c.Reason, c.Message = intern(c.Type), intern(c.Reason), intern(c.Message)
+	}
 }
