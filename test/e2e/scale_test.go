@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
 )
 
@@ -138,4 +140,47 @@ func TestMixed500Pods(t *testing.T) {
 	if gap > 0.10 {
 		t.Errorf("the fleet costs $%.4f/h, %.1f%% away from simulate's $%.4f/h (want within 10%%)", fleet, 100*gap, plan.TotalPricePerHour)
 	}
+	// Where the two differ: nodes and $/h per pool, type and capacity type.
+	var planned, launched []offeringPrice
+	for _, nc := range plan.NodeClaims {
+		planned = append(planned, offeringPrice{nc.NodePool + " " + nc.InstanceType + "/" + nc.CapacityType, nc.PricePerHour})
+	}
+	for _, nc := range nodeClaims(t) {
+		p, _ := nodeclaimutil.HourlyPrice(&nc)
+		launched = append(launched, offeringPrice{nodeclaimutil.NodePool(&nc) + " " + nc.Labels[corev1.LabelInstanceTypeStable] + "/" + nc.Labels[karpv1.CapacityTypeLabelKey], p})
+	}
+	t.Logf("simulate: %s", mixByOffering(planned))
+	t.Logf("fleet:    %s", mixByOffering(launched))
+}
+
+// offeringPrice is one node: its pool and offering, and its $/h.
+type offeringPrice struct {
+	key   string
+	price float64
+}
+
+// mixByOffering sums nodes and $/h per pool and offering, sorted.
+func mixByOffering(nodes []offeringPrice) string {
+	type sum struct {
+		n     int
+		price float64
+	}
+	sums := map[string]*sum{}
+	for _, o := range nodes {
+		if sums[o.key] == nil {
+			sums[o.key] = &sum{}
+		}
+		sums[o.key].n++
+		sums[o.key].price += o.price
+	}
+	keys := make([]string, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s x%d $%.4f; ", k, sums[k].n, sums[k].price)
+	}
+	return b.String()
 }
