@@ -235,7 +235,7 @@ func topReasons(why map[string]int, n int) []string {
 // profile is saved in DIR with each progress line and at the end. With
 // DOVETAIL_E2E_AUDIT=1 the stack's API server keeps an audit log of the
 // controller's identity, and its requests are also counted there, by user
-// agent (server-requests/pod). DOVETAIL_BENCH_GOMEMLIMIT=250MiB runs the
+// agent (server-requests/pod). DOVETAIL_BENCH_GOMEMLIMIT=220MiB runs the
 // controller with that soft memory limit (GOMEMLIMIT). The pods go to a
 // NodePool of the benchmark's own without limits (the examples' pools
 // stop at 1,000 cpu each), and the controller runs with the product's
