@@ -125,7 +125,12 @@ type View struct {
 //   - an unbound pod with status.nominatedNodeName on an existing node
 //     counts there while the nomination holds room (HandedOff); one with a
 //     provisioning nomination counts where it was nominated; one waiting
-//     for capacity (WaitsForCapacity) is pending.
+//     for capacity (WaitsForCapacity) is pending, and so is one the
+//     kube-scheduler has not tried yet whose controller has a pod waiting
+//     for capacity (Untried: in a burst the scheduler marks the pods of a
+//     scale-up one by one, and a loaded one takes a minute over 500; each
+//     batch planned alone launches many small nodes where one plan of the
+//     whole burst needs fewer, larger ones).
 func NewView(in ViewInput) *View {
 	v := &View{
 		Pending: map[engine.PodRef]*corev1.Pod{}, Evacuated: map[engine.PodRef]bool{},
@@ -174,6 +179,16 @@ func NewView(in ViewInput) *View {
 		v.InFlight[nc.Name] = true
 	}
 
+	// The controllers with a pod waiting for capacity: their untried pods
+	// are pending too.
+	short := map[types.UID]bool{}
+	for _, pod := range in.Pods {
+		if WaitsForCapacity(pod) {
+			if o := OwnerOf(pod); o != "" {
+				short[o] = true
+			}
+		}
+	}
 	for _, pod := range in.Pods {
 		if terminal(pod) {
 			continue
@@ -233,13 +248,25 @@ func NewView(in ViewInput) *View {
 				v.Nominated++
 			}
 			v.Pods = append(v.Pods, relocated(pod, t))
-		case WaitsForCapacity(pod):
+		case WaitsForCapacity(pod), Untried(pod) && short[OwnerOf(pod)]:
 			v.Waiting++
 			v.Pending[ref] = pod
 			v.Pods = append(v.Pods, pod)
 		}
 	}
 	return v
+}
+
+// Untried reports whether the kube-scheduler has not looked at an unbound
+// pod yet: no PodScheduled condition and no scheduling gate (a gated pod
+// waits for whoever holds the gate), not nominated, not being deleted, not
+// finished and not a DaemonSet pod.
+func Untried(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" || len(pod.Spec.SchedulingGates) > 0 ||
+		pod.DeletionTimestamp != nil || terminal(pod) || controlledByDaemonSet(pod) {
+		return false
+	}
+	return !slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
 }
 
 // reserves reports whether a pod's status.nominatedNodeName still holds

@@ -355,3 +355,42 @@ func TestViewBuildsMarkedForDeletion(t *testing.T) {
 		t.Errorf("MarkedForDeletion = %v, want %v", got, want)
 	}
 }
+
+// The untried pods of a controller with a pod waiting for capacity are
+// pending with it (a burst the scheduler has not worked through yet is
+// planned whole); untried pods of other controllers, gated ones, those
+// without a controller and those the scheduler tried and bound are not.
+func TestViewPendsTheUntriedPodsOfAShortController(t *testing.T) {
+	untried := func(p *corev1.Pod) { p.Status.Conditions = nil }
+	ownedBy := func(uid string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: uid, UID: types.UID(uid), Controller: ptr.To(true)}}
+		}
+	}
+	gated := func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "hold"}} }
+	v := snapshot.NewView(snapshot.ViewInput{Now: viewNow, Nodes: []*corev1.Node{viewNode("n1")}, Pods: []*corev1.Pod{
+		viewPod("web-0", "", ownedBy("web")),
+		viewPod("web-1", "", ownedBy("web"), untried),
+		viewPod("web-2", "", ownedBy("web"), untried),
+		viewPod("web-gated", "", ownedBy("web"), untried, gated),
+		viewPod("web-bound", "n1", ownedBy("web")),
+		viewPod("api-0", "", ownedBy("api"), untried),
+		viewPod("bare", "", owner(""), untried),
+	}})
+	var got []string
+	for ref := range v.Pending {
+		got = append(got, ref.Name)
+	}
+	slices.Sort(got)
+	if want := []string{"web-0", "web-1", "web-2"}; !slices.Equal(got, want) {
+		t.Errorf("pending %v, want %v", got, want)
+	}
+	if v.Waiting != 3 {
+		t.Errorf("waiting %d, want 3", v.Waiting)
+	}
+	// Without the pod waiting for capacity, none is pending.
+	v = snapshot.NewView(snapshot.ViewInput{Now: viewNow, Pods: []*corev1.Pod{viewPod("web-1", "", ownedBy("web"), untried)}})
+	if len(v.Pending) != 0 {
+		t.Errorf("an untried pod of a controller with no pod waiting is pending: %v", v.Pending)
+	}
+}
