@@ -252,23 +252,24 @@ func TestPlannerCost(t *testing.T) {
 	if testing.Short() {
 		seeds = 40
 	}
-	costFamily(t, 1000, seeds, true)
+	costFamily(t, 1000, seeds)
 }
 
 // TestPlannerCostHeldOut is the same over a held-out family of seeds that
-// no tuning run looks at (its figures are reported separately).
+// no tuning run looks at (its figures are reported separately; its bound
+// assertion was added after a run of it passed, not by tuning on it).
 func TestPlannerCostHeldOut(t *testing.T) {
 	seeds := 50
 	if testing.Short() {
 		seeds = 10
 	}
-	costFamily(t, 70000, seeds, false)
+	costFamily(t, 70000, seeds)
 }
 
-// costFamily plans the seeded clusters from first on; with assertBound,
-// every fleet after the commands must be within 1.10x the lower bound for
-// the remaining pods (issue 8), else that is only counted and logged.
-func costFamily(t *testing.T, first uint64, seeds int, assertBound bool) {
+// costFamily plans the seeded clusters from first on: every fleet after
+// the commands must be within 1.10x the lower bound for the remaining
+// pods (issue 8) and within 1.10x a fresh solve of them.
+func costFamily(t *testing.T, first uint64, seeds int) {
 	var own, gaps, fresh []float64
 	within := 0
 	var above []string
@@ -324,10 +325,8 @@ func costFamily(t *testing.T, first uint64, seeds int, assertBound bool) {
 			within++
 		} else {
 			above = append(above, fmt.Sprintf("%d (%.3fx; fresh solve %.3fx)", seed, after/bound, fp.PricePerHour/bound))
-			if assertBound {
-				t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the lower bound for the remaining pods ($%.4f/h; a fresh solve of them is %.3fx it)",
-					seed, after, after/bound, bound, fp.PricePerHour/bound)
-			}
+			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the lower bound for the remaining pods ($%.4f/h; a fresh solve of them is %.3fx it)",
+				seed, after, after/bound, bound, fp.PricePerHour/bound)
 		}
 		if after > 1.10*fp.PricePerHour {
 			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the lower bound for the remaining pods ($%.4f/h) and %.3fx a fresh solve of them ($%.4f/h); the planner's own fleet bound is $%.4f/h",
