@@ -240,14 +240,13 @@ func TestPlannerProperty(t *testing.T) {
 
 // TestPlannerCost: without blockers (no do-not-disrupt, no PDBs, budgets
 // of 100%, spot-to-spot on), the fleet after the commands of up to five
-// passes (the controller plans every 10 s) is within 1.10x a fresh
-// provisioning solve of the pods that remain, on every cluster. Logged:
-// the fleet against the lower bound for those pods (the larger of the
-// engine's bound for them as a provisioning problem, spreads included,
-// and the planner's own fleet bound), how many are within 1.10x of it,
-// and the fleet against the planner's own bound alone, which drops
-// topology spreads (a fleet left skewed by deletions may keep its skew)
-// and so is lower.
+// passes (the controller plans every 10 s) is within 1.10x the lower
+// bound for the pods that remain (the larger of the engine's bound for
+// them as a provisioning problem, spreads included, and the planner's own
+// fleet bound) and within 1.10x a fresh provisioning solve of them, on
+// every cluster. Logged: the distributions of both, and of the fleet
+// against the planner's own bound alone, which drops topology spreads (a
+// fleet left skewed by deletions may keep its skew) and so is lower.
 func TestPlannerCost(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
@@ -257,7 +256,8 @@ func TestPlannerCost(t *testing.T) {
 }
 
 // TestPlannerCostHeldOut is the same over a held-out family of seeds that
-// no tuning run looks at (its figures are reported separately).
+// no tuning run looks at (its figures are reported separately; its bound
+// assertion was added after a run of it passed, not by tuning on it).
 func TestPlannerCostHeldOut(t *testing.T) {
 	seeds := 50
 	if testing.Short() {
@@ -266,6 +266,9 @@ func TestPlannerCostHeldOut(t *testing.T) {
 	costFamily(t, 70000, seeds)
 }
 
+// costFamily plans the seeded clusters from first on: every fleet after
+// the commands must be within 1.10x the lower bound for the remaining
+// pods (issue 8) and within 1.10x a fresh solve of them.
 func costFamily(t *testing.T, first uint64, seeds int) {
 	var own, gaps, fresh []float64
 	within := 0
@@ -322,11 +325,9 @@ func costFamily(t *testing.T, first uint64, seeds int) {
 			within++
 		} else {
 			above = append(above, fmt.Sprintf("%d (%.3fx; fresh solve %.3fx)", seed, after/bound, fp.PricePerHour/bound))
+			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the lower bound for the remaining pods ($%.4f/h; a fresh solve of them is %.3fx it)",
+				seed, after, after/bound, bound, fp.PricePerHour/bound)
 		}
-		// Issue 8 asks for 1.10x the bound on every cluster: a few are
-		// above it where the engine's own fresh plan for the same pods is
-		// (plan quality or bound, issue 14), so what fails here is 1.10x
-		// the fresh solve, and the count within 1.10x the bound is logged.
 		if after > 1.10*fp.PricePerHour {
 			t.Errorf("seed %d: fleet after $%.4f/h is %.3fx the lower bound for the remaining pods ($%.4f/h) and %.3fx a fresh solve of them ($%.4f/h); the planner's own fleet bound is $%.4f/h",
 				seed, after, after/bound, bound, after/fp.PricePerHour, fp.PricePerHour, plan.LowerBoundPricePerHour)

@@ -877,30 +877,33 @@ func (s *solver) chooseTarget(pc *pclass, p *cpool, a *classAlt, zones zmask, ct
 // trialCandidates bounds how many instance types chooseByTrial fills.
 const trialCandidates = 12
 
+// typeCost is a candidate type with its cost for a claim.
+type typeCost struct {
+	t    *ctype
+	cost float64
+}
+
 // chooseByTrial picks the target among the cheapest types for the demand
 // (and the cheapest of each memory-per-cpu band) by filling each, on paper,
 // with the pending pods of the pool: the type whose fill is worth the most
 // per dollar wins (pods are worth their cheapest fractional price), the
 // larger at near-equal worth.
 func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, cts ctmask, costs []float64, best float64) *ctype {
-	type cand struct {
-		t    *ctype
-		cost float64
-	}
-	var cands []cand
+	cands := s.trialCands[:0]
 	j := 0
 	a.types.each(func(i int) {
 		c := costs[j]
 		j++
 		if c < inf {
-			cands = append(cands, cand{p.types[i], c})
+			cands = append(cands, typeCost{p.types[i], c})
 		}
 	})
+	s.trialCands = cands
 	if len(cands) <= 1 {
 		return nil
 	}
-	slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.cost, y.cost) })
-	var short []*ctype
+	slices.SortStableFunc(cands, func(x, y typeCost) int { return cmp.Compare(x.cost, y.cost) })
+	short := s.trialShort[:0]
 	var bandSeen [6]int
 	for i, c := range cands {
 		band := memBand(c.t)
@@ -912,6 +915,7 @@ func (s *solver) chooseByTrial(pc *pclass, p *cpool, a *classAlt, zones zmask, c
 			break
 		}
 	}
+	s.trialShort = short
 	counts, values := s.pendingShapes(pc, p, zones)
 	seedValue := s.trialValue(pc, p, zones)
 	var pick *ctype

@@ -53,14 +53,8 @@ func costLimit(pods int) float64 {
 
 // knownCostGaps are family cases whose plans are valid but above the rule
 // (issue 14): reported, not asserted, until the plans or the bound close
-// them. many-spread/2: a large case (the rule there is 1.05);
-// big-daemons/2: 11 groups, past the exact packing's caps, and its plan is
-// also above its model's optimum (at most 1.3904 against 1.4203; the rule
-// needs 1.418).
-var knownCostGaps = map[string]bool{
-	"many-spread/2": true,
-	"big-daemons/2": true,
-}
+// them. None is left: a case added here must say why.
+var knownCostGaps = map[string]bool{}
 
 // runFamilyCosts solves every case, checks the plan and the rule, and logs
 // the distribution of gaps per family (min, median, p90, max).

@@ -100,7 +100,10 @@
 // chosen again at the zone's prices (spot prices differ by zone).
 // Improvement re-packs (pool, zone) groups with other heuristic settings
 // (for large inputs, first those with resource prices and retargeting),
-// claims one at a time and lopsided claims in pairs, and last each pool's
+// claims one at a time, in pairs (on large inputs, 500 pending pods or
+// more, a pair's pods are not first offered to the other claims' spare
+// room: the single re-packs just did, and the offer's scan of every claim
+// spent the budget) and lopsided claims in pairs, and last each pool's
 // claims all at once across zones (pods whose zone does not matter move
 // beside the pods a zone spread forces into a zone), keeping only cheaper
 // results. On a small input (under 500 pending pods, no existing nodes
@@ -126,7 +129,8 @@
 // that fills pools by weight as the engine does (per pod class, the pools
 // of the weight tier the plan used for it); per independent part it is
 // the largest of the linear relaxation (with whole pods per node, the
-// configuration LP, for small parts), a zone floor (every zone with pods
+// configuration LP, for small parts; no node holds more of a class's pods
+// than its zone spread leaves for the node's zone), a zone floor (every zone with pods
 // a spread forces into it pays at least one node and their requests at
 // the zone's cheapest unit prices) and bound.Floor (whole nodes, for parts
 // of at most 500 pods: subset-sum coverings per resource and of cpu and

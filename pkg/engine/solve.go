@@ -83,6 +83,9 @@ type solver struct {
 	// scratch
 	trialCounts []int
 	trialLeft   []int
+	// trialCands and trialShort are chooseByTrial's scratch lists.
+	trialCands  []typeCost
+	trialShort  []*ctype
 	trialValues []float64
 	gateValues  []float64
 	zpBuf       []int

@@ -141,7 +141,7 @@ func solve(p *Problem, opts Options, tun tuning) (Result, error) {
 	if !(opts.Tolerance > 0) {
 		opts.Tolerance = defaultTolerance
 	}
-	pr := prepare(p)
+	pr := prepare(p, tun.zoneCaps)
 	res := Result{PodPrices: make([]float64, len(p.Groups))}
 	res.Groups = len(pr.groups)
 	res.Offerings = len(pr.offers)

@@ -51,6 +51,14 @@
 //     node, D_g = C_g) this is x_go <= n_o, one pod per node; with small floors it
 //     charges pods that waste most of a node (two 1.5-cpu pods never share a
 //     2-cpu node) for the waste.
+//   - Zone caps. A plan places exactly C_g pods of g and at least M_gz' in
+//     every zone z', so at most C_g - sum_{z' != z} M_gz' (the free pods
+//     plus z's own minimum) in zone z, and no node of an offering in z
+//     holds more: m_go is at most that (and at least 1). Where a zone
+//     spread forces every pod (three pods, one per zone), a node holds one,
+//     where the relaxation would otherwise meet each zone's minimum with
+//     half a node holding two. Merging keeps it valid: a merged group's
+//     plan places exactly its count and meets its summed minimums.
 //   - Node presence. Every plan has at least k_g nodes hosting g, with
 //     k_g = max(D_g, 1, ceil(C_g / mmax_g)), mmax_g the largest m_go: D_g
 //     pods on distinct nodes, at least one pod, and no node holding more

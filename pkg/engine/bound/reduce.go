@@ -88,7 +88,7 @@ type prep struct {
 	maxCost float64
 }
 
-func prepare(p *Problem) *prep {
+func prepare(p *Problem, zoneCaps bool) *prep {
 	pr := &prep{}
 	zoneOf := compressZones(p, pr)
 	mergeGroups(p, pr, zoneOf)
@@ -97,7 +97,7 @@ func prepare(p *Problem) *prep {
 		return pr
 	}
 	buildBuckets(p, pr, zoneOf)
-	deriveCaps(pr)
+	deriveCaps(pr, zoneCaps)
 	assignRows(pr)
 	return pr
 }
@@ -491,8 +491,9 @@ func podsPerNode(req, alloc [NumResources]float64, limit int64) int64 {
 }
 
 // deriveCaps computes m(g,o), the proven per-node caps and the presence
-// requirements (doc.go, "Pod caps" and "Node presence").
-func deriveCaps(pr *prep) {
+// requirements (doc.go, "Pod caps" and "Node presence"); with zoneCaps, a
+// node's cap is also at most what the zone minimums leave for its zone.
+func deriveCaps(pr *prep, zoneCaps bool) {
 	for gi := range pr.groups {
 		pr.groups[gi].fmax = 1
 	}
@@ -525,9 +526,27 @@ func deriveCaps(pr *prep) {
 	for oi := range pr.offers {
 		o := &pr.offers[oi]
 		for j, gi := range pr.buckets[o.bucket].groups {
-			o.caps[j] = min(o.caps[j], float64(pr.groups[gi].cap))
+			g := &pr.groups[gi]
+			o.caps[j] = min(o.caps[j], float64(g.cap))
+			if zoneCaps {
+				o.caps[j] = min(o.caps[j], float64(max(1, g.zoneCap(o.zone))))
+			}
 		}
 	}
+}
+
+// zoneCap is the most pods of g any plan puts in zone z: a plan places
+// exactly count pods, at least each minimum in its zone, so at most count
+// minus the other zones' minimums in z (the free pods plus z's minimum).
+// A node in z holds no more than that.
+func (g *igroup) zoneCap(z int32) int64 {
+	c := g.count
+	for _, m := range g.mins {
+		if m.zone != z {
+			c -= m.min
+		}
+	}
+	return c
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

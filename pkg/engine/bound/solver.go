@@ -122,10 +122,11 @@ type tuning struct {
 	clusteredRows          int
 	integral               bool // run the integral pricing phase (integral.go)
 	cover                  bool // whole-node covering of the proof's dual value
+	zoneCaps               bool // per-node caps from the zone minimums (reduce.go, zoneCap)
 }
 
 func defaultTuning() tuning {
-	return tuning{exactGroups: 64, exactRows: 320, clusters: 8, clusteredRows: 150, integral: true, cover: true}
+	return tuning{exactGroups: 64, exactRows: 320, clusters: 8, clusteredRows: 150, integral: true, cover: true, zoneCaps: true}
 }
 
 // maxWork caps the master's work (sum of m^2 over pivots, about 1 ns each),
