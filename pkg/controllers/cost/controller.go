@@ -63,12 +63,14 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // Interval.
 func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	now := c.clk.Now()
+	// Read only: the cache's objects, not copies (at 3,000 NodeClaims a
+	// copied list is some 12 MB a minute).
 	var ncs karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &ncs); err != nil {
+	if err := c.kube.List(ctx, &ncs, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	var pools karpv1.NodePoolList
-	if err := c.kube.List(ctx, &pools); err != nil {
+	if err := c.kube.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	labels := map[string]map[string]string{}

@@ -185,14 +185,16 @@ func (c *Controller) Handle(ctx context.Context, m cloudprovider.InterruptionEve
 // nodeClaimFor finds the live NodeClaim of an instance id (its providerID
 // ends in /<id>).
 func (c *Controller) nodeClaimFor(ctx context.Context, instanceID string) (*karpv1.NodeClaim, error) {
+	// The cache's objects, uncopied (a copied list per message is some
+	// 12 MB at 3,000 NodeClaims); the one found is copied.
 	var list karpv1.NodeClaimList
-	if err := c.kube.List(ctx, &list); err != nil {
+	if err := c.kube.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	for i := range list.Items {
 		pid := list.Items[i].Status.ProviderID
 		if pid != "" && strings.HasSuffix(pid, "/"+instanceID) {
-			return &list.Items[i], nil
+			return list.Items[i].DeepCopy(), nil
 		}
 	}
 	return nil, nil

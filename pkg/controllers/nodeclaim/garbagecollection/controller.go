@@ -213,7 +213,7 @@ func (c *Controller) nodeClaims(ctx context.Context, ncs []karpv1.NodeClaim, ins
 // drains them and deletes the instance.
 func (c *Controller) nodes(ctx context.Context, byProviderID map[string]*karpv1.NodeClaim, wake func(time.Time)) error {
 	var nodes corev1.NodeList
-	if err := c.kube.List(ctx, &nodes, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
+	if err := c.kube.List(ctx, &nodes, client.HasLabels{karpv1.NodePoolLabelKey}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var errs []error
