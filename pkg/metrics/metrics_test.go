@@ -126,14 +126,7 @@ func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
 	reg.FleetPricePerHour.Set(3.5)
 	reg.FleetLowerBoundPricePerHour.Set(3)
 
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := scrape(t, reg)
 	for _, want := range []string{
 		`dovetail_nodepool_cost_per_hour{nodepool="team-a"} 1.5`,
 		`karpenter_nodepools_usage{nodepool="team-a",resource_type="cpu"} 4`,
@@ -148,7 +141,7 @@ func TestRegistryServesEveryMetricAndRejectsClashes(t *testing.T) {
 		`dovetail_fleet_price_per_hour 3.5`,
 		`dovetail_fleet_lower_bound_price_per_hour 3`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q", want)
 		}
 	}
@@ -204,21 +197,14 @@ func TestNodeGauges(t *testing.T) {
 		[]metrics.NodeValue{{Resource: "cpu", Value: 0.7}})
 	g.Set("n2", metrics.NodeLabels{NodePool: "team-b"}, []metrics.NodeValue{{Resource: "pods", Value: 29}}, nil)
 
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := scrape(t, reg)
 	for _, want := range []string{
 		`karpenter_nodes_allocatable{capacity_type="spot",instance_type="m5.large",node_name="n1",nodepool="team-a",resource_type="cpu",zone="us-west-2a"} 1.93`,
 		`karpenter_nodes_allocatable{capacity_type="spot",instance_type="m5.large",node_name="n1",nodepool="team-a",resource_type="nvidia.com/gpu",zone="us-west-2a"} 1`,
 		`karpenter_nodes_total_pod_requests{capacity_type="spot",instance_type="m5.large",node_name="n1",nodepool="team-a",resource_type="cpu",zone="us-west-2a"} 0.7`,
 		`karpenter_nodes_allocatable{capacity_type="",instance_type="",node_name="n2",nodepool="team-b",resource_type="pods",zone=""} 29`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q", want)
 		}
 	}
@@ -242,4 +228,21 @@ func TestNodeGauges(t *testing.T) {
 	if n := metricstest.Count(g.Allocatable) + metricstest.Count(g.Requests); n != 0 {
 		t.Errorf("series after deleting n1 = %d, want 0", n)
 	}
+}
+
+// scrape returns what reg's handler serves.
+func scrape(t *testing.T, reg *metrics.Registry) string {
+	t.Helper()
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }

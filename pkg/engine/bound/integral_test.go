@@ -9,6 +9,29 @@ import (
 
 // oldTuning is the default without the integral phase and the whole-node
 // covering: the bound as it was before them.
+// againstOptimum solves p with the default tuning and with other, and
+// fails the test when it is infeasible or the default bound exceeds the
+// brute-force optimum (what "other" lacks names it in the message).
+func againstOptimum(t *testing.T, name string, p *Problem, other tuning, without string) (float64, Result, Result) {
+	t.Helper()
+	opt := bruteForceOptimum(p)
+	if math.IsInf(opt, 1) {
+		t.Fatalf("%s: infeasible: %+v", name, *p)
+	}
+	res, err := Solve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := solve(p, Options{}, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LowerBound > opt+1e-9 {
+		t.Fatalf("%s: bound %.12g > optimum %.12g (%s %.12g)\n%+v", name, res.LowerBound, opt, without, old.LowerBound, *p)
+	}
+	return opt, res, old
+}
+
 func oldTuning() tuning {
 	t := defaultTuning()
 	t.integral, t.cover = false, false
@@ -28,21 +51,7 @@ func TestIntegralBoundNeverExceedsBruteForceOptimum(t *testing.T) {
 	for i := range instances {
 		p := genSmall(rng, 8)
 		name := fmt.Sprintf("instance %d", i)
-		opt := bruteForceOptimum(&p)
-		if math.IsInf(opt, 1) {
-			t.Fatalf("%s: infeasible: %+v", name, p)
-		}
-		res, err := Solve(&p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old, err := solve(&p, Options{}, oldTuning())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.LowerBound > opt+1e-9 {
-			t.Fatalf("%s: bound %.12g > optimum %.12g (without the integral parts %.12g)\n%+v", name, res.LowerBound, opt, old.LowerBound, p)
-		}
+		opt, res, old := againstOptimum(t, name, &p, oldTuning(), "without the integral parts")
 		if res.LowerBound < old.LowerBound*(1-1e-9) {
 			t.Fatalf("%s: bound %.12g below the one without the integral parts %.12g", name, res.LowerBound, old.LowerBound)
 		}

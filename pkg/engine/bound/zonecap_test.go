@@ -70,21 +70,7 @@ func TestZoneCapsNeverExceedBruteForceOptimum(t *testing.T) {
 		}
 		withMins++
 		name := fmt.Sprintf("instance %d", i)
-		opt := bruteForceOptimum(&p)
-		if math.IsInf(opt, 1) {
-			t.Fatalf("%s: infeasible: %+v", name, p)
-		}
-		res, err := Solve(&p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old, err := solve(&p, Options{}, noZoneCaps())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.LowerBound > opt+1e-9 {
-			t.Fatalf("%s: bound %.12g > optimum %.12g (without zone caps %.12g)\n%+v", name, res.LowerBound, opt, old.LowerBound, p)
-		}
+		opt, res, old := againstOptimum(t, name, &p, noZoneCaps(), "without zone caps")
 		if res.LowerBound > old.LowerBound*(1+1e-6) {
 			beats++
 		}
