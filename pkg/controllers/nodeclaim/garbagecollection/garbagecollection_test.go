@@ -86,6 +86,15 @@ func TestNodeClaimsWhoseInstanceVanishedAreDeleted(t *testing.T) {
 		}
 		return nc.IsTrue(karpv1.ConditionTypeLaunched), nil
 	})
+	// The sweep reads the manager's cache: it must have seen the launch
+	// (on a loaded machine it can lag the API server by seconds).
+	env.Eventually("the cache to see the launch", func() (bool, error) {
+		cached := &karpv1.NodeClaim{}
+		if err := env.Manager.GetClient().Get(context.Background(), client.ObjectKeyFromObject(nc), cached); err != nil {
+			return false, err
+		}
+		return cached.IsTrue(karpv1.ConditionTypeLaunched) && cached.Status.ProviderID != "", nil
+	})
 	// The instance dies behind dovetail's back (say, terminated in the console).
 	if err := env.Cloud.CloudProvider.Delete(context.Background(), nc); err != nil {
 		t.Fatal(err)
