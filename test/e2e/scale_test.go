@@ -2,9 +2,11 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -173,13 +175,8 @@ func mixByOffering(nodes []offeringPrice) string {
 		sums[o.key].n++
 		sums[o.key].price += o.price
 	}
-	keys := make([]string, 0, len(sums))
-	for k := range sums {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(sums)) {
 		fmt.Fprintf(&b, "%s x%d $%.4f; ", k, sums[k].n, sums[k].price)
 	}
 	return b.String()

@@ -209,18 +209,8 @@ func (c *Controller) countNode(ctx context.Context, name string) error {
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{nodeclaimutil.IndexPodNodeName: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	requests := PodRequests(pods.Items)
-	allocatable := make([]metrics.NodeValue, 0, len(n.Status.Allocatable))
-	for _, res := range sortedNames(n.Status.Allocatable) {
-		q := n.Status.Allocatable[res]
-		allocatable = append(allocatable, metrics.NodeValue{Resource: string(res), Value: q.AsApproximateFloat64()})
-	}
-	requested := make([]metrics.NodeValue, 0, len(requestNames))
-	for _, res := range requestNames {
-		q := requests[res]
-		requested = append(requested, metrics.NodeValue{Resource: string(res), Value: q.AsApproximateFloat64()})
-	}
-	c.metrics.Nodes.Set(name, series, allocatable, requested)
+	c.metrics.Nodes.Set(name, series, nodeValues(n.Status.Allocatable, sortedNames(n.Status.Allocatable)),
+		nodeValues(PodRequests(pods.Items), requestNames))
 	return nil
 }
 
@@ -283,6 +273,17 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 		}
 	}
 	m.NodePoolCostPerHour.WithLabelValues(np.Name).Set(count.CostPerHour)
+}
+
+// nodeValues are l's values of names (zero when absent), as the per-node
+// gauges take them.
+func nodeValues(l corev1.ResourceList, names []corev1.ResourceName) []metrics.NodeValue {
+	out := make([]metrics.NodeValue, 0, len(names))
+	for _, res := range names {
+		q := l[res]
+		out = append(out, metrics.NodeValue{Resource: string(res), Value: q.AsApproximateFloat64()})
+	}
+	return out
 }
 
 // requestNames are the resources whose pod requests are exported per node.
