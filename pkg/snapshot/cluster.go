@@ -34,7 +34,10 @@ type Cluster struct {
 	NodeClaims []*karpv1.NodeClaim
 	// Pods: bound (spec.nodeName), nominated to an in-flight NodeClaim
 	// (status.nominatedNodeName), or pending.
-	Pods                   []*corev1.Pod
+	Pods []*corev1.Pod
+	// Placed overrides where some of Pods are (View.Placed): read with
+	// Place, never from the pods' own fields.
+	Placed                 map[*corev1.Pod]Nomination
 	DaemonSets             []*appsv1.DaemonSet
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
@@ -216,8 +219,9 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if p.Spec.NodeName != "" {
-			if i, ok := nodeIdx[p.Spec.NodeName]; ok {
+		node, nominated := Place(p, c.Placed)
+		if node != "" {
+			if i, ok := nodeIdx[node]; ok {
 				in.Nodes[i].Pods = append(in.Nodes[i].Pods, p)
 			}
 			continue
@@ -225,7 +229,7 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 		if p.DeletionTimestamp != nil || ownedByDaemonSet(p) {
 			continue
 		}
-		if i, ok := inflightIdx[p.Status.NominatedNodeName]; ok && p.Status.NominatedNodeName != "" {
+		if i, ok := inflightIdx[nominated]; ok && nominated != "" {
 			in.InFlight[i].Pods = append(in.InFlight[i].Pods, p)
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -68,12 +69,13 @@ func owner(kind string) func(*corev1.Pod) {
 }
 
 // where summarises a pod of the view: "bound:N", "nominated:C", "pending".
-func where(p *corev1.Pod) string {
+func where(v *snapshot.View, p *corev1.Pod) string {
+	node, nominated := snapshot.Place(p, v.Placed)
 	switch {
-	case p.Spec.NodeName != "":
-		return "bound:" + p.Spec.NodeName
-	case p.Status.NominatedNodeName != "":
-		return "nominated:" + p.Status.NominatedNodeName
+	case node != "":
+		return "bound:" + node
+	case nominated != "":
+		return "nominated:" + nominated
 	}
 	return "pending"
 }
@@ -281,11 +283,22 @@ func TestNewView(t *testing.T) {
 				t.Errorf("NewView modified its input nodes")
 			}
 			gotPods := map[string]string{}
+			// Only the pods moved off an evacuated node are copies; the
+			// rest, nominated ones included, are the input's own.
+			input := map[*corev1.Pod]bool{}
+			for _, p := range tc.in.Pods {
+				input[p] = true
+			}
+			for _, p := range v.Pods {
+				if !input[p] && !v.Evacuated[engine.PodRef{Namespace: p.Namespace, Name: p.Name}] {
+					t.Errorf("pod %s (%s) is a copy in the view", p.Name, where(v, p))
+				}
+			}
 			for _, p := range v.Pods {
 				if _, dup := gotPods[p.Name]; dup {
 					t.Errorf("pod %s twice in the view", p.Name)
 				}
-				gotPods[p.Name] = where(p)
+				gotPods[p.Name] = where(v, p)
 			}
 			if tc.pods != nil && !reflect.DeepEqual(gotPods, tc.pods) {
 				t.Errorf("pods = %v, want %v", gotPods, tc.pods)

@@ -98,7 +98,7 @@ func TestNominationsFollowTheCommandsDestinations(t *testing.T) {
 		}
 		found := false
 		for _, p := range v.Pods {
-			if p.Name == name && p.Spec.NodeName == node {
+			if at, _ := snapshot.Place(p, v.Placed); p.Name == name && at == node {
 				found = true
 			}
 		}

@@ -149,7 +149,7 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	}
 	p.mem.mu.Unlock()
 	p.mem.prune(cv.Live, cv.NodeNames)
-	c.Nodes, c.Pods = cv.Nodes, cv.Pods
+	c.Nodes, c.Pods, c.Placed = cv.Nodes, cv.Pods, cv.Placed
 	v.pending, v.evacuated, v.inFlight, v.nodeOfClaim = cv.Pending, cv.Evacuated, cv.InFlight, cv.NodeOfClaim
 	v.waiting, v.nominated = cv.Waiting, cv.Nominated
 
