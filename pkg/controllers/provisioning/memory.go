@@ -120,6 +120,12 @@ func (m *memory) handOff(nodeClaim, node string, write map[types.UID]bool, verdi
 		if t := m.noms[uid]; t.pod.Name != "" {
 			moved++
 			m.noms[uid] = target{name: node, until: now.Add(ttl), pod: t.pod, evacuee: t.evacuee, since: now, verdict: verdicts[uid]}
+			// The pod's Nominated event named the NodeClaim: its node is
+			// the same place, and a later pass that plans the pod there
+			// announces nothing new.
+			if m.nominatedEvent[uid] == nodeClaim {
+				m.nominatedEvent[uid] = node
+			}
 			if write[uid] {
 				handed = append(handed, t.pod)
 				m.handed[uid] = now
