@@ -171,7 +171,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("disruption: pod informer: %w", err)
 	}
-	c.podStore = cachetrim.PodStore(inf)
+	c.podStore = cachetrim.Store(inf)
 	if _, err := inf.AddEventHandler(c.podHandler()); err != nil {
 		return fmt.Errorf("disruption: pod event handler: %w", err)
 	}

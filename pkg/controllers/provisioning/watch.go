@@ -34,7 +34,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 	if err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
-	p.podStore = cachetrim.PodStore(pods)
+	p.podStore = cachetrim.Store(pods)
 	kinds := newUnboundKinds()
 	if p.podStore != nil {
 		p.kinds = kinds

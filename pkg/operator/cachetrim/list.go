@@ -8,9 +8,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PodStore returns the store behind a Pod informer, or nil when the
-// informer is not a client-go SharedIndexInformer.
-func PodStore(inf any) toolscache.Store {
+// Store returns the store behind an informer (of Pods, NodeClaims, ...),
+// or nil when the informer is not a client-go SharedIndexInformer. Its
+// objects are the cache's own: read-only (see the package doc).
+func Store(inf any) toolscache.Store {
 	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
 		return si.GetStore()
 	}

@@ -40,7 +40,7 @@ func TestCountNodeClaims(t *testing.T) {
 	pending := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pending"}}
 	nodeOfB := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("7Gi")}}}
 
-	got := counter.CountNodeClaims([]karpv1.NodeClaim{a, b, c, pending}, map[string]*corev1.Node{b.Status.ProviderID: nodeOfB})
+	got := counter.CountNodeClaims([]*karpv1.NodeClaim{&a, &b, &c, &pending}, map[string]*corev1.Node{b.Status.ProviderID: nodeOfB})
 	want := corev1.ResourceList{
 		corev1.ResourceCPU:    q("8"),
 		corev1.ResourceMemory: q("15Gi"), // 8Gi estimated for a, 7Gi reported by b's node

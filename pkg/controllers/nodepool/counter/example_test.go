@@ -19,7 +19,8 @@ func ExampleCountNodeClaims() {
 		nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
 		return nc
 	}
-	count := counter.CountNodeClaims([]karpv1.NodeClaim{launched("a", "0.096"), launched("b", "0.0288")}, nil)
+	a, b := launched("a", "0.096"), launched("b", "0.0288")
+	count := counter.CountNodeClaims([]*karpv1.NodeClaim{&a, &b}, nil)
 	cpu, mem := count.Resources[corev1.ResourceCPU], count.Resources[corev1.ResourceMemory]
 	fmt.Printf("nodes=%d cpu=%s memory=%s cost=$%.4f/h\n", count.Nodes, cpu.String(), mem.String(), count.CostPerHour)
 	// Output: nodes=2 cpu=4 memory=16Gi cost=$0.1248/h
