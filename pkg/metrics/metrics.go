@@ -149,7 +149,8 @@ type Registry struct {
 	// or "node").
 	GarbageCollected *prometheus.CounterVec
 	// EventsDropped counts Kubernetes Events dropped because too many were
-	// waiting for the API server (dovetail_events_dropped_total).
+	// waiting for the API server or their reason was over its rate
+	// (dovetail_events_dropped_total).
 	EventsDropped prometheus.Counter
 
 	// DisruptionDecisionsByNodePool is DisruptionDecisions per NodePool
@@ -293,7 +294,7 @@ func NewRegistry() *Registry {
 		}, []string{LabelKind}),
 		EventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "events", Name: "dropped_total",
-			Help: "Kubernetes Events dropped because too many were waiting for the API server.",
+			Help: "Kubernetes Events dropped because too many were waiting for the API server or their reason was over its rate.",
 		}),
 
 		DisruptionDecisionsByNodePool: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -17,7 +17,11 @@
 // dovetail_events_dropped_total metric) and logged once a minute at most.
 // A repeat of an Event written within Options.Dedupe (same object, type,
 // reason, action, note and related object; 2 minutes by default) is not
-// written again: Events are not aggregated into series.
+// written again: Events are not aggregated into series. The Events of one
+// reason are rate-limited (Options.Rate a second with Options.Burst at
+// once; 10 and 100 by default): past that they are dropped and counted as
+// dropped ones are, so that a burst of thousands of pods nominated at
+// once costs the API server a hundred writes, not thousands.
 //
 // What must not live here: deciding which Events to emit, or their text
 // (the controllers own those).

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
@@ -34,6 +35,13 @@ const (
 	maxNote = 1024
 	// maxRecent bounds the Events remembered for deduplication.
 	maxRecent = 8192
+	// DefaultRate and DefaultBurst bound the Events of one reason: a
+	// token bucket of DefaultBurst refilled at DefaultRate a second. A
+	// burst of 30,000 pods nominated in one pass would otherwise be
+	// 30,000 Event writes at once, most of what the controller asks of a
+	// loaded API server.
+	DefaultRate  = 10
+	DefaultBurst = 100
 )
 
 // Options bound the recorder.
@@ -47,6 +55,12 @@ type Options struct {
 	// Dedupe is how long a repeat of an Event is not written; zero means
 	// DefaultDedupe, negative writes every repeat.
 	Dedupe time.Duration
+	// Rate is how many Events of one reason a second are written, with
+	// Burst more at once; zero means DefaultRate and DefaultBurst,
+	// negative no limit. The rest are dropped (counted and logged as
+	// dropped ones are).
+	Rate  float64
+	Burst int
 	// Dropped is called once per dropped Event (a metric's Inc); may be nil.
 	Dropped func()
 	// Log gets one line a minute at most while Events are dropped or
@@ -72,10 +86,12 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	recent   map[string]time.Time // dedupe key -> when written
+	buckets  map[string]flowcontrol.PassiveRateLimiter
 	lastLog  time.Time
 	dropped  int64
 	reported int64
 	failed   int64
+	limited  int64
 
 	deduped atomic.Int64
 }
@@ -97,13 +113,20 @@ func New(ctx context.Context, w Writer, scheme *runtime.Scheme, reportingControl
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.Rate == 0 {
+		opts.Rate = DefaultRate
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = DefaultBurst
+	}
 	host, _ := os.Hostname()
 	instance := reportingController + "-" + host
 	if len(instance) > 128 {
 		instance = instance[:128]
 	}
 	r := &Recorder{write: w, scheme: scheme, controller: reportingController, instance: instance, opts: opts,
-		queue: make(chan *eventsv1.Event, opts.Queue), recent: map[string]time.Time{}}
+		queue: make(chan *eventsv1.Event, opts.Queue), recent: map[string]time.Time{},
+		buckets: map[string]flowcontrol.PassiveRateLimiter{}}
 	for range opts.InFlight {
 		go r.work(ctx)
 	}
@@ -126,11 +149,20 @@ func ForConfig(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, re
 	return r, cancel, r, nil
 }
 
-// Dropped is how many Events were dropped because the queue was full.
+// Dropped is how many Events were dropped: the queue was full, or their
+// reason was over its rate (Limited of them).
 func (r *Recorder) Dropped() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.dropped
+}
+
+// Limited is how many Events were dropped because their reason was over
+// its rate.
+func (r *Recorder) Limited() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.limited
 }
 
 // Deduplicated is how many Events were not written because an equal one
@@ -165,6 +197,14 @@ func (r *Recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 	key := dedupeKey(reg, rel, eventtype, reason, action, msg)
 	if !r.admit(key, now) {
 		r.deduped.Add(1)
+		return
+	}
+	if !r.allow(reason) {
+		r.forget(key)
+		r.mu.Lock()
+		r.limited++
+		r.mu.Unlock()
+		r.drop()
 		return
 	}
 	ns := reg.Namespace
@@ -224,6 +264,21 @@ func (r *Recorder) admit(key string, now time.Time) bool {
 	return true
 }
 
+// allow takes a token from the reason's bucket.
+func (r *Recorder) allow(reason string) bool {
+	if r.opts.Rate < 0 {
+		return true
+	}
+	r.mu.Lock()
+	b := r.buckets[reason]
+	if b == nil {
+		b = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(r.opts.Rate), r.opts.Burst, r.opts.Clock)
+		r.buckets[reason] = b
+	}
+	r.mu.Unlock()
+	return b.TryAccept()
+}
+
 // forget undoes admit for an Event that was dropped, so that its next
 // occurrence is not deduplicated against an Event never written.
 func (r *Recorder) forget(key string) {
@@ -273,7 +328,8 @@ func (r *Recorder) logLocked(err error) {
 	if err != nil {
 		r.opts.Log.Error(err, "writing an Event", "failedSoFar", r.failed)
 	} else {
-		r.opts.Log.Info("dropping Events: the API server is not keeping up", "dropped", r.dropped-r.reported, "inFlight", r.opts.InFlight, "queue", r.opts.Queue)
+		r.opts.Log.Info("dropping Events: over their reason's rate, or the API server is not keeping up", "dropped", r.dropped-r.reported,
+			"overRateSoFar", r.limited, "ratePerReason", r.opts.Rate, "burst", r.opts.Burst, "inFlight", r.opts.InFlight, "queue", r.opts.Queue)
 		r.reported = r.dropped
 	}
 	r.lastLog = now

@@ -64,7 +64,7 @@ func TestASlowAPIServerBoundsTheCallsAndTheGoroutinesAndDropsPastTheQueue(t *tes
 	defer cancel()
 	api := &slow{release: make(chan struct{})}
 	var counted atomic.Int64
-	r := eventsink.New(ctx, api.write, scheme.Scheme, "dovetail", eventsink.Options{InFlight: 2, Queue: 3, Dropped: func() { counted.Add(1) }})
+	r := eventsink.New(ctx, api.write, scheme.Scheme, "dovetail", eventsink.Options{InFlight: 2, Queue: 3, Rate: -1, Dropped: func() { counted.Add(1) }})
 	cm := subject("a")
 	emit := func(i int) { r.Eventf(cm, nil, corev1.EventTypeNormal, "Tested", "Test", "event %d", i) }
 	emit(0)
@@ -97,6 +97,43 @@ func TestASlowAPIServerBoundsTheCallsAndTheGoroutinesAndDropsPastTheQueue(t *tes
 	// With the API answering again the next one is written.
 	emit(-1)
 	poll.Until(t, 10*time.Second, 5*time.Millisecond, "an Event after the backlog cleared", func() (bool, error) { return api.count() == 6, nil })
+}
+
+// TestEachReasonIsRateLimited: past its burst a reason gets its rate, the
+// rest of its Events dropped and counted; another reason has a bucket of
+// its own.
+func TestEachReasonIsRateLimited(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	api := &slow{release: make(chan struct{})}
+	close(api.release)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	var counted atomic.Int64
+	r := eventsink.New(ctx, api.write, scheme.Scheme, "dovetail", eventsink.Options{Rate: 2, Burst: 5, Queue: 100, Clock: clk,
+		Dropped: func() { counted.Add(1) }})
+	cm := subject("c")
+	for i := range 20 {
+		r.Eventf(cm, nil, corev1.EventTypeNormal, "Nominated", "Provisioning", "pod %d", i)
+	}
+	r.Eventf(cm, nil, corev1.EventTypeNormal, "Launched", "Launch", "one")
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, "the burst and the other reason written", func() (bool, error) { return api.count() == 6, nil })
+	if l, d := r.Limited(), r.Dropped(); l != 15 || d != 15 || counted.Load() != 15 {
+		t.Errorf("limited %d, dropped %d, counted %d; want 15 each (a burst of 5 of 20)", l, d, counted.Load())
+	}
+	// A second refills two tokens.
+	clk.Step(time.Second)
+	for i := range 5 {
+		r.Eventf(cm, nil, corev1.EventTypeNormal, "Nominated", "Provisioning", "later %d", i)
+	}
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, "two more after a second", func() (bool, error) { return api.count() == 8, nil })
+	if l := r.Limited(); l != 18 {
+		t.Errorf("limited %d, want 18", l)
+	}
+	// A limited Event is not remembered as written: its repeat, once
+	// there are tokens, is written.
+	clk.Step(time.Second)
+	r.Eventf(cm, nil, corev1.EventTypeNormal, "Nominated", "Provisioning", "pod %d", 19)
+	poll.Until(t, 10*time.Second, 5*time.Millisecond, "the limited Event's repeat written", func() (bool, error) { return api.count() == 9, nil })
 }
 
 func TestRepeatsWithinTheDedupeWindowAreWrittenOnce(t *testing.T) {
