@@ -75,6 +75,14 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, clk cl
 // Name is the controller's name in logs and metrics.
 func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
 
+// Workers is how many NodeClaims the controller reconciles at once. A
+// reconcile is mostly waiting on the API server and the cloud (a launch,
+// a status patch), so in a burst the queue drains at Workers over the
+// API server's latency: at 3,000 NodeClaims on a loaded stack, with 10
+// workers and about a second a reconcile, NodeClaims waited in the queue
+// past their launch timeout before their first launch.
+const Workers = 100
+
 // Register adds the controller to the manager. It watches NodeClaims and
 // the Nodes that register for them.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
@@ -82,7 +90,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, nodeclaimutil.MapNodeToNodeClaim(mgr.GetClient())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(c)
 }
 
