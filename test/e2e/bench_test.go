@@ -311,7 +311,12 @@ spec:
 			b.Fatal(err)
 		}
 		apiRSS, etcdRSS := stackPeakRSS(b, "kube-apiserver"), stackPeakRSS(b, "etcd")
-		got := len(managedNodes(b))
+		var got int
+		eventually(b, 5*time.Minute, "the managed nodes counted", func() (bool, error) {
+			n, err := countManagedNodes(s.ctx)
+			got = n
+			return err == nil, err
+		})
 		calls := len(emu().Calls())
 		b.ReportMetric(elapsed.Seconds(), "s-to-running")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
