@@ -284,14 +284,11 @@ func mergeEnv(base []string, vars map[string]string) []string {
 
 // start runs replica i and waits until it is ready.
 func (c *Component) start(ctx context.Context, i int) error {
-	metrics, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	health, err := freePort()
-	if err != nil {
-		return err
-	}
+	metrics, health := ports[0], ports[1]
 	logPath := filepath.Join(c.dir, fmt.Sprintf("replica-%d.log", i))
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -470,13 +467,20 @@ func (c *Component) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct free loopback ports: each is held until
+// all are picked (picked one at a time, two could be the same port, and
+// the controller refuses a health port equal to its metrics port).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 func tail(path string, n int) string {

@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -371,5 +372,63 @@ func TestVolumeAttachmentsHoldTheInstance(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNodeWritesNeedNoFreshCopy: the taint and the finalizer's removal go
+// through on a copy of the node older than the server's (a kubelet's
+// status update in between, as the cache lags behind a loaded API
+// server), and keep what was written meanwhile.
+func TestNodeWritesNeedNoFreshCopy(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	ctx := env.Context()
+	c := termination.NewController(env.Client, env.Cloud, env.Clock, env.Recorder(), env.Metrics, termination.Options{})
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: env.Prefix + "-stale", Finalizers: []string{"example.com/other", karpv1.TerminationFinalizer}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "example.com/a", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+	env.Create(node)
+	stale := node.DeepCopy()
+	// Meanwhile (patches: the node lifecycle controller writes the node
+	// too) another taint.
+	meanwhile := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/spec/taints/-","value":{"key":"example.com/b","effect":"NoExecute"}}]`))
+	if err := env.Client.Patch(ctx, node.DeepCopy(), meanwhile); err != nil {
+		t.Fatal(err)
+	}
+	if err := termination.Taint(ctx, c, stale); err != nil {
+		t.Fatalf("tainting from a stale copy: %v", err)
+	}
+	got := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+	if err := env.Get(got); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, taint := range got.Spec.Taints {
+		keys = append(keys, taint.Key+":"+string(taint.Effect))
+	}
+	// (The node lifecycle controller may have added its own meanwhile.)
+	for _, want := range []string{"example.com/a:NoSchedule", "example.com/b:NoExecute", karpv1.DisruptedTaintKey + ":NoSchedule"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("taints %v: no %s", keys, want)
+		}
+	}
+
+	env.Delete(got) // held by the finalizers
+	if err := env.Get(got); err != nil {
+		t.Fatal(err)
+	}
+	stale = got.DeepCopy()
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/touched":"yes"}}}`))
+	if err := env.Client.Patch(ctx, got.DeepCopy(), touch); err != nil {
+		t.Fatal(err)
+	}
+	if err := termination.Release(ctx, c, stale); err != nil {
+		t.Fatalf("releasing from a stale copy: %v", err)
+	}
+	if err := env.Get(got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Finalizers, []string{"example.com/other"}) || got.Labels["example.com/touched"] != "yes" {
+		t.Errorf("finalizers %v, labels %v after the release: want only example.com/other left and the label kept", got.Finalizers, got.Labels)
 	}
 }
