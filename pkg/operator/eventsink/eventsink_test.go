@@ -99,15 +99,21 @@ func TestASlowAPIServerBoundsTheCallsAndTheGoroutinesAndDropsPastTheQueue(t *tes
 	poll.Until(t, 10*time.Second, 5*time.Millisecond, "an Event after the backlog cleared", func() (bool, error) { return api.count() == 6, nil })
 }
 
+// answering is an API that answers at once, with a fake clock and a
+// context that ends with the test.
+func answering(t *testing.T) (context.Context, *slow, *clocktesting.FakeClock) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	api := &slow{release: make(chan struct{})}
+	close(api.release)
+	return ctx, api, clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+}
+
 // TestEachReasonIsRateLimited: past its burst a reason gets its rate, the
 // rest of its Events dropped and counted; another reason has a bucket of
 // its own.
 func TestEachReasonIsRateLimited(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	api := &slow{release: make(chan struct{})}
-	close(api.release)
-	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	ctx, api, clk := answering(t)
 	var counted atomic.Int64
 	r := eventsink.New(ctx, api.write, scheme.Scheme, "dovetail", eventsink.Options{Rate: 2, Burst: 5, Queue: 100, Clock: clk,
 		Dropped: func() { counted.Add(1) }})
@@ -137,11 +143,7 @@ func TestEachReasonIsRateLimited(t *testing.T) {
 }
 
 func TestRepeatsWithinTheDedupeWindowAreWrittenOnce(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	api := &slow{release: make(chan struct{})}
-	close(api.release)
-	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	ctx, api, clk := answering(t)
 	r := eventsink.New(ctx, api.write, scheme.Scheme, "dovetail", eventsink.Options{Dedupe: time.Minute, Clock: clk})
 	cm := subject("b")
 	for range 3 {
