@@ -158,7 +158,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 
 		// NodeClaims from launch to deletion.
 		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
-			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout}),
+			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout, RegistrationHold: lifecycle.DefaultRegistrationHold}),
 		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
 		// Pod events and the Consolidatable condition, read by disruption.
 		podevents.NewController(d.Client, d.Clock),

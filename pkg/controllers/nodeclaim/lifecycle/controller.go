@@ -28,6 +28,10 @@ import (
 const (
 	DefaultLaunchTimeout       = 5 * time.Minute
 	DefaultRegistrationTimeout = 15 * time.Minute
+	// DefaultRegistrationHold is the controller binary's RegistrationHold:
+	// far longer than a Node or Pod watch event's usual lag, and far
+	// shorter than a real node takes from registering to Ready.
+	DefaultRegistrationHold = time.Second
 )
 
 // Options tunes the controller.
@@ -38,6 +42,12 @@ type Options struct {
 	// RegistrationTimeout: a NodeClaim whose node has not registered this
 	// long after launch is deleted. Zero means DefaultRegistrationTimeout.
 	RegistrationTimeout time.Duration
+	// RegistrationHold is how long a registered node keeps the
+	// karpenter.sh/unregistered:NoSchedule taint that replaced its
+	// NoExecute one (registration.go says why). Zero lifts it in the first
+	// reconcile after the swap; the controller binary uses
+	// DefaultRegistrationHold.
+	RegistrationHold time.Duration
 }
 
 func (o Options) withDefaults() Options {

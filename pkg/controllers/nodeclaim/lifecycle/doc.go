@@ -21,12 +21,15 @@
 //  4. Registration: once a Node with the providerID exists, it gets the
 //     NodeClaim's labels, annotations, taints and startup taints (once),
 //     the finalizer, an owner reference, karpenter.sh/registered=true, and
-//     loses karpenter.sh/unregistered:NoExecute; status.nodeName is set and
-//     Registered=True.
+//     its karpenter.sh/unregistered:NoExecute taint becomes NoSchedule;
+//     status.nodeName is set and Registered=True. Options.RegistrationHold
+//     after that, a later reconcile lifts the NoSchedule taint
+//     (registration.go's releaseHold says why).
 //  5. Initialization: the Node is Ready, has none of the NodeClaim's
-//     startup taints nor the ephemeral not-ready/unreachable/uninitialized
-//     taints, and reports every requested resource with a positive
-//     allocatable quantity: Initialized=True and karpenter.sh/initialized.
+//     startup taints, nor the ephemeral not-ready/unreachable/uninitialized
+//     taints, nor an unregistered taint, and reports every requested
+//     resource with a positive allocatable quantity: Initialized=True and
+//     karpenter.sh/initialized.
 //
 // Ready is Launched && Registered && Initialized (NodeClaim.SetCondition).
 //

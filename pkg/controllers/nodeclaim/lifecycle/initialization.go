@@ -80,8 +80,10 @@ func notInitialized(nc *karpv1.NodeClaim, node *corev1.Node) (reason, message st
 			present = append(present, t.Key+":"+string(t.Effect))
 		}
 	}
-	if hasTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint) {
-		present = append(present, karpv1.UnregisteredTaintKey+":"+string(corev1.TaintEffectNoExecute))
+	for _, t := range []corev1.Taint{karpv1.UnregisteredNoExecuteTaint, unregisteredHold} {
+		if hasTaint(node.Spec.Taints, t) {
+			present = append(present, t.Key+":"+string(t.Effect))
+		}
 	}
 	if len(present) > 0 {
 		return ReasonStartupTaintsExist, "node " + node.Name + " still has taints " + strings.Join(present, ", ")

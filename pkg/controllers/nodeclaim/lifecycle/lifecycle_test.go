@@ -131,9 +131,17 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 		t.Errorf("node owner references %v, want the NodeClaim", node.OwnerReferences)
 	}
 	keys := taintKeys(node)
-	if slices.Contains(keys, karpv1.UnregisteredTaintKey) || !slices.Contains(keys, userTaint.Key) || !slices.Contains(keys, startup.Key) {
-		t.Errorf("node taints %v: want %s and %s, not %s", keys, userTaint.Key, startup.Key, karpv1.UnregisteredTaintKey)
+	if hasTaint(node, karpv1.UnregisteredNoExecuteTaint) || !slices.Contains(keys, userTaint.Key) || !slices.Contains(keys, startup.Key) {
+		t.Errorf("node taints %v: want %s and %s, not %v", node.Spec.Taints, userTaint.Key, startup.Key, karpv1.UnregisteredNoExecuteTaint)
 	}
+	// With no hold, the NoSchedule taint that replaced the NoExecute one
+	// goes in the next reconcile.
+	env.Eventually("no unregistered taint", func() (bool, error) {
+		if err := env.Get(node); err != nil {
+			return false, err
+		}
+		return !slices.Contains(taintKeys(node), karpv1.UnregisteredTaintKey), nil
+	})
 
 	// Initialization waits for the startup taint.
 	env.Eventually("Initialized=Unknown/StartupTaintsExist once the node is Ready", func() (bool, error) {
@@ -182,6 +190,81 @@ func taintKeys(node *corev1.Node) []string {
 		keys = append(keys, t.Key)
 	}
 	return keys
+}
+
+func hasTaint(node *corev1.Node, t corev1.Taint) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
+}
+
+// TestRegistrationHoldsScheduling: registration turns the unregistered
+// taint from NoExecute into NoSchedule, so no NoExecute taint is removed
+// while pods can be bound; the NoSchedule one goes once Registered has been
+// True for the hold, and only then is the NodeClaim Initialized.
+func TestRegistrationHoldsScheduling(t *testing.T) {
+	const hold = time.Minute
+	env, c := start(t, lifecycle.Options{RegistrationHold: hold})
+	env.StartKubelet(controllerstest.KubeletOptions{})
+	env.Create(controllerstest.NodePool("team-a"))
+	nc := controllerstest.NodeClaim("held", "team-a")
+	env.Create(nc)
+
+	got := waitCondition(t, env, nc.Name, karpv1.ConditionTypeRegistered, metav1.ConditionTrue)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: got.Status.NodeName}}
+	env.Eventually("the hold taint in place of the NoExecute one", func() (bool, error) {
+		if err := env.Get(node); err != nil {
+			return false, err
+		}
+		held := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoSchedule}
+		if hasTaint(node, held) && !hasTaint(node, karpv1.UnregisteredNoExecuteTaint) {
+			return true, nil
+		}
+		return false, fmt.Errorf("taints %v", node.Spec.Taints)
+	})
+	env.Eventually("Initialized=Unknown/StartupTaintsExist while held", func() (bool, error) {
+		got = get(t, env, nc.Name)
+		c := got.GetCondition(karpv1.ConditionTypeInitialized)
+		if c != nil && c.Status == metav1.ConditionUnknown && c.Reason == lifecycle.ReasonStartupTaintsExist {
+			return true, nil
+		}
+		return false, fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+	// A reconcile before the hold has passed leaves the taint and asks to
+	// look again when it ends.
+	env.Clock.Step(hold - time.Second)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(got)}
+	res, err := c.Reconcile(env.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Get(node); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(taintKeys(node), karpv1.UnregisteredTaintKey) {
+		t.Fatalf("hold lifted a second early: taints %v", node.Spec.Taints)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
+		t.Errorf("RequeueAfter %v, want the second left of the hold", res.RequeueAfter)
+	}
+	env.Clock.Step(time.Second)
+	env.Eventually("the hold lifted once it has passed", func() (bool, error) {
+		if _, err := c.Reconcile(env.Context(), req); err != nil {
+			return false, err
+		}
+		if err := env.Get(node); err != nil {
+			return false, err
+		}
+		if !slices.Contains(taintKeys(node), karpv1.UnregisteredTaintKey) {
+			return true, nil
+		}
+		return false, fmt.Errorf("taints %v", node.Spec.Taints)
+	})
+	got = waitCondition(t, env, nc.Name, karpv1.ConditionTypeReady, metav1.ConditionTrue)
+	if err := env.Get(node); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(taintKeys(node), karpv1.UnregisteredTaintKey) {
+		t.Errorf("Ready with taints %v", node.Spec.Taints)
+	}
 }
 
 func removeTaint(t *testing.T, env *controllerstest.Env, nodeName, key string) {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,11 +23,17 @@ const (
 	ReasonDuplicateNodes = "DuplicateNodes"
 )
 
+// unregisteredHold is what karpenter.sh/unregistered:NoExecute becomes at
+// registration: a NoSchedule taint of the same key, lifted in a later
+// reconcile (see releaseHold).
+var unregisteredHold = corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
 // register waits for the Node with the NodeClaim's providerID and makes it
 // dovetail's: labels, annotations and taints from the NodeClaim (once, at
 // registration, so that startup taints removed later are not put back),
 // the termination finalizer, an owner reference to the NodeClaim, the
-// registered label, and no unregistered taint.
+// registered label, and the unregistered taint turned from NoExecute into
+// NoSchedule; a later reconcile lifts that too (releaseHold).
 func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result, error) {
 	nc := st.nc
 	if !nc.IsTrue(karpv1.ConditionTypeLaunched) {
@@ -55,8 +62,15 @@ func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result,
 	if !node.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	if err := c.syncNode(ctx, nc, node); err != nil {
+	swapped, err := c.syncNode(ctx, nc, node)
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	wait := c.opts.RegistrationHold
+	if !swapped {
+		if wait, err = c.releaseHold(ctx, nc, node); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	nc.Status.NodeName = node.Name
 	if nc.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered, "", now) {
@@ -67,10 +81,50 @@ func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result,
 			c.recorder.Eventf(ncCopy, nodeCopy, corev1.EventTypeNormal, ReasonRegistered, "Register", "Node %s registered", nodeCopy.Name)
 		})
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
-func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+// releaseHold lifts the unregistered NoSchedule taint that syncNode left in
+// place of the NoExecute one in an earlier reconcile (so the manager's
+// cache has shown the swap), once the Registered condition has been True
+// for Options.RegistrationHold by the injected clock. It returns how long
+// to wait before looking again, or 0.
+//
+// Why two steps: kube-controller-manager's taint-eviction controller keeps
+// each node's NoExecute taints from its Node watch and checks each pod
+// bound to a node against them as its Pod watch reports the binding. When
+// the NoExecute taint is the last thing keeping pods off a Ready node,
+// kube-scheduler binds pods within milliseconds of its removal, and a
+// binding that reaches the taint-eviction controller before the taint's
+// removal does gets the pod deleted at once (DeletionByTaintManager). A node
+// whose agent is Ready before dovetail registers it (a slow or restarting
+// controller, a fast-booting image, kwok) is exposed to that. With the
+// swap, no NoExecute taint is left when scheduling opens: pods are kept
+// off by the NoSchedule taint until the hold has passed.
+func (c *Controller) releaseHold(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (time.Duration, error) {
+	if !hasTaint(node.Spec.Taints, unregisteredHold) || hasTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint) {
+		return 0, nil
+	}
+	if cond := nc.GetCondition(karpv1.ConditionTypeRegistered); cond != nil && cond.Status == metav1.ConditionTrue {
+		if left := cond.LastTransitionTime.Add(c.opts.RegistrationHold).Sub(c.clock.Now()); left > 0 {
+			return left, nil
+		}
+	} else if c.opts.RegistrationHold > 0 {
+		// Registered is written at the end of this reconcile; the hold
+		// counts from then.
+		return c.opts.RegistrationHold, nil
+	}
+	base := node.DeepCopy()
+	node.Spec.Taints = withoutTaint(node.Spec.Taints, unregisteredHold)
+	if err := nodeclaimutil.Patch(ctx, c.kube, node, base); err != nil {
+		return 0, fmt.Errorf("lifting %s:%s from node %s: %w", unregisteredHold.Key, unregisteredHold.Effect, node.Name, err)
+	}
+	return 0, nil
+}
+
+// syncNode writes what registration puts on the node; swapped reports that
+// this write turned the unregistered taint from NoExecute into NoSchedule.
+func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (swapped bool, err error) {
 	base := node.DeepCopy()
 	if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
 		if node.Labels == nil {
@@ -92,7 +146,13 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		}
 		node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	}
-	node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint)
+	if hasTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint) {
+		node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint)
+		if !hasTaint(node.Spec.Taints, unregisteredHold) {
+			node.Spec.Taints = append(node.Spec.Taints, unregisteredHold)
+		}
+		swapped = true
+	}
 	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
 	if !ownedBy(node, nc) {
 		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
@@ -101,12 +161,12 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		})
 	}
 	if equality.Semantic.DeepEqual(base, node) {
-		return nil
+		return false, nil
 	}
 	if err := nodeclaimutil.Patch(ctx, c.kube, node, base); err != nil {
-		return fmt.Errorf("registering node %s: %w", node.Name, err)
+		return false, fmt.Errorf("registering node %s: %w", node.Name, err)
 	}
-	return nil
+	return swapped, nil
 }
 
 func ownedBy(node *corev1.Node, nc *karpv1.NodeClaim) bool {
