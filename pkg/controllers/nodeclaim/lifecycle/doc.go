@@ -24,7 +24,7 @@
 //     its karpenter.sh/unregistered:NoExecute taint becomes NoSchedule;
 //     status.nodeName is set and Registered=True. Options.RegistrationHold
 //     after that, a later reconcile lifts the NoSchedule taint
-//     (registration.go's releaseHold says why).
+//     (registration.go's holdLeft says why).
 //  5. Initialization: the Node is Ready, has none of the NodeClaim's
 //     startup taints, nor the ephemeral not-ready/unreachable/uninitialized
 //     taints, nor an unregistered taint, and reports every requested

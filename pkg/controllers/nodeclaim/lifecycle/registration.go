@@ -25,7 +25,7 @@ const (
 
 // unregisteredHold is what karpenter.sh/unregistered:NoExecute becomes at
 // registration: a NoSchedule taint of the same key, lifted in a later
-// reconcile (see releaseHold).
+// reconcile (see holdLeft).
 var unregisteredHold = corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoSchedule}
 
 // register waits for the Node with the NodeClaim's providerID and makes it
@@ -33,7 +33,7 @@ var unregisteredHold = corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: co
 // registration, so that startup taints removed later are not put back),
 // the termination finalizer, an owner reference to the NodeClaim, the
 // registered label, and the unregistered taint turned from NoExecute into
-// NoSchedule; a later reconcile lifts that too (releaseHold).
+// NoSchedule; a later reconcile lifts that too (syncNode, holdLeft).
 func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result, error) {
 	nc := st.nc
 	if !nc.IsTrue(karpv1.ConditionTypeLaunched) {
@@ -62,15 +62,9 @@ func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result,
 	if !node.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	swapped, err := c.syncNode(ctx, nc, node)
+	wait, err := c.syncNode(ctx, nc, node)
 	if err != nil {
 		return reconcile.Result{}, err
-	}
-	wait := c.opts.RegistrationHold
-	if !swapped {
-		if wait, err = c.releaseHold(ctx, nc, node); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	nc.Status.NodeName = node.Name
 	if nc.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered, "", now) {
@@ -84,13 +78,12 @@ func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result,
 	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
-// releaseHold lifts the unregistered NoSchedule taint that syncNode left in
-// place of the NoExecute one in an earlier reconcile (so the manager's
-// cache has shown the swap), once the Registered condition has been True
-// for Options.RegistrationHold by the injected clock. It returns how long
-// to wait before looking again, or 0.
+// holdLeft is how much of Options.RegistrationHold is left for a node
+// whose unregistered taint is already NoSchedule: the hold counts from the
+// Registered condition's transition to True (from this reconcile's write
+// when it is not True yet).
 //
-// Why two steps: kube-controller-manager's taint-eviction controller keeps
+// Why the hold: kube-controller-manager's taint-eviction controller keeps
 // each node's NoExecute taints from its Node watch and checks each pod
 // bound to a node against them as its Pod watch reports the binding. When
 // the NoExecute taint is the last thing keeping pods off a Ready node,
@@ -101,30 +94,20 @@ func (c *Controller) register(ctx context.Context, st *state) (reconcile.Result,
 // controller, a fast-booting image, kwok) is exposed to that. With the
 // swap, no NoExecute taint is left when scheduling opens: pods are kept
 // off by the NoSchedule taint until the hold has passed.
-func (c *Controller) releaseHold(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (time.Duration, error) {
-	if !hasTaint(node.Spec.Taints, unregisteredHold) || hasTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint) {
-		return 0, nil
+func (c *Controller) holdLeft(nc *karpv1.NodeClaim) time.Duration {
+	cond := nc.GetCondition(karpv1.ConditionTypeRegistered)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return c.opts.RegistrationHold
 	}
-	if cond := nc.GetCondition(karpv1.ConditionTypeRegistered); cond != nil && cond.Status == metav1.ConditionTrue {
-		if left := cond.LastTransitionTime.Add(c.opts.RegistrationHold).Sub(c.clock.Now()); left > 0 {
-			return left, nil
-		}
-	} else if c.opts.RegistrationHold > 0 {
-		// Registered is written at the end of this reconcile; the hold
-		// counts from then.
-		return c.opts.RegistrationHold, nil
-	}
-	base := node.DeepCopy()
-	node.Spec.Taints = withoutTaint(node.Spec.Taints, unregisteredHold)
-	if err := nodeclaimutil.Patch(ctx, c.kube, node, base); err != nil {
-		return 0, fmt.Errorf("lifting %s:%s from node %s: %w", unregisteredHold.Key, unregisteredHold.Effect, node.Name, err)
-	}
-	return 0, nil
+	return cond.LastTransitionTime.Add(c.opts.RegistrationHold).Sub(c.clock.Now())
 }
 
-// syncNode writes what registration puts on the node; swapped reports that
-// this write turned the unregistered taint from NoExecute into NoSchedule.
-func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (swapped bool, err error) {
+// syncNode writes what registration puts on the node, in one patch. The
+// unregistered taint goes in two reconciles: NoExecute becomes NoSchedule,
+// and a later reconcile (so the manager's cache has shown the swap) lifts
+// the NoSchedule taint once the hold has passed. It returns how long to
+// wait before looking again, or 0.
+func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (wait time.Duration, err error) {
 	base := node.DeepCopy()
 	if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
 		if node.Labels == nil {
@@ -146,12 +129,18 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		}
 		node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	}
-	if hasTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint) {
+	switch {
+	case hasTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint):
 		node.Spec.Taints = withoutTaint(node.Spec.Taints, karpv1.UnregisteredNoExecuteTaint)
 		if !hasTaint(node.Spec.Taints, unregisteredHold) {
 			node.Spec.Taints = append(node.Spec.Taints, unregisteredHold)
 		}
-		swapped = true
+		wait = c.opts.RegistrationHold
+	case hasTaint(node.Spec.Taints, unregisteredHold):
+		if wait = c.holdLeft(nc); wait <= 0 {
+			node.Spec.Taints = withoutTaint(node.Spec.Taints, unregisteredHold)
+			wait = 0
+		}
 	}
 	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
 	if !ownedBy(node, nc) {
@@ -161,12 +150,12 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		})
 	}
 	if equality.Semantic.DeepEqual(base, node) {
-		return false, nil
+		return wait, nil
 	}
 	if err := nodeclaimutil.Patch(ctx, c.kube, node, base); err != nil {
-		return false, fmt.Errorf("registering node %s: %w", node.Name, err)
+		return 0, fmt.Errorf("registering node %s: %w", node.Name, err)
 	}
-	return swapped, nil
+	return wait, nil
 }
 
 func ownedBy(node *corev1.Node, nc *karpv1.NodeClaim) bool {
