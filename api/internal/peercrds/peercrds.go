@@ -16,8 +16,12 @@ const (
 	Version = "v1.15.2"
 )
 
-// Files are the peer CRD files the API is compared with.
-var Files = []string{"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"}
+// Files are the peer CRD files the API is compared with: every CRD the
+// peer's chart installs.
+var Files = []string{
+	"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml",
+	"karpenter.sh_nodeoverlays.yaml", "autoscaling.x-k8s.io_capacitybuffers.yaml",
+}
 
 // Fetch runs `go mod download -json Module@Version` in dir and returns the
 // module's pkg/apis/crds/*.yaml files by name. The module's go.mod asks for
