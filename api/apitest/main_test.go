@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
