@@ -244,14 +244,14 @@ var Gates = map[string]Gate{
 		On:  "not implemented: dovetail does not repair unhealthy nodes",
 		Off: "unhealthy nodes are left to other tooling"},
 	"NodeOverlay": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail has no NodeOverlay API",
-		Off: "no NodeOverlay resources are read"},
+		On:  "not implemented: NodeOverlays are installed and validated but not applied (docs/api.md)",
+		Off: "NodeOverlays are ignored, as the peer ignores them with the gate off"},
 	"StaticCapacity": {Default: false, RefuseOn: true,
 		On:  "not implemented: NodePool spec.replicas (static capacity) is not acted on",
 		Off: "NodePools provision for pending pods only"},
 	"CapacityBuffer": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail has no capacity buffers",
-		Off: "no headroom is provisioned ahead of pending pods"},
+		On:  "not implemented: CapacityBuffers are installed and validated but not provisioned (docs/api.md)",
+		Off: "CapacityBuffers are ignored, as the peer ignores them with the gate off; no headroom is provisioned ahead of pending pods"},
 	// SchedulerHandoff is dovetail's own: give the kube-scheduler the
 	// provisioner's placement (status.nominatedNodeName) as nodes come up.
 	SchedulerHandoffGate: {Default: true,
