@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/podevents"
 	nctermination "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
 	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeoverlay"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
@@ -63,6 +64,7 @@ var (
 	_ Controller = (*ncstatus.Controller)(nil)
 	_ Controller = (*cost.Controller)(nil)
 	_ Controller = (*offerings.Controller)(nil)
+	_ Controller = (*nodeoverlay.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -77,6 +79,7 @@ var (
 	_ reconcile.Reconciler = (*ncstatus.Controller)(nil)
 	_ reconcile.Reconciler = (*cost.Controller)(nil)
 	_ reconcile.Reconciler = (*offerings.Controller)(nil)
+	_ reconcile.Reconciler = (*nodeoverlay.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -152,6 +155,8 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		hash.NewController(d.Client),
 		readiness.NewController(d.Client, d.Clock),
 		counter.NewController(d.Client, d.Metrics),
+		// NodeOverlays: marked Ready=False/NotSupported (not applied yet).
+		nodeoverlay.NewController(d.Client, d.Clock),
 
 		// Pods to NodeClaims.
 		prov,

@@ -32,6 +32,7 @@ func ExampleNewControllers() {
 	// nodepool.hash
 	// nodepool.readiness
 	// nodepool.counter
+	// nodeoverlay.status
 	// provisioning
 	// nodeclaim.lifecycle
 	// nodeclaim.drift

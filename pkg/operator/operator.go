@@ -28,6 +28,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/disruption"
@@ -88,7 +89,7 @@ type Operator struct {
 // API types.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, karpv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

@@ -32,6 +32,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
@@ -47,7 +48,7 @@ const Timeout = 60 * time.Second
 // dovetail's API types.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, karpv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(fmt.Sprintf("controllerstest: building the scheme: %v", err))
 		}

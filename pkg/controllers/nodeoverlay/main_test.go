@@ -1,0 +1,17 @@
+package nodeoverlay_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
+)
+
+var cp *controlplane.ControlPlane
+
+// The overlays' status comes from API objects alone: the API server
+// suffices.
+func TestMain(m *testing.M) {
+	os.Exit(controlplanetest.Main(m, controlplane.Options{}, &cp))
+}
