@@ -19,6 +19,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/config/rbac"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
@@ -93,6 +94,21 @@ func TestRBACIsEnoughAndNoMore(t *testing.T) {
 	}
 	env.Delete(class)
 	env.Eventually("the node class to be released", func() (bool, error) { return env.NotFound(class) })
+
+	// NodeOverlays are read and marked not supported (nodeoverlay.status).
+	overlay := &karpv1alpha1.NodeOverlay{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac"},
+		Spec: karpv1alpha1.NodeOverlaySpec{
+			Requirements: []karpv1alpha1.NodeSelectorRequirement{{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"arm64"}}},
+			Price:        ptr.To("0.01"),
+		},
+	}
+	env.Create(overlay)
+	env.Eventually("the overlay marked Ready=False", func() (bool, error) {
+		err := env.Get(overlay)
+		c := overlay.GetCondition(karpv1alpha1.ConditionTypeReady)
+		return c != nil && c.Status == metav1.ConditionFalse, err
+	})
 
 	if logs := r.logs.String(); strings.Contains(strings.ToLower(logs), "forbidden") {
 		t.Errorf("the operator hit a forbidden request:\n%s", grep(logs, "forbidden"))
