@@ -27,6 +27,23 @@ func peerCRDs(t *testing.T) map[string][]byte {
 	return files
 }
 
+// bothCRDs returns the peer's CRD files and ours, by file name; it fails
+// when ours lack one of the peer's.
+func bothCRDs(t *testing.T) (peer, ours map[string][]byte) {
+	t.Helper()
+	peer = peerCRDs(t)
+	ours, err := crds.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range peercrds.Files {
+		if peer[name] == nil || ours[name] == nil {
+			t.Fatalf("%s: the peer has it %v, dovetail %v", name, peer[name] != nil, ours[name] != nil)
+		}
+	}
+	return peer, ours
+}
+
 type schemaNode = map[string]any
 
 // crdDoc decodes a CRD document.
@@ -158,16 +175,9 @@ func keys(m map[string]bool) []string {
 // other difference and on a listed one that no longer occurs, so the list
 // is exactly what remains.
 func TestSchemasAcceptWhatThePeersAccept(t *testing.T) {
-	peer := peerCRDs(t)
-	ours, err := crds.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer, ours := bothCRDs(t)
 	var got []string
 	for _, name := range peercrds.Files {
-		if peer[name] == nil || ours[name] == nil {
-			t.Fatalf("%s: peer %v, ours %v", name, peer[name] != nil, ours[name] != nil)
-		}
 		pv, ov := storageVersion(t, "peer "+name, peer[name]), storageVersion(t, name, ours[name])
 		if pv["name"] != ov["name"] {
 			got = append(got, fmt.Sprintf("%s version %v, ours %v", name, pv["name"], ov["name"]))
