@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/costrecord"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/fleet"
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // DefaultNamespace holds the cost record unless --namespace says otherwise
@@ -349,9 +350,9 @@ func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
 func writeText(w io.Writer, r *Report, noBound bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\tNODES\tSPOT\t$/HOUR\tSPOT $/HOUR\t$ LAST %s\tNODE-HOURS\n", strings.ToUpper(r.GroupBy), r.Since)
+	fmt.Fprintf(tw, "%s\tNODES\tSPOT\t$/HOUR\tSPOT $/HOUR\t$ LAST %s\tNODE-HOURS\n", termtext.Escape(strings.ToUpper(r.GroupBy)), termtext.Escape(r.Since))
 	for _, g := range append(r.Groups, r.Total) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.1f\n", g.Name, g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour, g.Spent, g.NodeHours)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.1f\n", termtext.Escape(g.Name), g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour, g.Spent, g.NodeHours)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nSpot share: %.0f%% of $/h, %d of %d nodes\n", r.SpotShare*100, r.Total.SpotNodes, r.Total.Nodes)
@@ -368,11 +369,11 @@ func writeText(w io.Writer, r *Report, noBound bool) {
 	}
 	switch {
 	case r.Record.Found:
-		fmt.Fprintf(w, "Record: %s, %s to %s\n", r.Record.ConfigMap, r.Record.From.Format(time.RFC3339), r.Record.Through.Format(time.RFC3339))
+		fmt.Fprintf(w, "Record: %s, %s to %s\n", termtext.Escape(r.Record.ConfigMap), r.Record.From.Format(time.RFC3339), r.Record.Through.Format(time.RFC3339))
 	default:
-		fmt.Fprintf(w, "Record: %s not found\n", r.Record.ConfigMap)
+		fmt.Fprintf(w, "Record: %s not found\n", termtext.Escape(r.Record.ConfigMap))
 	}
 	if r.Record.Note != "" {
-		fmt.Fprintln(w, "Note:", r.Record.Note)
+		fmt.Fprintln(w, "Note:", termtext.Escape(r.Record.Note))
 	}
 }
