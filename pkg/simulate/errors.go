@@ -39,9 +39,9 @@ func (e *InputError) Error() string {
 	if e.Document > 0 {
 		fmt.Fprintf(&b, " (document %d", e.Document)
 		if e.Kind != "" {
-			fmt.Fprintf(&b, ", %s", e.Kind)
+			fmt.Fprintf(&b, ", %s", termtext.Clip(e.Kind, maxEchoed))
 			if e.Name != "" {
-				fmt.Fprintf(&b, " %q", e.Name)
+				fmt.Fprintf(&b, " %q", termtext.Clip(e.Name, maxEchoed))
 			}
 		}
 		b.WriteString(")")

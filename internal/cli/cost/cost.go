@@ -131,11 +131,14 @@ type Group struct {
 
 // RecordInfo describes the cost record read.
 type RecordInfo struct {
-	ConfigMap string    `json:"configMap"`
-	Found     bool      `json:"found"`
-	From      time.Time `json:"from,omitzero"`
-	Through   time.Time `json:"through,omitzero"`
-	Note      string    `json:"note,omitempty"`
+	ConfigMap string `json:"configMap"`
+	Found     bool   `json:"found"`
+	// Corrupt: the ConfigMap exists but its record does not parse or
+	// holds impossible values (Note says which); nothing of it is used.
+	Corrupt bool      `json:"corrupt,omitempty"`
+	From    time.Time `json:"from,omitzero"`
+	Through time.Time `json:"through,omitzero"`
+	Note    string    `json:"note,omitempty"`
 }
 
 // Run reads the cluster and the record and prints the report.
@@ -159,7 +162,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	rec, info, err := readRecord(ctx, c, opts.Namespace)
+	rec, info, err := readRecord(ctx, c, opts.Namespace, opts.Now())
 	if err != nil {
 		return err
 	}
@@ -202,7 +205,7 @@ func Run(ctx context.Context, opts *Options) error {
 	return err
 }
 
-func readRecord(ctx context.Context, c client.Reader, ns string) (*costrecord.Record, RecordInfo, error) {
+func readRecord(ctx context.Context, c client.Reader, ns string, now time.Time) (*costrecord.Record, RecordInfo, error) {
 	info := RecordInfo{ConfigMap: ns + "/" + costrecord.ConfigMapName}
 	cm := &corev1.ConfigMap{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: costrecord.ConfigMapName}, cm)
@@ -213,9 +216,10 @@ func readRecord(ctx context.Context, c client.Reader, ns string) (*costrecord.Re
 	case err != nil:
 		return nil, info, fmt.Errorf("reading the cost record %s: %w", info.ConfigMap, err)
 	}
-	rec, err := costrecord.Decode([]byte(cm.Data[costrecord.DataKey]))
+	rec, err := costrecord.Decode([]byte(cm.Data[costrecord.DataKey]), now)
 	if err != nil {
-		info.Note = err.Error()
+		info.Corrupt = true
+		info.Note = err.Error() + " (the controller replaces it at its next write)"
 		return nil, info, nil
 	}
 	info.Found = true
@@ -368,6 +372,8 @@ func writeText(w io.Writer, r *Report, noBound bool) {
 		fmt.Fprintln(w)
 	}
 	switch {
+	case r.Record.Corrupt:
+		fmt.Fprintf(w, "Record: %s corrupt\n", termtext.Escape(r.Record.ConfigMap))
 	case r.Record.Found:
 		fmt.Fprintf(w, "Record: %s, %s to %s\n", termtext.Escape(r.Record.ConfigMap), r.Record.From.Format(time.RFC3339), r.Record.Through.Format(time.RFC3339))
 	default:
