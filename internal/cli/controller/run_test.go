@@ -213,3 +213,25 @@ func renderPeerChartEnv(t *testing.T) map[string]string {
 	}
 	return env
 }
+
+// TestKubernetesMinVersion: KUBERNETES_MIN_VERSION above the API server's
+// version stops the controller before it starts, naming the setting.
+func TestKubernetesMinVersion(t *testing.T) {
+	t.Setenv("KUBERNETES_MIN_VERSION", "99.0.0")
+	cmd := controller.NewCmdController(func(ctx context.Context, o *controller.Options) error {
+		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+			t.Error("the controller started against an API server older than KUBERNETES_MIN_VERSION")
+			return operator.Cloud{}, fmt.Errorf("must not start")
+		}
+		return controller.Run(ctx, o)
+	})
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--cluster-name", "test", "--metrics-port", "-1", "--health-probe-port", "-1", "--leader-elect=false"})
+	err := cmd.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "KUBERNETES_MIN_VERSION") || !strings.Contains(err.Error(), "older than the minimum 99.0.0") {
+		t.Fatalf("error %v, want the API server refused as older than 99.0.0", err)
+	}
+}
