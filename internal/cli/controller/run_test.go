@@ -59,18 +59,8 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr lockedBuffer
-	done := make(chan error, 1)
-	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
-		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
-			return operator.Cloud{Provider: env.Cloud}, nil
-		}
-		return controller.Run(ctx, o)
-	})
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--cluster-name", "test", "--metrics-port", "0",
-		"--health-probe-port", "0", "--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix})
-	go func() { done <- cmd.Execute() }()
+	var stdout, stderr lockedBuffer
+	done := startRun(ctx, env, &stdout, &stderr, "--cluster-name", "test")
 
 	nc := controllerstest.NodeClaim("cli", "team-a")
 	env.Create(nc)
@@ -103,15 +93,9 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
 	peerEnv := renderPeerChartEnv(t)
 	// The command reads every variable the peer's chart sets.
-	var help bytes.Buffer
-	hc := controller.NewCmd()
-	hc.SetOut(&help)
-	hc.SetArgs([]string{"--help"})
-	if err := hc.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	help := helpText(t)
 	for name := range peerEnv {
-		if !strings.Contains(help.String(), "[$"+name) {
+		if !strings.Contains(help, "[$"+name) {
 			t.Errorf("the peer's chart sets %s, which dovetail controller does not read", name)
 		}
 	}
@@ -128,18 +112,7 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr lockedBuffer
-	done := make(chan error, 1)
-	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
-		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
-			return operator.Cloud{Provider: env.Cloud}, nil
-		}
-		return controller.Run(ctx, o)
-	})
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--metrics-port", "0", "--health-probe-port", "0",
-		"--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix})
-	go func() { done <- cmd.Execute() }()
+	done := startRun(ctx, env, &stdout, &stderr)
 
 	// LOG_OUTPUT_PATHS=stdout: the start line, with the probe address, is
 	// on stdout.
@@ -234,4 +207,23 @@ func TestKubernetesMinVersion(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "KUBERNETES_MIN_VERSION") || !strings.Contains(err.Error(), "older than the minimum 99.0.0") {
 		t.Fatalf("error %v, want the API server refused as older than 99.0.0", err)
 	}
+}
+
+// startRun runs the command's Run until ctx ends, with the fake cloud, the
+// test cluster's kubeconfig, free ports on loopback, the env's own lease,
+// and args; its result arrives on the returned channel.
+func startRun(ctx context.Context, env *controllerstest.Env, stdout, stderr *lockedBuffer, args ...string) <-chan error {
+	done := make(chan error, 1)
+	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
+		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+			return operator.Cloud{Provider: env.Cloud}, nil
+		}
+		return controller.Run(ctx, o)
+	})
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetArgs(append([]string{"--kubeconfig", cp.KubeconfigPath(), "--metrics-port", "0", "--health-probe-port", "0",
+		"--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix}, args...))
+	go func() { done <- cmd.Execute() }()
+	return done
 }
