@@ -68,15 +68,7 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 		err := env.Get(nc)
 		return nc.IsTrue(karpv1.ConditionTypeLaunched), err
 	})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("controller exited with %v", err)
-		}
-	case <-time.After(controllerstest.Timeout):
-		t.Fatal("controller did not stop")
-	}
+	stopRun(t, cancel, done)
 	if !strings.Contains(stderr.String(), `"msg":"starting"`) {
 		t.Errorf("no start line in the JSON log:\n%s", stderr.String())
 	}
@@ -147,15 +139,7 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 	if got, want := debug.SetMemoryLimit(-1), int64(float64(nodeMemory)*0.9); got != want {
 		t.Errorf("soft memory limit %d, want 90%% of MEMORY_LIMIT (%s)", got, peerEnv["MEMORY_LIMIT"])
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("controller exited with %v", err)
-		}
-	case <-time.After(controllerstest.Timeout):
-		t.Fatal("controller did not stop")
-	}
+	stopRun(t, cancel, done)
 }
 
 // renderPeerChartEnv renders the peer's chart and returns its controller
@@ -226,4 +210,18 @@ func startRun(ctx context.Context, env *controllerstest.Env, stdout, stderr *loc
 		"--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix}, args...))
 	go func() { done <- cmd.Execute() }()
 	return done
+}
+
+// stopRun cancels a startRun and waits for a clean exit.
+func stopRun(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("controller exited with %v", err)
+		}
+	case <-time.After(controllerstest.Timeout):
+		t.Fatal("controller did not stop")
+	}
 }
