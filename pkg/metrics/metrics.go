@@ -46,7 +46,26 @@ const (
 	// LabelNodeName and LabelTeam label node and NodePool-owner series.
 	LabelNodeName = "node_name"
 	LabelTeam     = "team"
+	// The pod labels of karpenter_pods_state (PodStateLabels).
+	LabelName      = "name"
+	LabelNamespace = "namespace"
+	LabelOwner     = "owner"
+	LabelNode      = "node"
+	LabelScheduled = "scheduled"
+	LabelArch      = "arch"
+	LabelReady     = "ready"
+	LabelManaged   = "managed"
 )
+
+// PodStateLabels are the labels of karpenter_pods_state, in the order a
+// source of Registry.PodsState emits their values (the peer's order).
+var PodStateLabels = []string{
+	LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone,
+	LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged,
+}
+
+// offeringLabels label the per-offering gauges.
+var offeringLabels = []string{LabelInstanceType, LabelCapacityType, LabelZone}
 
 // Registry holds every metric dovetail exports, registered in a Prometheus
 // registry of its own (no package globals, so two operators in one process
@@ -112,6 +131,35 @@ type Registry struct {
 	// allow to be disrupting now, by reason
 	// (karpenter_nodepools_allowed_disruptions{nodepool,reason}).
 	NodePoolAllowedDisruptions *prometheus.GaugeVec
+	// ClusterStateNodeCount is the number of nodes the controller's
+	// cluster view holds: every Node (managed or not) and every launched
+	// NodeClaim whose Node has not registered, one per provider id
+	// (karpenter_cluster_state_node_count). Made when scraped, from the
+	// NodePool counter's Node and NodeClaim stores.
+	ClusterStateNodeCount *ScrapeGauge
+	// NodeClaimsInstanceTerminationDuration observes, per NodeClaim whose
+	// instance was launched, the seconds from the first instance
+	// termination call (the InstanceTerminating condition's transition) to
+	// the cloud reporting the instance gone
+	// (karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}).
+	NodeClaimsInstanceTerminationDuration *prometheus.HistogramVec
+	// OfferingAvailable is 1 when an offering of an instance type (a
+	// capacity type in a zone) can be launched, 0 when not, for the
+	// instance types of every NodePool
+	// (karpenter_cloudprovider_instance_type_offering_available{instance_type,capacity_type,zone}).
+	OfferingAvailable *prometheus.GaugeVec
+	// OfferingPriceEstimate is the hourly price in USD the controller uses
+	// for an offering
+	// (karpenter_cloudprovider_instance_type_offering_price_estimate{instance_type,capacity_type,zone}).
+	OfferingPriceEstimate *prometheus.GaugeVec
+	// PodsState is 1 per pod, labelled with where and how it runs
+	// (karpenter_pods_state{PodStateLabels...}). Made when scraped, from
+	// the pod metrics controller's Pod and Node stores.
+	PodsState *ScrapeGauge
+	// PodsStartupDuration observes, for each pod seen Pending, the seconds
+	// from its creation to its Ready condition turning True
+	// (karpenter_pods_startup_duration_seconds, a summary).
+	PodsStartupDuration prometheus.Summary
 
 	// NodeClaimsRegistered counts NodeClaims whose node registered
 	// (dovetail_nodeclaims_registered_total{nodepool}).
@@ -252,6 +300,33 @@ func NewRegistry() *Registry {
 			Help: "How many more of a NodePool's nodes its budgets allow to be disrupting now, by reason.",
 		}, []string{LabelNodePool, LabelReason}),
 
+		ClusterStateNodeCount: newScrapeGauge(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cluster_state", Name: "node_count",
+			Help: "Nodes in the controller's cluster view: every Node and every launched NodeClaim without a Node yet, one per provider id.",
+		}),
+		NodeClaimsInstanceTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "instance_termination_duration_seconds",
+			Help:    "Seconds from the first call terminating a NodeClaim's instance until the cloud reports it gone, by NodePool.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}, []string{LabelNodePool}),
+		OfferingAvailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "instance_type_offering_available",
+			Help: "1 if an instance type can be launched with a capacity type in a zone, else 0, for the instance types of every NodePool.",
+		}, offeringLabels),
+		OfferingPriceEstimate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "instance_type_offering_price_estimate",
+			Help: "Hourly price in USD the controller uses for an instance type with a capacity type in a zone.",
+		}, offeringLabels),
+		PodsState: newScrapeGauge(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "pods", Name: "state",
+			Help: "1 per pod, labelled with its name, namespace, owner, node, whether it is scheduled, the node's NodePool, zone, architecture, capacity type and instance type, its phase, whether it is ready and whether its node is managed.",
+		}, PodStateLabels...),
+		PodsStartupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
+			Namespace: PeerNamespace, Subsystem: "pods", Name: "startup_duration_seconds",
+			Help:       "Seconds from a pod's creation until it is ready, for pods seen pending.",
+			Objectives: map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.01, 1: 0.01},
+		}),
+
 		NodeClaimsRegistered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",
 			Help: "NodeClaims whose node registered, by NodePool.",
@@ -334,6 +409,8 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
 		r.DisruptionDecisionsByNodePool, r.Nodes.Allocatable, r.Nodes.Requests, r.NodePoolInfo,
+		r.ClusterStateNodeCount, r.NodeClaimsInstanceTerminationDuration, r.OfferingAvailable,
+		r.OfferingPriceEstimate, r.PodsState, r.PodsStartupDuration,
 	}
 }
 
