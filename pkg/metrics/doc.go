@@ -8,7 +8,7 @@
 // and alerts work unchanged: karpenter_nodeclaims_created_total,
 // karpenter_nodeclaims_terminated_total, karpenter_nodes_created_total,
 // karpenter_nodes_terminated_total, karpenter_nodes_termination_duration_seconds,
-// karpenter_nodes_eviction_requests_total, karpenter_nodepools_usage,
+// karpenter_pods_eviction_requests_total, karpenter_nodepools_usage,
 // karpenter_nodepools_limit, karpenter_cloudprovider_duration_seconds,
 // karpenter_cloudprovider_errors_total, karpenter_cluster_state_synced and
 // karpenter_build_info. Metrics of our own are prefixed dovetail_: among

@@ -6,10 +6,12 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
@@ -91,9 +93,9 @@ type Registry struct {
 	// request to the release of its finalizer
 	// (karpenter_nodes_termination_duration_seconds{nodepool}, a summary).
 	NodesTerminationDuration *prometheus.SummaryVec
-	// NodesEvictionRequests counts eviction API calls by HTTP status code
-	// (karpenter_nodes_eviction_requests_total{code}).
-	NodesEvictionRequests *prometheus.CounterVec
+	// PodsEvictionRequests counts eviction API calls by HTTP status code
+	// (karpenter_pods_eviction_requests_total{code}, the peer's v1.15 name).
+	PodsEvictionRequests *prometheus.CounterVec
 	// NodePoolUsage is the capacity in use by a pool's nodes
 	// (karpenter_nodepools_usage{resource_type,nodepool}).
 	NodePoolUsage *prometheus.GaugeVec
@@ -220,8 +222,8 @@ type Registry struct {
 	NodePoolInfo *prometheus.GaugeVec
 
 	reg *prometheus.Registry
-	// names are the fully qualified names of every metric registered.
-	names map[string]bool
+	// infos describe every metric registered, by fully qualified name.
+	infos map[string]Info
 }
 
 // NewRegistry builds every metric and registers it, together with the Go
@@ -249,8 +251,8 @@ func NewRegistry() *Registry {
 			Help:       "Seconds from a node's deletion request until its finalizer is released.",
 			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
 		}, []string{LabelNodePool}),
-		NodesEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: PeerNamespace, Subsystem: "nodes", Name: "eviction_requests_total",
+		PodsEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "pods", Name: "eviction_requests_total",
 			Help: "Eviction API requests made while draining nodes, by HTTP status code.",
 		}, []string{LabelCode}),
 		NodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -389,7 +391,7 @@ func NewRegistry() *Registry {
 			Help: "1 per NodePool, labelled with its node template's team label (empty when none): join on nodepool to sum cost or nodes per team.",
 		}, []string{LabelNodePool, LabelTeam}),
 		reg:   prometheus.NewRegistry(),
-		names: map[string]bool{},
+		infos: map[string]Info{},
 	}
 	r.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -402,7 +404,7 @@ func NewRegistry() *Registry {
 func (r *Registry) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.NodeClaimsCreated, r.NodeClaimsTerminated, r.NodesCreated, r.NodesTerminated,
-		r.NodesTerminationDuration, r.NodesEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
+		r.NodesTerminationDuration, r.PodsEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
 		r.CloudProviderDuration, r.CloudProviderErrors, r.ClusterStateSynced, r.BuildInfo,
 		r.NodeClaimsRegistered, r.NodeClaimsLivenessTimeouts, r.NodeClaimsInsufficientCapacity,
 		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
@@ -426,31 +428,90 @@ func (r *Registry) Register(cs ...prometheus.Collector) error {
 	return nil
 }
 
-// fqName pulls the metric name out of a Desc's String form, the only
-// place client_golang exposes it.
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+// descParts pulls the metric name and label names out of a Desc's String
+// form, the only place client_golang exposes them.
+var descParts = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*variableLabels: \{([^}]*)\}\}$`)
+
+// Info describes a registered metric.
+type Info struct {
+	// Name is the fully qualified name.
+	Name string
+	// Type is "counter", "gauge", "histogram" or "summary" ("" when the
+	// collector does not say).
+	Type string
+	// Labels are the label names, sorted.
+	Labels []string
+}
 
 func (r *Registry) record(cs ...prometheus.Collector) {
 	for _, c := range cs {
+		typ := kind(c)
 		ch := make(chan *prometheus.Desc, 16)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {
-			if m := fqName.FindStringSubmatch(d.String()); m != nil {
-				r.names[m[1]] = true
+			m := descParts.FindStringSubmatch(d.String())
+			if m == nil {
+				continue
+			}
+			var labels []string
+			if m[2] != "" {
+				labels = strings.Split(m[2], ",")
+				sort.Strings(labels)
+			}
+			r.infos[m[1]] = Info{Name: m[1], Type: typ, Labels: labels}
+		}
+	}
+}
+
+// kind names the type of the metrics c collects.
+func kind(c prometheus.Collector) string {
+	switch c.(type) {
+	case *prometheus.CounterVec:
+		return "counter"
+	case *prometheus.GaugeVec, *ScrapeGauge, *nodeGaugeCollector:
+		return "gauge"
+	case *prometheus.HistogramVec:
+		return "histogram"
+	case *prometheus.SummaryVec:
+		return "summary"
+	}
+	// A single metric says what it is when written.
+	if m, ok := c.(prometheus.Metric); ok {
+		var pb dto.Metric
+		if m.Write(&pb) == nil {
+			switch {
+			case pb.Counter != nil:
+				return "counter"
+			case pb.Gauge != nil:
+				return "gauge"
+			case pb.Histogram != nil:
+				return "histogram"
+			case pb.Summary != nil:
+				return "summary"
 			}
 		}
 	}
+	return ""
 }
 
 // Names lists the names of the metrics dovetail registered in r (its own
 // and those added with Register; not the Go runtime's, process or
 // controller-runtime metrics), sorted. Dashboards are checked against it.
 func (r *Registry) Names() []string {
-	out := make([]string, 0, len(r.names))
-	for n := range r.names {
+	out := make([]string, 0, len(r.infos))
+	for n := range r.infos {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Infos describes the metrics of Names, in the same order.
+func (r *Registry) Infos() []Info {
+	out := make([]Info, 0, len(r.infos))
+	for _, n := range r.Names() {
+		out = append(out, r.infos[n])
+	}
 	return out
 }
 
