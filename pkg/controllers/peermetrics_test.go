@@ -101,7 +101,7 @@ var peerMetrics = []peerMetric{
 	{name: "karpenter_nodepools_limit", typ: "gauge", labels: []string{"resource_type", "nodepool"}},
 	{name: "karpenter_nodepools_allowed_disruptions", typ: "gauge", labels: []string{"nodepool", "reason"}},
 	{name: "karpenter_nodepools_nodes_consuming_budgets", typ: "gauge", labels: []string{"nodepool", "reason"}, serve: notServed, why: "not built yet"},
-	{name: "karpenter_nodepools_cost_total", typ: "gauge", labels: []string{"nodepool"}, serve: notServed, why: "served as dovetail_nodepool_cost_per_hour{nodepool}"},
+	{name: "karpenter_nodepools_cost_total", typ: "gauge", labels: []string{"nodepool"}},
 	{name: "karpenter_nodepools_cost_tracker_errors_total", typ: "counter", labels: []string{"nodepool"}, serve: notServed, why: "not built yet"},
 
 	// Voluntary disruption.
@@ -131,8 +131,7 @@ var peerMetrics = []peerMetric{
 
 	// Cloud provider.
 	{name: "karpenter_cloudprovider_duration_seconds", typ: "histogram", labels: []string{"controller", "method", "provider"}},
-	{name: "karpenter_cloudprovider_errors_total", typ: "counter", labels: []string{"controller", "method", "provider", "error", "nodepool"},
-		serve: differs, ours: []string{"controller", "method", "provider", "error"}, why: "no nodepool label yet"},
+	{name: "karpenter_cloudprovider_errors_total", typ: "counter", labels: []string{"controller", "method", "provider", "error", "nodepool"}},
 	{name: "karpenter_cloudprovider_instance_type_offering_available", typ: "gauge", labels: []string{"instance_type", "capacity_type", "zone"}},
 	{name: "karpenter_cloudprovider_instance_type_offering_price_estimate", typ: "gauge", labels: []string{"instance_type", "capacity_type", "zone"}},
 	{name: "karpenter_cloudprovider_instance_type_cpu_cores", typ: "gauge", labels: []string{"instance_type"}, serve: notServed, why: "not built yet"},
@@ -151,8 +150,7 @@ var peerMetrics = []peerMetric{
 	{name: "karpenter_interruption_instance_status_unhealthy_total", typ: "counter", labels: []string{"category"}, serve: notServed, why: "instance status polling is not built yet"},
 
 	// Build.
-	{name: "karpenter_build_info", typ: "gauge", labels: []string{"version", "goversion", "goarch", "commit"},
-		serve: differs, ours: []string{"version", "goversion"}, why: "no goarch or commit label yet"},
+	{name: "karpenter_build_info", typ: "gauge", labels: []string{"version", "goversion", "goarch", "commit"}},
 }
 
 // registered are the metrics of a controller built as the operator builds

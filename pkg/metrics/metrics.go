@@ -42,6 +42,8 @@ const (
 	LabelCode             = "code"
 	LabelVersion          = "version"
 	LabelGoVersion        = "goversion"
+	LabelGoArch           = "goarch"
+	LabelCommit           = "commit"
 	// LabelDecision and LabelConsolidationType label disruption decisions.
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
@@ -105,13 +107,15 @@ type Registry struct {
 	// CloudProviderDuration times cloud calls
 	// (karpenter_cloudprovider_duration_seconds{controller,method,provider}).
 	CloudProviderDuration *prometheus.HistogramVec
-	// CloudProviderErrors counts failed cloud calls by error type
-	// (karpenter_cloudprovider_errors_total{controller,method,provider,error}).
+	// CloudProviderErrors counts failed cloud calls by error type and the
+	// NodePool the call was about ("" for Get and List)
+	// (karpenter_cloudprovider_errors_total{controller,method,provider,error,nodepool}).
 	CloudProviderErrors *prometheus.CounterVec
 	// ClusterStateSynced is 1 once the controller's caches have synced
 	// (karpenter_cluster_state_synced).
 	ClusterStateSynced prometheus.Gauge
-	// BuildInfo is 1, labelled with the build (karpenter_build_info).
+	// BuildInfo is 1, labelled with the build: version, Go version, target
+	// architecture and VCS commit ("" when unknown) (karpenter_build_info).
 	BuildInfo *prometheus.GaugeVec
 	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption
 	// (voluntary or expiration), by reason ("expired", "empty", "drifted",
@@ -180,6 +184,10 @@ type Registry struct {
 	// NodePoolCostPerHour is the summed hourly price of a pool's launched
 	// offerings in USD (dovetail_nodepool_cost_per_hour{nodepool}).
 	NodePoolCostPerHour *prometheus.GaugeVec
+	// NodePoolCost is NodePoolCostPerHour under the peer's name, whose
+	// unit is the cloud's (USD per hour on AWS)
+	// (karpenter_nodepools_cost_total{nodepool}).
+	NodePoolCost *prometheus.GaugeVec
 	// CloudProviderCalls counts cloud calls by outcome, "success" or
 	// "error" (dovetail_cloudprovider_calls_total{controller,method,provider,outcome}).
 	CloudProviderCalls *prometheus.CounterVec
@@ -270,8 +278,8 @@ func NewRegistry() *Registry {
 		}, []string{LabelController, LabelMethod, LabelProvider}),
 		CloudProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "errors_total",
-			Help: "Failed cloud provider calls, by calling controller, method, provider and error type.",
-		}, []string{LabelController, LabelMethod, LabelProvider, LabelError}),
+			Help: "Failed cloud provider calls, by calling controller, method, provider, error type and NodePool.",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelError, LabelNodePool}),
 		ClusterStateSynced: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Subsystem: "cluster_state", Name: "synced",
 			Help: "1 once the controller's view of nodes, NodeClaims and pods has synced with the API server, else 0.",
@@ -279,7 +287,7 @@ func NewRegistry() *Registry {
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Name: "build_info",
 			Help: "Always 1; the labels name the running build.",
-		}, []string{LabelVersion, LabelGoVersion}),
+		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "disrupted_total",
 			Help: "NodeClaims deleted by disruption or expiration, by reason, NodePool and capacity type.",
@@ -345,6 +353,10 @@ func NewRegistry() *Registry {
 			Namespace: Namespace, Subsystem: "nodepool", Name: "nodes",
 			Help: "Launched NodeClaims of a NodePool, by capacity type and instance type.",
 		}, []string{LabelNodePool, LabelCapacityType, LabelInstanceType}),
+		NodePoolCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodepools", Name: "cost_total",
+			Help: "Summed hourly price in USD of a NodePool's launched offerings (the same as dovetail_nodepool_cost_per_hour; an estimate, not a bill).",
+		}, []string{LabelNodePool}),
 		NodePoolCostPerHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Subsystem: "nodepool", Name: "cost_per_hour",
 			Help: "Summed hourly price in USD of a NodePool's launched offerings, at the prices seen at launch (an estimate, not a bill).",
@@ -393,7 +405,7 @@ func NewRegistry() *Registry {
 		reg:   prometheus.NewRegistry(),
 		infos: map[string]Info{},
 	}
-	r.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
+	r.BuildInfo.WithLabelValues(version.Version, runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.reg.MustRegister(r.collectors()...)
 	r.record(r.collectors()...)
@@ -407,7 +419,7 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.NodesTerminationDuration, r.PodsEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
 		r.CloudProviderDuration, r.CloudProviderErrors, r.ClusterStateSynced, r.BuildInfo,
 		r.NodeClaimsRegistered, r.NodeClaimsLivenessTimeouts, r.NodeClaimsInsufficientCapacity,
-		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
+		r.NodePoolNodes, r.NodePoolCostPerHour, r.NodePoolCost, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
 		r.DisruptionDecisionsByNodePool, r.Nodes.Allocatable, r.Nodes.Requests, r.NodePoolInfo,
@@ -541,6 +553,7 @@ func (r *Registry) DeleteNodePoolCounts(nodePool string) {
 	r.NodePoolLimit.DeletePartialMatch(match)
 	r.NodePoolNodes.DeletePartialMatch(match)
 	r.NodePoolCostPerHour.DeletePartialMatch(match)
+	r.NodePoolCost.DeletePartialMatch(match)
 	r.NodePoolInfo.DeletePartialMatch(match)
 	r.Nodes.DeleteNodePool(nodePool)
 }

@@ -302,7 +302,7 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 	match := prometheus.Labels{metrics.LabelNodePool: np.Name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.NodePoolUsage, m.NodePoolLimit, m.NodePoolNodes, m.NodePoolCostPerHour, m.NodePoolInfo} {
+	}{m.NodePoolUsage, m.NodePoolLimit, m.NodePoolNodes, m.NodePoolCostPerHour, m.NodePoolCost, m.NodePoolInfo} {
 		v.DeletePartialMatch(match)
 	}
 	m.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"]).Set(1)
@@ -321,6 +321,7 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 		}
 	}
 	m.NodePoolCostPerHour.WithLabelValues(np.Name).Set(count.CostPerHour)
+	m.NodePoolCost.WithLabelValues(np.Name).Set(count.CostPerHour)
 }
 
 // nodeValues are l's values of names (zero when absent), as the per-node

@@ -109,6 +109,7 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 		"m5.large on-demand":  {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "m5.large")), 1},
 		"c5.xlarge on-demand": {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "c5.xlarge")), 1},
 		"cost per hour (USD)": {metricstest.Value(t, env.Metrics.NodePoolCostPerHour.WithLabelValues(np.Name)), 0.096 + 0.17},
+		"peer's cost (USD/h)": {metricstest.Value(t, env.Metrics.NodePoolCost.WithLabelValues(np.Name)), 0.096 + 0.17},
 		"info (team label)":   {metricstest.Value(t, env.Metrics.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"])), 1},
 	}
 	// A node of the pool with a pod bound to it: its allocatable and the
