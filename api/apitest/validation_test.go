@@ -112,7 +112,7 @@ type invalidCase struct {
 
 func invalidCases() []invalidCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	return []invalidCase{
+	return append([]invalidCase{
 		// NodePool requirements.
 		{name: "unknown operator", base: np, patch: reqs(`[{key: a, operator: Near, values: [x]}]`), field: "spec.template.spec.requirements[0].operator", msg: "Unsupported value"},
 		{name: "In without values", base: np, patch: reqs(`[{key: a, operator: In}]`), field: "spec.template.spec.requirements[0].values", msg: "operator In"},
@@ -228,7 +228,7 @@ func invalidCases() []invalidCase {
 		{name: "unknown volumeType", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeType: gp9}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeType", msg: "Unsupported value"},
 		{name: "instanceStorePolicy RAID1", base: ec2, patch: `spec: {instanceStorePolicy: RAID1}`, field: "spec.instanceStorePolicy", msg: "Unsupported value"},
 		{name: "restricted tag", base: ec2, patch: `spec: {tags: {eks:eks-cluster-name: other}}`, field: "spec.tags", msg: "eks:eks-cluster-name"},
-	}
+	}, append(overlayBufferInvalidCases(), peerRuleCases()...)...)
 }
 
 // runtimeCases are objects both CRDs (ours and the peer's) admit and that
@@ -328,7 +328,7 @@ func TestInvalidObjectsRefused(t *testing.T) {
 func TestBasesAccepted(t *testing.T) {
 	c := newClient(t)
 	ctx := testContext(t)
-	for _, base := range []string{baseNodePool, baseNodeClaim, baseEC2NodeClass} {
+	for _, base := range []string{baseNodePool, baseNodeClaim, baseEC2NodeClass, baseNodeOverlay, baseCapacityBuffer} {
 		obj := object(t, base, "base", "")
 		if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
 			t.Errorf("%s refused: %v", obj.GetKind(), err)
@@ -341,7 +341,7 @@ type validCase struct{ name, base, patch string }
 
 func validCases() []validCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	return []validCase{
+	return append([]validCase{
 		{name: "Exists with minValues 5", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 5}]`)},
 		{name: "In with minValues equal to values", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r], minValues: 3}]`)},
 		{name: "minValues 50", base: np, patch: reqs(`[{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 50}]`)},
@@ -419,7 +419,7 @@ spec:
     imageGCLowThresholdPercent: 80
     cpuCFSQuota: true
 `},
-	}
+	}, overlayBufferValidCases()...)
 }
 
 func TestValidEdgeCasesAccepted(t *testing.T) {

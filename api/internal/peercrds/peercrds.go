@@ -13,8 +13,12 @@ const (
 	Version = peermodule.Version
 )
 
-// Files are the peer CRD files the API is compared with.
-var Files = []string{"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"}
+// Files are the peer CRD files the API is compared with: every CRD the
+// peer's chart installs.
+var Files = []string{
+	"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml",
+	"karpenter.sh_nodeoverlays.yaml", "autoscaling.x-k8s.io_capacitybuffers.yaml",
+}
 
 // Fetch returns the peer module's pkg/apis/crds/*.yaml files by name,
 // fetched through the Go module proxy from dir (see peermodule.Files).

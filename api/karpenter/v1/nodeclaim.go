@@ -17,9 +17,11 @@ import (
 // +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.nodeName"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="ImageID",type="string",JSONPath=".status.imageID",priority=1
+// +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1
 // +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=".metadata.labels.karpenter\\.sh/nodepool",priority=1
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.nodeClassRef.name",priority=1
-// +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1
+// +kubebuilder:printcolumn:name="Drifted",type="string",JSONPath=".status.conditions[?(@.type==\"Drifted\")].status",priority=1
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
