@@ -43,4 +43,6 @@ func ExampleNewControllers() {
 	// nodeclaim.garbagecollection
 	// interruption
 	// disruption
+	// metrics.pod
+	// cloudprovider.metrics
 }

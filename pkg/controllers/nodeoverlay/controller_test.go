@@ -14,9 +14,9 @@ import (
 
 	"github.com/dovetail-sh/dovetail/api/crds"
 	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
-	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeoverlay"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 )
 
 // An overlay gets Ready=False/NotSupported for its generation, and again
