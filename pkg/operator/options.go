@@ -240,8 +240,8 @@ var Gates = map[string]Gate{
 	"SpotToSpotConsolidation": {Default: false,
 		On:  "consolidation may replace a spot node with a cheaper spot node (controllers.Config.SpotToSpotConsolidation)",
 		Off: "spot nodes are consolidated only by deletion or replacement with on-demand, never spot-to-spot"},
-	"NodeRepair": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail does not repair unhealthy nodes",
+	NodeRepairGate: {Default: false,
+		On:  "nodes whose conditions match one of the cloud provider's repair policies past its toleration are replaced (disruption reason Unhealthy; controllers.Config.NodeRepair)",
 		Off: "unhealthy nodes are left to other tooling"},
 	"NodeOverlay": {Default: false, RefuseOn: true,
 		On:  "not implemented: dovetail has no NodeOverlay API",
@@ -275,6 +275,10 @@ const SpotToSpotConsolidationGate = "SpotToSpotConsolidation"
 // SchedulerHandoffGate names the gate of the provisioner's hand-off to the
 // kube-scheduler (provisioning.Options.DisableHandoff when off).
 const SchedulerHandoffGate = "SchedulerHandoff"
+
+// NodeRepairGate names the peer's node repair gate
+// (controllers.Config.NodeRepair).
+const NodeRepairGate = "NodeRepair"
 
 // ReservedCapacityGate names the peer's reserved-capacity gate.
 const ReservedCapacityGate = "ReservedCapacity"

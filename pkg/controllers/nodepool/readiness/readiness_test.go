@@ -42,7 +42,7 @@ func waitPool(t *testing.T, env *controllerstest.Env, np *karpv1.NodePool, cond 
 
 func TestNodePoolReadinessFollowsItsNodeClassAndValidation(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
-	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{}))
 
 	np := controllerstest.NodePool("team-a")
 	env.Create(np)
@@ -82,7 +82,7 @@ func TestNodePoolReadinessFollowsItsNodeClassAndValidation(t *testing.T) {
 
 func TestUnsupportedNodeClassKind(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
-	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{}))
 	np := controllerstest.NodePool("other-kind")
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "example.com", Kind: "GCENodeClass", Name: "x"}
 	env.Create(np)
@@ -94,7 +94,7 @@ func TestUnsupportedNodeClassKind(t *testing.T) {
 // without making it unready; removing it removes the condition.
 func TestUnsupportedDisruptionReason(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
-	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{}))
 	class := controllerstest.EC2NodeClass("default")
 	env.Create(class)
 	setClassReady(t, env, class, true)
