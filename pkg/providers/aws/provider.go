@@ -92,6 +92,7 @@ type Provider struct {
 	instances    *instance.Provider
 	resolver     *nodeclass.Resolver
 	launches     *launches
+	subnets      *subnets
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -121,7 +122,7 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		o.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	clients := sdk.NewClients(cfg, o.Retry)
-	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}}
+	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}, subnets: newSubnets()}
 	p.spotFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_price_failures_total",
 		Help: "Price loads in which live spot prices (DescribeSpotPriceHistory) could not be had.",
@@ -150,7 +151,8 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	p.resolver = &nodeclass.Resolver{
 		EC2: clients.EC2, SSM: clients.SSM, IAM: clients.IAM, ClusterName: o.ClusterName, Region: cfg.Region,
 		KubernetesVersion: p.o.KubernetesVersion, Clock: o.Clock,
-		Recorder: o.Recorder,
+		Recorder:       o.Recorder,
+		ObserveSubnets: p.subnets.observe,
 		SpotPrices: func() (string, bool) {
 			st := p.types.SpotPriceStatus()
 			return st.Fallback(), st.Known
