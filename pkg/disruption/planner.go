@@ -58,7 +58,7 @@ type sickness struct {
 }
 
 func (s *sickness) String() string {
-	msg := fmt.Sprintf("unhealthy: %s=%s", s.cond.Type, s.cond.Status)
+	msg := fmt.Sprintf("%s=%s", s.cond.Type, s.cond.Status)
 	if s.cond.Reason != "" {
 		msg += fmt.Sprintf(" (reason %s)", s.cond.Reason)
 	}

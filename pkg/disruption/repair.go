@@ -92,18 +92,18 @@ func (p *planner) repair() error {
 		}
 		n.repairKept = true
 		if sick, total := p.poolSick[n.pool], p.poolNodes[n.pool]; sick > breakerLimit(total) {
-			p.keep(n, CodeRepairBreaker, "%s; but %d of the %d nodes of pool %s are unhealthy, more than %d%% (%d): the pool is not repaired until at most %d are",
+			p.keep(n, CodeRepairBreaker, "unhealthy (%s); but %d of the %d nodes of pool %s are unhealthy, more than %d%% (%d): the pool is not repaired until at most %d are",
 				n.sick, sick, total, n.pool, RepairUnhealthyPercent, breakerLimit(total), breakerLimit(total))
 			continue
 		}
 		b := p.budgets[n.pool]
 		if !b.allows(ReasonUnhealthy, 1) {
-			p.keep(n, CodeBudget, "%s; %s", n.sick, b.message(ReasonUnhealthy))
+			p.keep(n, CodeBudget, "unhealthy (%s); %s", n.sick, b.message(ReasonUnhealthy))
 			continue
 		}
 		grace := drainBound(n)
 		if n.blockCode != "" && grace == nil {
-			p.keep(n, CodeRepairBlocked, "%s; but %s, and no terminationGracePeriod (of the repair policy or the NodeClaim) bounds its drain", n.sick, n.blockMsg)
+			p.keep(n, CodeRepairBlocked, "unhealthy (%s); but %s, and no terminationGracePeriod (of the repair policy or the NodeClaim) bounds its drain", n.sick, n.blockMsg)
 			continue
 		}
 		res, err := p.whatIf([]*cnode{n})
@@ -119,7 +119,7 @@ func (p *planner) repair() error {
 			res.failCode, res.failMsg = "", ""
 		}
 		if res.failCode != "" {
-			p.keep(n, CodeRepairBlocked, "%s; but %s", n.sick, res.failMsg)
+			p.keep(n, CodeRepairBlocked, "unhealthy (%s); but %s", n.sick, res.failMsg)
 			continue
 		}
 		n.repairKept = false
@@ -155,9 +155,9 @@ func (p *planner) repairNote(n *cnode) {
 	}
 	switch {
 	case p.now.Before(n.sick.eligibleAt):
-		n.kept = &Kept{Node: n.name, Code: CodeRepairTolerating, Reason: fmt.Sprintf("%s; repaired from %s (%s more) if it lasts",
+		n.kept = &Kept{Node: n.name, Code: CodeRepairTolerating, Reason: fmt.Sprintf("unhealthy (%s); repaired from %s (%s more) if it lasts",
 			n.sick, n.sick.eligibleAt.UTC().Format(time.RFC3339), n.sick.eligibleAt.Sub(p.now).Round(time.Second))}
 	case !p.in.Options.NodeRepair:
-		n.kept = &Kept{Node: n.name, Code: CodeRepairDisabled, Reason: fmt.Sprintf("%s, past its toleration; node repair is off (feature gate NodeRepair)", n.sick)}
+		n.kept = &Kept{Node: n.name, Code: CodeRepairDisabled, Reason: fmt.Sprintf("unhealthy (%s), past its toleration; node repair is off (feature gate NodeRepair)", n.sick)}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -465,23 +466,29 @@ func (c *Controller) rollback(ctx context.Context, st *state, a *active, why str
 	return errors.Join(errs...)
 }
 
-// setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule. The patch
+// is under optimistic locking (the taint list is replaced whole), retried
+// on a conflict: other controllers change taints too (the node lifecycle
+// controller taints a node that turns NotReady, the very nodes repair
+// acts on).
 func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, on bool) error {
-	cur := &corev1.Node{}
-	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	has := hasDisruptedTaint(cur)
-	if has == on {
-		return nil
-	}
-	base := cur.DeepCopy()
-	if on {
-		cur.Spec.Taints = append(cur.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	} else {
-		cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
-	}
-	if err := nodeclaimutil.Patch(ctx, c.kube, cur, base); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if hasDisruptedTaint(cur) == on {
+			return nil
+		}
+		base := cur.DeepCopy()
+		if on {
+			cur.Spec.Taints = append(cur.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+		} else {
+			cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+		}
+		return nodeclaimutil.Patch(ctx, c.kube, cur, base)
+	})
+	if err != nil {
 		return fmt.Errorf("%s the disrupted taint of node %s: %w", map[bool]string{true: "adding", false: "removing"}[on], n.Name, err)
 	}
 	return nil

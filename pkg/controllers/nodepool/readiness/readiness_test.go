@@ -137,3 +137,16 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// With NodeRepair on, the Unhealthy reason limits repair: nothing is
+// reported unsupported.
+func TestUnhealthyReasonSupportedWithNodeRepair(t *testing.T) {
+	np := controllerstest.NodePool("repair")
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnhealthy}}}
+	if got := readiness.UnsupportedDisruption(np, false); len(got) != 1 || !contains(got[0], "NodeRepair") {
+		t.Errorf("NodeRepair off: %q, want one entry naming the gate", got)
+	}
+	if got := readiness.UnsupportedDisruption(np, true); len(got) != 0 {
+		t.Errorf("NodeRepair on: %q, want nothing unsupported", got)
+	}
+}
