@@ -242,9 +242,10 @@ func ControllerConfig(opts Options) controllers.Config {
 		CostNamespace:     opts.LeaderElection.Namespace,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.
-		Disruption:              disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
-		SpotToSpotConsolidation: opts.FeatureGates[SpotToSpotConsolidationGate],
-		NodeRepair:              opts.FeatureGates[NodeRepairGate],
+		Disruption:               disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
+		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
+		NodeRepair:               opts.FeatureGates[NodeRepairGate],
+		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
 	}
 }
 
