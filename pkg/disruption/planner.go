@@ -681,11 +681,8 @@ func (p *planner) drift() error {
 			p.keep(n, CodePDB, "drifted (%s), but PDB %s/%s has no disruption left in this pass (earlier commands took it) and the node has %d of its pods", n.st.Drifted, pdb.Namespace, pdb.Name, n.pdbs[i])
 			continue
 		}
-		res, err := p.whatIf([]*cnode{n})
+		res, err := p.settledWhatIf(n)
 		if err != nil {
-			return err
-		}
-		if err := p.settle(res); err != nil {
 			return err
 		}
 		if res.failCode != "" {
@@ -989,6 +986,15 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 	}
 	res.extra = plan.PricePerHour - p.base.PricePerHour
 	return res, nil
+}
+
+// settledWhatIf is whatIf of the node alone, then settle.
+func (p *planner) settledWhatIf(n *cnode) (*result, error) {
+	res, err := p.whatIf([]*cnode{n})
+	if err != nil {
+		return nil, err
+	}
+	return res, p.settle(res)
 }
 
 // settle commits a passing what-if to the model the next what-ifs see,

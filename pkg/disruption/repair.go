@@ -106,11 +106,8 @@ func (p *planner) repair() error {
 			p.keep(n, CodeRepairBlocked, "unhealthy (%s); but %s, and no terminationGracePeriod (of the repair policy or the NodeClaim) bounds its drain", n.sick, n.blockMsg)
 			continue
 		}
-		res, err := p.whatIf([]*cnode{n})
+		res, err := p.settledWhatIf(n)
 		if err != nil {
-			return err
-		}
-		if err := p.settle(res); err != nil {
 			return err
 		}
 		if res.failCode == CodeNeededByPending {
