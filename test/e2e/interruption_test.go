@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -314,4 +315,94 @@ func notFound(obj client.Object) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("reading %s: %w", obj.GetName(), err)
+}
+
+// TestScheduledRetirementReplacesBeforeDrain: EC2 schedules the retirement
+// of a node's instance (reported only by DescribeInstanceStatus, no queue
+// message); the controller's poll finds it, a replacement NodeClaim is
+// created before the old node is cordoned and drained, and the old
+// NodeClaim is gone well before the retirement starts. The two moments
+// come from watches, ordered by the API server's resourceVersions.
+func TestScheduledRetirementReplacesBeforeDrain(t *testing.T) {
+	s := newScenario(t)
+	s.pool("retire", nil)
+	s.deployment("retire", 2, "500m", "512Mi", func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"e2e": "retire"}
+	})
+	s.waitRunning(2, 2*time.Minute)
+	node, old := s.busiestNode("retire")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	var replacementRV, cordonRV int64
+	var replacement string
+	ncWatch, err := watchClient.Watch(ctx, &karpv1.NodeClaimList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncWatch.Stop()
+	nodeWatch, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nodeWatch.Stop()
+	go func() {
+		for ev := range ncWatch.ResultChan() {
+			nc, ok := ev.Object.(*karpv1.NodeClaim)
+			if !ok || ev.Type != watch.Added || nc.Annotations[nodeclaimutil.CreationReasonAnnotationKey] != provisioning.ReasonInterruption {
+				continue
+			}
+			rv, _ := strconv.ParseInt(nc.ResourceVersion, 10, 64)
+			mu.Lock()
+			if replacementRV == 0 {
+				replacementRV, replacement = rv, nc.Name
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		for ev := range nodeWatch.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || !n.Spec.Unschedulable {
+				continue
+			}
+			rv, _ := strconv.ParseInt(n.ResourceVersion, 10, 64)
+			mu.Lock()
+			if cordonRV == 0 {
+				cordonRV = rv
+			}
+			mu.Unlock()
+		}
+	}()
+
+	const lead = 30 * time.Minute
+	ev, err := emu().ScheduleEvent(node, awsemu.EventInstanceRetirement, lead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller polls every minute.
+	eventually(t, 3*time.Minute, "the retiring NodeClaim gone", func() (bool, error) {
+		return notFound(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: old.Name}})
+	})
+	if now := time.Now(); !now.Before(ev.NotBefore) {
+		t.Errorf("the NodeClaim went at %v, not before the retirement's start %v", now, ev.NotBefore)
+	}
+	s.waitRunning(2, 2*time.Minute)
+	mu.Lock()
+	defer mu.Unlock()
+	if replacementRV == 0 || cordonRV == 0 {
+		t.Fatalf("saw the replacement created at rv %d and the cordon at rv %d; want both", replacementRV, cordonRV)
+	}
+	t.Logf("replacement %s created at rv %d, old node %s cordoned at rv %d", replacement, replacementRV, node, cordonRV)
+	if replacementRV >= cordonRV {
+		t.Errorf("the retiring node was cordoned (rv %d) before its replacement was created (rv %d)", cordonRV, replacementRV)
+	}
+	evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", old.Name, interruption.ReasonScheduledChange)
+	if len(evs) == 0 || !strings.Contains(evs[0].Note, awsemu.EventInstanceRetirement) {
+		t.Errorf("events %s on NodeClaim %s: %+v; want one naming %s", interruption.ReasonScheduledChange, old.Name, evs, awsemu.EventInstanceRetirement)
+	}
+	if err := consistent(t); err != nil {
+		t.Error(err)
+	}
 }
