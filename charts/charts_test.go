@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dovetail-sh/dovetail/config/rbac"
+	"github.com/dovetail-sh/dovetail/internal/testutil/helmbin"
 )
 
 // TestRBACIsConfigRBAC: the chart's RBAC files are config/rbac itself (a
@@ -82,38 +82,14 @@ func TestHelmUsesToolsKubernetes(t *testing.T) {
 	}
 }
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
-)
-
-// helm returns the pinned Helm CLI: $DOVETAIL_HELM, else built (or found
-// in the per-version cache) by tools/helm's build-helm.
+// helm returns the pinned Helm CLI (helmbin.Path).
 func helm(t *testing.T) string {
 	t.Helper()
-	helmOnce.Do(func() {
-		if p := os.Getenv("DOVETAIL_HELM"); p != "" {
-			helmPath = p
-			return
-		}
-		cmd := exec.Command("go", "run", "./cmd/build-helm")
-		cmd.Dir = "../tools/helm"
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			helmErr = err
-			helmPath = stderr.String()
-			return
-		}
-		helmPath = strings.TrimSpace(string(out))
-	})
-	if helmErr != nil {
-		t.Fatalf("building helm: %v\n%s", helmErr, helmPath)
+	p, err := helmbin.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return helmPath
+	return p
 }
 
 // runHelm runs helm with args, returning its combined output.

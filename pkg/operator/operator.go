@@ -246,8 +246,9 @@ func ControllerConfig(opts Options) controllers.Config {
 		CostNamespace:     opts.LeaderElection.Namespace,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.
-		Disruption:              disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
-		SpotToSpotConsolidation: opts.FeatureGates[SpotToSpotConsolidationGate],
+		Disruption:               disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
+		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
+		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
 	}
 }
 

@@ -75,6 +75,9 @@ type Options struct {
 	// UnavailableTTL is how long an insufficient-capacity answer keeps an
 	// offering out (default 3 minutes).
 	UnavailableTTL time.Duration
+	// IsolatedVPC: call no AWS service without a VPC endpoint, which here
+	// is the Pricing API; on-demand prices come from the built-in table.
+	IsolatedVPC bool
 }
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
@@ -130,8 +133,12 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	if err := p.discoverCluster(ctx); err != nil {
 		return nil, err
 	}
+	pricingClient := clients.Pricing
+	if o.IsolatedVPC {
+		pricingClient = nil
+	}
 	p.types = instancetype.New(instancetype.Options{
-		EC2: clients.EC2, Pricing: clients.Pricing, Region: cfg.Region, Clock: o.Clock,
+		EC2: clients.EC2, Pricing: pricingClient, Region: cfg.Region, Clock: o.Clock,
 		Unavailable:  unavailable.New(o.Clock, o.UnavailableTTL),
 		PriceRefresh: o.PriceRefresh, TypeRefresh: o.TypeRefresh,
 		VMMemoryOverheadPercent: o.VMMemoryOverheadPercent, ReservedENIs: o.ReservedENIs,
