@@ -17,6 +17,7 @@ import (
 
 	"github.com/dovetail-sh/dovetail/config/rbac"
 	"github.com/dovetail-sh/dovetail/internal/testutil/helmbin"
+	"github.com/dovetail-sh/dovetail/pkg/operator"
 )
 
 // TestRBACIsConfigRBAC: the chart's RBAC files are config/rbac itself (a
@@ -215,8 +216,11 @@ func TestTemplateDefaults(t *testing.T) {
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
 	env := r.env()
-	for k, want := range map[string]string{"CLUSTER_NAME": "prod", "BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "LOG_LEVEL": "info",
-		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SchedulerHandoff=true,SpotToSpotConsolidation=false,StaticCapacity=false"} {
+	// The chart's gates are the controller's defaults, every one of them.
+	if g, err := operator.ParseFeatureGates(env["FEATURE_GATES"]); err != nil || g.String() != operator.DefaultFeatureGates().String() {
+		t.Errorf("FEATURE_GATES=%q (%v), want the controller's defaults %s", env["FEATURE_GATES"], err, operator.DefaultFeatureGates())
+	}
+	for k, want := range map[string]string{"CLUSTER_NAME": "prod", "BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "LOG_LEVEL": "info"} {
 		if env[k] != want {
 			t.Errorf("env %s=%q, want %q", k, env[k], want)
 		}
@@ -359,14 +363,14 @@ func TestTemplateRefuses(t *testing.T) {
 		want string
 	}{
 		{"no cluster name", nil, "settings.clusterName is required"},
-		{"a peer setting off its default", []string{"--set", "settings.clusterName=x", "--set", "settings.isolatedVPC=true"}, "settings.isolatedVPC"},
+		{"a peer setting off its default", []string{"--set", "settings.clusterName=x", "--set", "settings.enableZonalShift=true"}, "settings.enableZonalShift"},
 		{"a peer policy off its default", []string{"--set", "settings.clusterName=x", "--set", "settings.minValuesPolicy=BestEffort"}, "settings.minValuesPolicy"},
 		{"an unknown setting", []string{"--set", "settings.clusterName=x", "--set", "settings.drift=true"}, "settings.drift: not a setting"},
 		{"an unknown gate", []string{"--set", "settings.clusterName=x", "--set", "settings.featureGates.drift=true"}, "settings.featureGates.drift"},
 		{"a queue ARN", []string{"--set", "settings.clusterName=x", "--set", "settings.interruptionQueue=arn:aws:sqs:us-east-1:111122223333:q"}, "settings.interruptionQueue"},
 		{"the webhook", []string{"--set", "settings.clusterName=x", "--set", "webhook.enabled=true"}, "webhook.enabled"},
 		{"extra cluster role rules", []string{"--set", "settings.clusterName=x", "--set", "additionalClusterRoleRules[0].apiGroups[0]=x"}, "additionalClusterRoleRules"},
-		{"an unknown top-level value", []string{"--set", "settings.clusterName=x", "--set", "terminationGracePeriodSeconds=60"}, "terminationGracePeriodSeconds: not a value"},
+		{"an unknown top-level value", []string{"--set", "settings.clusterName=x", "--set", "webhookPort=8443"}, "webhookPort: not a value"},
 		{"a ServiceMonitor without its API", []string{"--set", "settings.clusterName=x", "--set", "serviceMonitor.enabled=true"}, "serviceMonitor.enabled"},
 	}
 	for _, tt := range tests {

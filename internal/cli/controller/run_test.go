@@ -10,16 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/internal/cli/controller"
@@ -103,7 +100,6 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 // the ports move to free ones (flags, which win over METRICS_PORT and
 // HEALTH_PROBE_PORT), so parallel tests do not collide.
 func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
-	var nodeMemory int64 = 8 << 30 // as renderPeerChartEnv resolves MEMORY_LIMIT
 	env := controllerstest.New(t, cp.RESTConfig())
 	peerEnv := renderPeerChartEnv(t)
 	// The command reads every variable the peer's chart sets.
@@ -174,6 +170,7 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 		}
 		return true, nil
 	})
+	nodeMemory := helmbin.NodeMemory
 	if got, want := debug.SetMemoryLimit(-1), int64(float64(nodeMemory)*0.9); got != want {
 		t.Errorf("soft memory limit %d, want 90%% of MEMORY_LIMIT (%s)", got, peerEnv["MEMORY_LIMIT"])
 	}
@@ -189,12 +186,9 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 }
 
 // renderPeerChartEnv renders the peer's chart and returns its controller
-// container's environment, resolving the downward API as the kubelet does
-// for a container without resources on a node with 8 GiB allocatable:
-// metadata.namespace is the release namespace, requests.cpu is 0, and
-// limits.memory falls back to the node's allocatable memory.
+// container's environment (helmbin.DeploymentEnv: no resources, a node
+// with helmbin.NodeMemory allocatable).
 func renderPeerChartEnv(t *testing.T) map[string]string {
-	const nodeMemory = 8 << 30
 	t.Helper()
 	helm, err := helmbin.Path()
 	if err != nil {
@@ -213,28 +207,9 @@ func renderPeerChartEnv(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatalf("helm template of the peer's chart: %v\n%s", err, errOut.String())
 	}
-	for _, doc := range strings.Split(string(out), "\n---") {
-		var d appsv1.Deployment
-		if err := yaml.Unmarshal([]byte(doc), &d); err != nil || d.Kind != "Deployment" {
-			continue
-		}
-		env := map[string]string{}
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			switch {
-			case e.ValueFrom == nil:
-				env[e.Name] = e.Value
-			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-				env[e.Name] = ns
-			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "requests.cpu":
-				env[e.Name] = "0"
-			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
-				env[e.Name] = strconv.FormatInt(nodeMemory, 10)
-			default:
-				t.Fatalf("env %s: a valueFrom this test does not resolve: %+v", e.Name, e.ValueFrom)
-			}
-		}
-		return env
+	env, err := helmbin.DeploymentEnv(out, ns)
+	if err != nil {
+		t.Fatalf("the peer's chart: %v", err)
 	}
-	t.Fatalf("the peer's chart rendered no Deployment:\n%s", out)
-	return nil
+	return env
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -194,7 +193,7 @@ func runNode(ctx context.Context, opts *Options) error {
 		return err
 	}
 	for _, w := range warnings {
-		fmt.Fprintln(opts.Stderr, "warning:", w)
+		cmdutil.Warn(opts.Stderr, w)
 	}
 	r, err := pkgexplain.ExplainNode(in, opts.Ref)
 	if err != nil {
