@@ -240,6 +240,10 @@ func TestNodeClaimFromTemplate(t *testing.T) {
 		if got.Spec.NodeClassRef == nil || *got.Spec.NodeClassRef != *np.Spec.Template.Spec.NodeClassRef {
 			t.Errorf("nodeClassRef %v", got.Spec.NodeClassRef)
 		}
+		if refs := got.OwnerReferences; len(refs) != 1 || refs[0].Kind != "NodePool" || refs[0].APIVersion != "karpenter.sh/v1" ||
+			refs[0].Name != np.Name || refs[0].UID != np.UID || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
+			t.Errorf("ownerReferences %+v, want the NodePool %s/%s with blockOwnerDeletion", refs, np.Name, np.UID)
+		}
 		if got.Spec.TerminationGracePeriod == nil || got.Spec.TerminationGracePeriod.Duration != time.Hour {
 			t.Errorf("terminationGracePeriod %v", got.Spec.TerminationGracePeriod)
 		}
@@ -295,6 +299,21 @@ func TestNodeClaimFromTemplate(t *testing.T) {
 			return holds(len(evs) == 1 && strings.Contains(evs[0].Note, "team-b-"), "events %v", evs)
 		})
 	}
+
+	// Deleting the NodePool deletes its NodeClaims through the API server's
+	// garbage collector (kube-controller-manager), as with the peer.
+	if err := f.env.Client.Delete(f.env.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("the NodePool's NodeClaims deleted with it", func() (bool, error) {
+		var live []string
+		for _, nc := range f.nodeClaims() {
+			if nc.Labels[karpv1.NodePoolLabelKey] == np.Name && nc.DeletionTimestamp.IsZero() {
+				live = append(live, nc.Name)
+			}
+		}
+		return holds(len(live) == 0, "NodeClaims not being deleted: %v", live)
+	})
 }
 
 func TestNoSecondLaunchForTheSamePods(t *testing.T) {
