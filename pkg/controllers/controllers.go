@@ -27,7 +27,9 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/offeringmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/offerings"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/podmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
@@ -63,6 +65,8 @@ var (
 	_ Controller = (*ncstatus.Controller)(nil)
 	_ Controller = (*cost.Controller)(nil)
 	_ Controller = (*offerings.Controller)(nil)
+	_ Controller = (*offeringmetrics.Controller)(nil)
+	_ Controller = (*podmetrics.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -77,6 +81,7 @@ var (
 	_ reconcile.Reconciler = (*ncstatus.Controller)(nil)
 	_ reconcile.Reconciler = (*cost.Controller)(nil)
 	_ reconcile.Reconciler = (*offerings.Controller)(nil)
+	_ reconcile.Reconciler = (*offeringmetrics.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -180,6 +185,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 			func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
 				return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
 			}, disruptionOptions(cfg)),
+
+		// The peer's pod and offering metrics (they write nothing).
+		podmetrics.NewController(d.Metrics),
+		offeringmetrics.NewController(d.Client, cloud("cloudprovider.metrics"), d.Unavailable, d.Metrics, offeringmetrics.Options{}),
 	}
 	if d.APIReader != nil && cfg.CostNamespace != "" {
 		// What the fleet costs, hour by hour, kept in the cluster.

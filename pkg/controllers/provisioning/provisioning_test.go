@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -805,5 +806,42 @@ func TestHandoffWritesWhereOtherPodsCouldGo(t *testing.T) {
 			}
 		}
 		return false, errors.New("no pod carries a nomination written by the provisioner")
+	})
+}
+
+// TestPodsThatRefuseEveryPoolAreCountedAsIgnored: a pending pod whose
+// required node affinity asks for karpenter.sh/nodepool DoesNotExist gets
+// no node and is counted in karpenter_scheduler_ignored_pods_count (and
+// its alias karpenter_ignored_pod_count); the pod beside it is planned;
+// once the ignored pod is gone the count is 0.
+func TestPodsThatRefuseEveryPoolAreCountedAsIgnored(t *testing.T) {
+	f := setup(t, provisioning.Options{}, false)
+	f.readyPool(controllerstest.NodePool("default"))
+	refusing := f.createPods(1, "unmanaged-only", "100m", "64Mi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpDoesNotExist}},
+			}}},
+		}}
+	})[0]
+	web := f.createPods(1, "web", "100m", "64Mi", nil)[0]
+	res := f.provision()
+	if len(res.Created) != 1 || len(res.Plan.Unschedulable) != 1 {
+		t.Fatalf("created %d NodeClaims, %d pods unschedulable; want 1 and 1 (the refusing pod)", len(res.Created), len(res.Plan.Unschedulable))
+	}
+	for name, g := range map[string]prometheus.Gauge{"karpenter_scheduler_ignored_pods_count": f.m.IgnoredPods, "karpenter_ignored_pod_count": f.m.IgnoredPodsAlias} {
+		if v := metricstest.Value(t, g); v != 1 {
+			t.Errorf("%s = %v, want 1", name, v)
+		}
+	}
+	if provisioning.IgnoredPod(web) || !provisioning.IgnoredPod(refusing) {
+		t.Error("IgnoredPod does not tell the refusing pod from the other")
+	}
+	if err := f.env.Client.Delete(f.env.Context(), refusing); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("no pod ignored once it is gone", func() (bool, error) {
+		f.provision()
+		return metricstest.Value(t, f.m.IgnoredPods) == 0 && metricstest.Value(t, f.m.IgnoredPodsAlias) == 0, nil
 	})
 }

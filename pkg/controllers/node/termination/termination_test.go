@@ -189,7 +189,7 @@ func TestDeleteNodeDrainsInOrderHonouringPDBs(t *testing.T) {
 	if c := nc.GetCondition(karpv1.ConditionTypeDrained); c == nil || c.Status != metav1.ConditionFalse || c.Reason != termination.ReasonDraining {
 		t.Errorf("Drained = %+v, want False/Draining", c)
 	}
-	if v := metricstest.Value(t, env.Metrics.NodesEvictionRequests.WithLabelValues("429")); v < 2 {
+	if v := metricstest.Value(t, env.Metrics.PodsEvictionRequests.WithLabelValues("429")); v < 2 {
 		t.Errorf("429 evictions = %v, want at least one per web pod", v)
 	}
 	if len(env.Cloud.Instances()) != 1 {
