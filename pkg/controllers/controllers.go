@@ -134,6 +134,10 @@ type Config struct {
 	// spot node is only deleted or replaced by on-demand capacity. Read by
 	// the disruption controller.
 	SpotToSpotConsolidation bool
+	// NodeRepair (feature gate NodeRepair) replaces nodes whose conditions
+	// match one of the cloud provider's repair policies past its
+	// toleration (the disruption controller, reason Unhealthy).
+	NodeRepair bool
 }
 
 // NewControllers lists every controller dovetail runs, wired with its
@@ -155,7 +159,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
 		hash.NewController(d.Client),
-		readiness.NewController(d.Client, d.Clock),
+		readiness.NewController(d.Client, d.Clock, readiness.Options{NodeRepair: cfg.NodeRepair}),
 		counter.NewController(d.Client, d.Metrics),
 
 		// Pods to NodeClaims.
@@ -209,6 +213,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
+	o.NodeRepair = cfg.NodeRepair
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}

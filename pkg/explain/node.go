@@ -18,8 +18,8 @@ type NodeResult struct {
 	Now      time.Time `json:"now"`
 	// PricePerHour is what the node costs.
 	PricePerHour float64 `json:"pricePerHour"`
-	// Decision is "kept", or the command's reason (Empty, Drifted,
-	// Underutilized) when a command removes it now.
+	// Decision is "kept", or the command's reason (Unhealthy, Empty,
+	// Drifted, Underutilized) when a command removes it now.
 	Decision string `json:"decision"`
 	// Code and Reason say why it is kept.
 	Code   string `json:"code,omitempty"`

@@ -125,6 +125,11 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (cl
 	return out, err
 }
 
+// RepairPolicies forwards (a fixed list: nothing to observe).
+func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return c.inner.RepairPolicies()
+}
+
 // Name is the decorated provider's name.
 func (c *CloudProvider) Name() string { return c.inner.Name() }
 

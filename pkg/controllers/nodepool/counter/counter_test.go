@@ -73,7 +73,7 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 	env.Start(
 		lifecycle.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, env.Unavailable, lifecycle.Options{}),
 		termination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),
-		readiness.NewController(kube, env.Clock),
+		readiness.NewController(kube, env.Clock, readiness.Options{}),
 		counter.NewController(kube, env.Metrics),
 	)
 	class := controllerstest.EC2NodeClass("default")

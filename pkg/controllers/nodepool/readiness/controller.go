@@ -38,11 +38,19 @@ const (
 type Controller struct {
 	kube  client.Client
 	clock clock.Clock
+	opts  Options
+}
+
+// Options configure the controller.
+type Options struct {
+	// NodeRepair is the feature gate: on, a budget reason Unhealthy
+	// limits node repair; off, it limits nothing and is reported.
+	NodeRepair bool
 }
 
 // NewController returns the controller.
-func NewController(kube client.Client, clk clock.Clock) *Controller {
-	return &Controller{kube: kube, clock: clk}
+func NewController(kube client.Client, clk clock.Clock, opts Options) *Controller {
+	return &Controller{kube: kube, clock: clk, opts: opts}
 }
 
 // Name is the controller's name in logs and metrics.
@@ -88,7 +96,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	np.SetCondition(karpv1.ConditionTypeNodeClassReady, status, reason, msg, now)
-	if unsupported := UnsupportedDisruption(np); len(unsupported) > 0 {
+	if unsupported := UnsupportedDisruption(np, c.opts.NodeRepair); len(unsupported) > 0 {
 		np.SetCondition(karpv1.ConditionTypeDisruptionSupported, metav1.ConditionFalse, ReasonUnsupported, strings.Join(unsupported, "; "), now)
 	} else {
 		np.ClearCondition(karpv1.ConditionTypeDisruptionSupported)
@@ -105,15 +113,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // UnsupportedDisruption lists the disruption fields and values of a pool
 // that dovetail accepts but does not act on, each naming its field. Today
-// that is a budget reason Unhealthy: dovetail does not repair unhealthy
-// nodes (the NodeRepair gate is refused), so such a budget limits nothing
-// dovetail does.
-func UnsupportedDisruption(np *karpv1.NodePool) []string {
+// that is a budget reason Unhealthy while node repair is off (the
+// NodeRepair gate, nodeRepair): no node is repaired, so such a budget
+// limits nothing.
+func UnsupportedDisruption(np *karpv1.NodePool, nodeRepair bool) []string {
+	if nodeRepair {
+		return nil
+	}
 	var out []string
 	for i, b := range np.Spec.Disruption.Budgets {
 		for j, r := range b.Reasons {
 			if r == karpv1.DisruptionReasonUnhealthy {
-				out = append(out, fmt.Sprintf("spec.disruption.budgets[%d].reasons[%d]: %q is not acted on: dovetail does not repair unhealthy nodes (no node repair), so this reason limits nothing", i, j, string(r)))
+				out = append(out, fmt.Sprintf("spec.disruption.budgets[%d].reasons[%d]: %q is not acted on: node repair is off (feature gate NodeRepair=false), so this reason limits nothing", i, j, string(r)))
 			}
 		}
 	}
