@@ -52,6 +52,9 @@ const (
 	// CodeDestination: an earlier command of this pass moves pods onto it;
 	// it is not disrupted in the same pass (its pods would move twice).
 	CodeDestination Code = "Destination"
+	// CodeStaticPool: the node belongs to a static pool (spec.replicas),
+	// whose nodes are not consolidated; only drift replaces them.
+	CodeStaticPool Code = "StaticPool"
 	// CodeNotCandidate: nothing to do: not empty, drifted or underutilized
 	// under the pool's policy (for example, it is part of the cheapest fleet).
 	CodeNotCandidate Code = "Kept"
@@ -62,5 +65,5 @@ func Codes() []Code {
 	return []Code{CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeNominated, CodeNodeDoNotDisrupt,
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
-		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeNotCandidate}
+		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool, CodeNotCandidate}
 }

@@ -246,9 +246,9 @@ var Gates = map[string]Gate{
 	"NodeOverlay": {Default: false, RefuseOn: true,
 		On:  "not implemented: dovetail has no NodeOverlay API",
 		Off: "no NodeOverlay resources are read"},
-	"StaticCapacity": {Default: false, RefuseOn: true,
-		On:  "not implemented: NodePool spec.replicas (static capacity) is not acted on",
-		Off: "NodePools provision for pending pods only"},
+	StaticCapacityGate: {Default: false,
+		On:  "a NodePool with spec.replicas keeps exactly that many nodes within limits.nodes (controllers.Config.StaticCapacity)",
+		Off: "NodePools provision for pending pods only; a NodePool with spec.replicas gets ValidationSucceeded=False and no nodes"},
 	"CapacityBuffer": {Default: false, RefuseOn: true,
 		On:  "not implemented: dovetail has no capacity buffers",
 		Off: "no headroom is provisioned ahead of pending pods"},
@@ -275,6 +275,10 @@ const SpotToSpotConsolidationGate = "SpotToSpotConsolidation"
 // SchedulerHandoffGate names the gate of the provisioner's hand-off to the
 // kube-scheduler (provisioning.Options.DisableHandoff when off).
 const SchedulerHandoffGate = "SchedulerHandoff"
+
+// StaticCapacityGate names the gate of static NodePools (spec.replicas;
+// controllers.Config.StaticCapacity).
+const StaticCapacityGate = "StaticCapacity"
 
 // ReservedCapacityGate names the peer's reserved-capacity gate.
 const ReservedCapacityGate = "ReservedCapacity"
