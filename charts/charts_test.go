@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dovetail-sh/dovetail/config/rbac"
+	"github.com/dovetail-sh/dovetail/internal/testutil/helmbin"
+	"github.com/dovetail-sh/dovetail/pkg/operator"
 )
 
 // TestRBACIsConfigRBAC: the chart's RBAC files are config/rbac itself (a
@@ -82,38 +83,14 @@ func TestHelmUsesToolsKubernetes(t *testing.T) {
 	}
 }
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
-)
-
-// helm returns the pinned Helm CLI: $DOVETAIL_HELM, else built (or found
-// in the per-version cache) by tools/helm's build-helm.
+// helm returns the pinned Helm CLI (helmbin.Path).
 func helm(t *testing.T) string {
 	t.Helper()
-	helmOnce.Do(func() {
-		if p := os.Getenv("DOVETAIL_HELM"); p != "" {
-			helmPath = p
-			return
-		}
-		cmd := exec.Command("go", "run", "./cmd/build-helm")
-		cmd.Dir = "../tools/helm"
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			helmErr = err
-			helmPath = stderr.String()
-			return
-		}
-		helmPath = strings.TrimSpace(string(out))
-	})
-	if helmErr != nil {
-		t.Fatalf("building helm: %v\n%s", helmErr, helmPath)
+	p, err := helmbin.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return helmPath
+	return p
 }
 
 // runHelm runs helm with args, returning its combined output.
@@ -239,8 +216,11 @@ func TestTemplateDefaults(t *testing.T) {
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
 	env := r.env()
-	for k, want := range map[string]string{"CLUSTER_NAME": "prod", "BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "LOG_LEVEL": "info",
-		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SchedulerHandoff=true,SpotToSpotConsolidation=false,StaticCapacity=false"} {
+	// The chart's gates are the controller's defaults, every one of them.
+	if g, err := operator.ParseFeatureGates(env["FEATURE_GATES"]); err != nil || g.String() != operator.DefaultFeatureGates().String() {
+		t.Errorf("FEATURE_GATES=%q (%v), want the controller's defaults %s", env["FEATURE_GATES"], err, operator.DefaultFeatureGates())
+	}
+	for k, want := range map[string]string{"CLUSTER_NAME": "prod", "BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "LOG_LEVEL": "info"} {
 		if env[k] != want {
 			t.Errorf("env %s=%q, want %q", k, env[k], want)
 		}
@@ -383,14 +363,14 @@ func TestTemplateRefuses(t *testing.T) {
 		want string
 	}{
 		{"no cluster name", nil, "settings.clusterName is required"},
-		{"a peer setting off its default", []string{"--set", "settings.clusterName=x", "--set", "settings.isolatedVPC=true"}, "settings.isolatedVPC"},
+		{"a peer setting off its default", []string{"--set", "settings.clusterName=x", "--set", "settings.enableZonalShift=true"}, "settings.enableZonalShift"},
 		{"a peer policy off its default", []string{"--set", "settings.clusterName=x", "--set", "settings.minValuesPolicy=BestEffort"}, "settings.minValuesPolicy"},
 		{"an unknown setting", []string{"--set", "settings.clusterName=x", "--set", "settings.drift=true"}, "settings.drift: not a setting"},
 		{"an unknown gate", []string{"--set", "settings.clusterName=x", "--set", "settings.featureGates.drift=true"}, "settings.featureGates.drift"},
 		{"a queue ARN", []string{"--set", "settings.clusterName=x", "--set", "settings.interruptionQueue=arn:aws:sqs:us-east-1:111122223333:q"}, "settings.interruptionQueue"},
 		{"the webhook", []string{"--set", "settings.clusterName=x", "--set", "webhook.enabled=true"}, "webhook.enabled"},
 		{"extra cluster role rules", []string{"--set", "settings.clusterName=x", "--set", "additionalClusterRoleRules[0].apiGroups[0]=x"}, "additionalClusterRoleRules"},
-		{"an unknown top-level value", []string{"--set", "settings.clusterName=x", "--set", "terminationGracePeriodSeconds=60"}, "terminationGracePeriodSeconds: not a value"},
+		{"an unknown top-level value", []string{"--set", "settings.clusterName=x", "--set", "webhookPort=8443"}, "webhookPort: not a value"},
 		{"a ServiceMonitor without its API", []string{"--set", "settings.clusterName=x", "--set", "serviceMonitor.enabled=true"}, "serviceMonitor.enabled"},
 	}
 	for _, tt := range tests {

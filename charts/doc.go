@@ -8,7 +8,10 @@
 // drift. The tests run the Helm
 // CLI built from the Go module proxy by tools/helm (DOVETAIL_HELM names a
 // binary to use instead): lint, template with the defaults, with the peer's
-// documented values and without clusterName, and an install, upgrade and
+// documented values, with the peer's own values.yaml (fetched through the
+// Go module proxy, internal/peermodule) beside the peer's chart rendered
+// with it, each value against what `dovetail controller` accepts, the
+// values schema, without clusterName, and an install, upgrade and
 // uninstall on the local stack with the controller running under the
 // chart's ServiceAccount token.
 //

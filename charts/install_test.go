@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/dovetail-sh/dovetail/api/crds"
 	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
 	stack "github.com/dovetail-sh/dovetail/pkg/local"
@@ -54,7 +55,14 @@ func (h *helmInstall) Start(ctx context.Context, env stack.Env) error {
 	// The stack installed the CRDs already, as a peer install would have:
 	// the CRD chart refuses them until they carry Helm's ownership
 	// metadata (docs/install.md), then adopts them.
-	crds := []string{"crd/nodepools.karpenter.sh", "crd/nodeclaims.karpenter.sh", "crd/ec2nodeclasses.karpenter.k8s.aws"}
+	objs, err := crds.Objects()
+	if err != nil {
+		return err
+	}
+	var crds []string
+	for _, o := range objs {
+		crds = append(crds, "crd/"+o.Name)
+	}
 	out, err := h.helm("install", "dovetail-crd", "./dovetail-crd", "-n", namespace)
 	if err == nil {
 		return fmt.Errorf("helm install dovetail-crd over unowned CRDs succeeded:\n%s", out)

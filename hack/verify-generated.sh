@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 
 generated() {
-  { git ls-files -co --exclude-standard -- 'api/**/zz_generated.deepcopy.go' 'api/crds/*.yaml' 'charts/dovetail/crds/*.yaml' 'charts/dovetail-crd/templates/karpenter*.yaml' 'pkg/catalog/data/*' 'pkg/catalog/testdata/karpenter-allocatable.json'; } | sort -u
+  { git ls-files -co --exclude-standard -- 'api/**/zz_generated.deepcopy.go' 'api/crds/*.yaml' 'charts/dovetail/crds/*.yaml' 'charts/dovetail-crd/templates/karpenter*.yaml' 'charts/dovetail-crd/templates/autoscaling.x-k8s.io_*.yaml' 'pkg/catalog/data/*' 'pkg/catalog/testdata/karpenter-allocatable.json'; } | sort -u
 }
 snapshot() { for f in $(generated); do printf '%s %s\n' "$(sha256sum <"$f" | cut -d' ' -f1)" "$f"; done; }
 

@@ -101,6 +101,8 @@ func TestExamplesApplyAndPrint(t *testing.T) {
 		corev1.ResourceMemory: resourceQuantity(t, "2907533476Ki"),
 		"nodes":               resourceQuantity(t, "78"),
 	}
+	nodes := int64(78)
+	np.Status.Nodes = &nodes
 	now := time.Now()
 	np.SetCondition(karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "Valid", "", now)
 	np.SetCondition(karpv1.ConditionTypeNodeClassReady, metav1.ConditionTrue, "Ready", "", now)
@@ -234,23 +236,25 @@ func TestNodeClaimColumns(t *testing.T) {
 	t.Cleanup(func() { _ = c.Delete(ctx, nc) })
 	nc.Status.NodeName = "ip-10-0-0-1.ec2.internal"
 	nc.Status.ProviderID = "aws:///us-east-1a/i-0123456789abcdef0"
+	nc.Status.ImageID = "ami-0123456789abcdef0"
 	now := time.Now()
 	for _, cond := range karpv1.NodeClaimReadyDependents {
 		nc.SetCondition(cond, metav1.ConditionTrue, cond, "", now)
 	}
+	nc.SetCondition(karpv1.ConditionTypeDrifted, metav1.ConditionTrue, "AMIDrift", "", now)
 	if err := c.Status().Update(ctx, nc); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
 
-	wantHeader := []string{"NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE", "NODEPOOL", "NODECLASS", "ID"}
-	wantRow := []string{"columns", "m7g.large", "spot", "us-east-1a", "ip-10-0-0-1.ec2.internal", "True", "AGE", "arm64-default", "default", "aws:///us-east-1a/i-0123456789abcdef0"}
+	wantHeader := []string{"NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE", "IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED"}
+	wantRow := []string{"columns", "m7g.large", "spot", "us-east-1a", "ip-10-0-0-1.ec2.internal", "True", "AGE", "ami-0123456789abcdef0", "aws:///us-east-1a/i-0123456789abcdef0", "arm64-default", "default", "True"}
 	for _, tc := range []struct {
 		name string
 		args []string
 		n    int
 	}{
 		{"plain", []string{"get", "nodeclaims"}, 7},
-		{"wide", []string{"get", "nodeclaims", "-o", "wide"}, 10},
+		{"wide", []string{"get", "nodeclaims", "-o", "wide"}, 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := table(kubectl(t, tc.args...))

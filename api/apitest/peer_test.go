@@ -56,6 +56,20 @@ func installPeerCRDs(t *testing.T, c client.Client) {
 	}
 }
 
+// apiextensionsClient is a client for CustomResourceDefinitions.
+func apiextensionsClient(t *testing.T) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := client.New(cp.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ext
+}
+
 // asPeer is obj in the peer's group.
 func asPeer(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	p := obj.DeepCopy()
@@ -80,15 +94,7 @@ var knownDisagreements = map[string]string{}
 // and ours refuses means ours is stricter; one the peer refuses and ours
 // accepts means ours lacks a rule.
 func TestAgreesWithThePeer(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	ext, err := client.New(cp.RESTConfig(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	installPeerCRDs(t, ext)
+	installPeerCRDs(t, apiextensionsClient(t))
 	c := newClient(t)
 	ctx := testContext(t)
 	verdict := func(obj *unstructured.Unstructured) (bool, string) {

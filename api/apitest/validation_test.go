@@ -112,7 +112,7 @@ type invalidCase struct {
 
 func invalidCases() []invalidCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	return []invalidCase{
+	return append([]invalidCase{
 		// NodePool requirements.
 		{name: "unknown operator", base: np, patch: reqs(`[{key: a, operator: Near, values: [x]}]`), field: "spec.template.spec.requirements[0].operator", msg: "Unsupported value"},
 		{name: "In without values", base: np, patch: reqs(`[{key: a, operator: In}]`), field: "spec.template.spec.requirements[0].values", msg: "operator In"},
@@ -228,7 +228,7 @@ func invalidCases() []invalidCase {
 		{name: "unknown volumeType", base: ec2, patch: `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeType: gp9}}]}`, field: "spec.blockDeviceMappings[0].ebs.volumeType", msg: "Unsupported value"},
 		{name: "instanceStorePolicy RAID1", base: ec2, patch: `spec: {instanceStorePolicy: RAID1}`, field: "spec.instanceStorePolicy", msg: "Unsupported value"},
 		{name: "restricted tag", base: ec2, patch: `spec: {tags: {eks:eks-cluster-name: other}}`, field: "spec.tags", msg: "eks:eks-cluster-name"},
-	}
+	}, append(overlayBufferInvalidCases(), peerRuleCases()...)...)
 }
 
 // runtimeCases are objects both CRDs (ours and the peer's) admit and that
@@ -328,7 +328,7 @@ func TestInvalidObjectsRefused(t *testing.T) {
 func TestBasesAccepted(t *testing.T) {
 	c := newClient(t)
 	ctx := testContext(t)
-	for _, base := range []string{baseNodePool, baseNodeClaim, baseEC2NodeClass} {
+	for _, base := range []string{baseNodePool, baseNodeClaim, baseEC2NodeClass, baseNodeOverlay, baseCapacityBuffer} {
 		obj := object(t, base, "base", "")
 		if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
 			t.Errorf("%s refused: %v", obj.GetKind(), err)
@@ -341,7 +341,7 @@ type validCase struct{ name, base, patch string }
 
 func validCases() []validCase {
 	np, nc, ec2 := baseNodePool, baseNodeClaim, baseEC2NodeClass
-	return []validCase{
+	return append([]validCase{
 		{name: "Exists with minValues 5", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 5}]`)},
 		{name: "In with minValues equal to values", base: np, patch: reqs(`[{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r], minValues: 3}]`)},
 		{name: "minValues 50", base: np, patch: reqs(`[{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 50}]`)},
@@ -373,6 +373,7 @@ func validCases() []validCase {
 		{name: "capacity-type as a template label (the peer allows it)", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/capacity-type: spot}}}}`},
 		{name: "limits on any resource", base: np, patch: `spec: {limits: {nodes: "10", nvidia.com/gpu: "8"}}`},
 		{name: "nodeclaim with nodepool requirement and expireAfter", base: nc, patch: `spec: {expireAfter: Never, taints: [{key: team, value: b, effect: NoExecute}]}`},
+		{name: "nodeclaim with the peer's ec2nodeclass requirement", base: nc, patch: `spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [default]}, {key: karpenter.k8s.aws/ec2nodeclass, operator: In, values: [default]}]}`},
 		{name: "alias al2023@latest without amiFamily", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: al2023@latest}]}`},
 		{name: "pinned alias with matching amiFamily", base: ec2, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{alias: al2023@v20240807}]}`},
 		{name: "bottlerocket alias", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: bottlerocket@v1.20.0}]}`},
@@ -418,7 +419,7 @@ spec:
     imageGCLowThresholdPercent: 80
     cpuCFSQuota: true
 `},
-	}
+	}, overlayBufferValidCases()...)
 }
 
 func TestValidEdgeCasesAccepted(t *testing.T) {

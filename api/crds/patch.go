@@ -38,6 +38,7 @@ var amendments = func() []amendment {
 		// field. Values are checked as label values at run time.
 		{"karpenter.sh_nodepools.yaml", "spec.template.spec.requirements.[].values", map[string]any{"maxLength": 63, "pattern": labelValuePattern}},
 		{"karpenter.sh_nodeclaims.yaml", "spec.requirements.[].values", map[string]any{"maxLength": 63, "pattern": labelValuePattern}},
+		{"karpenter.sh_nodeoverlays.yaml", "spec.requirements.[].values", map[string]any{"maxLength": 63, "pattern": labelValuePattern}},
 	}
 	out = append(out, taintAmendments("karpenter.sh_nodepools.yaml", "spec.template.spec.taints")...)
 	out = append(out, taintAmendments("karpenter.sh_nodepools.yaml", "spec.template.spec.startupTaints")...)

@@ -27,21 +27,45 @@ func peerCRDs(t *testing.T) map[string][]byte {
 	return files
 }
 
+// bothCRDs returns the peer's CRD files and ours, by file name; it fails
+// when ours lack one of the peer's.
+func bothCRDs(t *testing.T) (peer, ours map[string][]byte) {
+	t.Helper()
+	peer = peerCRDs(t)
+	ours, err := crds.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range peercrds.Files {
+		if peer[name] == nil || ours[name] == nil {
+			t.Fatalf("%s: the peer has it %v, dovetail %v", name, peer[name] != nil, ours[name] != nil)
+		}
+	}
+	return peer, ours
+}
+
 type schemaNode = map[string]any
 
-// v1 returns the v1 version object of a CRD document.
-func v1(t *testing.T, name string, doc []byte) schemaNode {
+// crdDoc decodes a CRD document.
+func crdDoc(t *testing.T, name string, doc []byte) schemaNode {
 	t.Helper()
 	var crd schemaNode
 	if err := yaml.Unmarshal(doc, &crd); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	for _, v := range crd["spec"].(schemaNode)["versions"].([]any) {
-		if v.(schemaNode)["name"] == "v1" {
+	return crd
+}
+
+// storageVersion returns the storage version object of a CRD document
+// (each of ours and the peer's has exactly one version).
+func storageVersion(t *testing.T, name string, doc []byte) schemaNode {
+	t.Helper()
+	for _, v := range crdDoc(t, name, doc)["spec"].(schemaNode)["versions"].([]any) {
+		if v.(schemaNode)["storage"] == true {
 			return v.(schemaNode)
 		}
 	}
-	t.Fatalf("%s has no v1 version", name)
+	t.Fatalf("%s has no storage version", name)
 	return nil
 }
 
@@ -144,23 +168,20 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// TestSchemasAcceptWhatThePeersAccept compares our NodePool, NodeClaim and
-// EC2NodeClass CRDs with the peer's, property by property. knownGaps lists
+// TestSchemasAcceptWhatThePeersAccept compares our CRDs (NodePool,
+// NodeClaim, EC2NodeClass, NodeOverlay, CapacityBuffer) with the peer's,
+// property by property. knownGaps lists
 // the differences not closed yet, each with why; the test fails on any
 // other difference and on a listed one that no longer occurs, so the list
 // is exactly what remains.
 func TestSchemasAcceptWhatThePeersAccept(t *testing.T) {
-	peer := peerCRDs(t)
-	ours, err := crds.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer, ours := bothCRDs(t)
 	var got []string
 	for _, name := range peercrds.Files {
-		if peer[name] == nil || ours[name] == nil {
-			t.Fatalf("%s: peer %v, ours %v", name, peer[name] != nil, ours[name] != nil)
+		pv, ov := storageVersion(t, "peer "+name, peer[name]), storageVersion(t, name, ours[name])
+		if pv["name"] != ov["name"] {
+			got = append(got, fmt.Sprintf("%s version %v, ours %v", name, pv["name"], ov["name"]))
 		}
-		pv, ov := v1(t, "peer "+name, peer[name]), v1(t, name, ours[name])
 		if ps, os := fmt.Sprint(pv["subresources"]), fmt.Sprint(ov["subresources"]); ps != os {
 			got = append(got, name+" subresources "+ps+", ours "+os)
 		}

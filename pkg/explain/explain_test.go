@@ -73,3 +73,42 @@ func TestPoolCensus(t *testing.T) {
 		t.Errorf("a missing pod: %v", err)
 	}
 }
+
+// TestPoolCensusKeepsMinValues: a pool whose requirements carry minValues
+// is not reported as able to take a pod when fewer distinct values than
+// that fit, and the pool line agrees with the engine's verdict (issue 25:
+// "MinValuesUnsatisfiable" beside "OK, can take it").
+func TestPoolCensusKeepsMinValues(t *testing.T) {
+	types := []*cloudprovider.InstanceType{
+		itype("a1.large", "arm64", "2", 0.05, "z1"),
+		itype("a1.xlarge", "arm64", "4", 0.10, "z1"),
+		itype("m1.large", "amd64", "2", 0.06, "z1"),
+		itype("m1.xlarge", "amd64", "4", 0.12, "z1"),
+		itype("m1.2xlarge", "amd64", "8", 0.24, "z1"),
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	for _, tt := range []struct {
+		minValues int
+		wantCode  string // "" means the pool can take it
+	}{{3, string(engine.MinValuesUnsatisfiable)}, {2, ""}} {
+		pool := engine.NodePool{Name: "p", InstanceTypes: types, Requirements: requirements.NewRequirements(
+			requirements.MustNew(corev1.LabelInstanceTypeStable, requirements.Exists, nil, &tt.minValues))}
+		in := &engine.Input{Pods: []*corev1.Pod{pod}, NodePools: []engine.NodePool{pool}}
+		out, err := explain.ExplainPod(in, []*corev1.Pod{pod}, nil, nil, engine.PodRef{Namespace: "ns", Name: "p1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := out.NodePools[0]
+		if p.Code != tt.wantCode {
+			t.Errorf("minValues %d: pool %+v, want code %q", tt.minValues, p, tt.wantCode)
+		}
+		if tt.wantCode != "" && (out.Verdict.Schedulable || out.Verdict.Code != tt.wantCode || !strings.Contains(p.Reason, "minValues is 3")) {
+			t.Errorf("minValues %d: verdict %+v and pool %+v disagree", tt.minValues, out.Verdict, p)
+		}
+		if tt.wantCode == "" && (!out.Verdict.Schedulable || !strings.HasPrefix(p.Reason, "can take it: 2 of 5")) {
+			t.Errorf("minValues %d: verdict %+v, pool %+v; want both to take it", tt.minValues, out.Verdict, p)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -471,6 +472,7 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 		need[name] = n
 	}
 	fitting := 0
+	var fits []*cloudprovider.InstanceType
 	var cheapest *cloudprovider.InstanceType
 	cheapestPrice := 0.0
 	var zonesSeen, unavailSeen []string
@@ -491,6 +493,7 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 			continue
 		}
 		fitting++
+		fits = append(fits, it)
 		if cheapest == nil || price < cheapestPrice {
 			cheapest, cheapestPrice = it, price
 		}
@@ -509,6 +512,19 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 		out.Code, out.Reason, out.Fix = noFit(out.Rejected, deciding, len(p.InstanceTypes), largest, volNames, volZones)
 		return out
 	}
+	// minValues: the engine launches a pod's node only with at least
+	// minValues distinct values of each such key among the types that can
+	// hold it, so the census holds the fitting types to the same rule.
+	if err := combined.MinValuesSatisfied(func(key string) int { return distinctValues(fits, key, combined.Get(key)) }); err != nil {
+		var mv *requirements.MinValuesError
+		if errors.As(err, &mv) {
+			out.Code = string(engine.MinValuesUnsatisfiable)
+			out.Reason = fmt.Sprintf("%d of %d instance types fit, but they have %d distinct %s (the pool's minValues is %d)",
+				fitting, len(p.InstanceTypes), mv.Available, mv.Key, mv.MinValues)
+			out.Fix = fmt.Sprintf("lower the pool's minValues for %s, or allow more instance types that can hold the pod", mv.Key)
+			return out
+		}
+	}
 	// Limits: would the cheapest fitting type fit in what is left?
 	if lim := limitShort(p, cheapest); lim != "" {
 		out.Code = string(engine.NodePoolLimitReached)
@@ -518,6 +534,18 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 	}
 	out.Reason = fmt.Sprintf("can take it: %d of %d instance types fit, cheapest %s at $%s/h", fitting, len(p.InstanceTypes), cheapest.Name, formatPrice(cheapestPrice))
 	return out
+}
+
+// distinctValues counts the distinct values of key (allowed by r) among
+// the types' labels.
+func distinctValues(types []*cloudprovider.InstanceType, key string, r *requirements.Requirement) int {
+	seen := map[string]bool{}
+	for _, it := range types {
+		if v, ok := it.Labels[key]; ok && (r == nil || r.Has(v)) {
+			seen[v] = true
+		}
+	}
+	return len(seen)
 }
 
 // labelMismatch checks the instance type's own labels against the

@@ -242,9 +242,10 @@ func ControllerConfig(opts Options) controllers.Config {
 		CostNamespace:     opts.LeaderElection.Namespace,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.
-		Disruption:              disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
-		SpotToSpotConsolidation: opts.FeatureGates[SpotToSpotConsolidationGate],
-		StaticCapacity:          opts.FeatureGates[StaticCapacityGate],
+		Disruption:               disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
+		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
+		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
+		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
 	}
 }
 

@@ -63,6 +63,8 @@ type Options struct {
 	// cluster; local mode, where nodes boot in milliseconds, uses less.
 	// Must be in (0, 1].
 	LivenessTimeScale float64
+	// Peer holds the rest of the peer's settings (peersettings.go).
+	Peer PeerSettings
 }
 
 // LeaderElection configures the lease replicas compete for.
@@ -112,6 +114,7 @@ func DefaultOptions() Options {
 			LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod,
 		},
 		LivenessTimeScale: 1,
+		Peer:              DefaultPeerSettings(),
 	}
 }
 
@@ -130,7 +133,7 @@ func (o Options) Validate() field.ErrorList {
 			"must be 1-100 letters, digits, '-' or '_', starting with a letter or digit (EKS cluster name rules)"))
 	}
 	if o.ClusterEndpoint != "" {
-		if u, err := url.Parse(o.ClusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+		if u, err := url.Parse(o.ClusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" || !validHost(u.Hostname()) {
 			errs = append(errs, field.Invalid(field.NewPath("clusterEndpoint"), o.ClusterEndpoint,
 				"must be an https URL such as https://ABC.gr7.us-east-1.eks.amazonaws.com (or empty: discovered)"))
 		}
@@ -162,9 +165,13 @@ func (o Options) Validate() field.ErrorList {
 	if o.MetricsPort > 0 && o.MetricsPort == o.HealthProbePort {
 		errs = append(errs, field.Invalid(field.NewPath("healthProbePort"), o.HealthProbePort, "must differ from metricsPort"))
 	}
+	if o.BindAddress != "" && !validHost(o.BindAddress) {
+		errs = append(errs, field.Invalid(field.NewPath("bindAddress"), capEcho(o.BindAddress),
+			"must be an IP address (e.g. 127.0.0.1, ::1) or a host name, or empty for every interface"))
+	}
 	if o.ProfilingBindAddress != "" {
 		host, port, err := net.SplitHostPort(o.ProfilingBindAddress)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 || (host != "" && net.ParseIP(host) == nil && validation.IsDNS1123Subdomain(host) != nil) {
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 || (host != "" && !validHost(host)) {
 			errs = append(errs, field.Invalid(field.NewPath("profilingBindAddress"), o.ProfilingBindAddress,
 				"must be host:port (e.g. 127.0.0.1:6060 or :6060), or empty to serve no profiles"))
 		}
@@ -175,7 +182,8 @@ func (o Options) Validate() field.ErrorList {
 	if !(o.LivenessTimeScale > 0 && o.LivenessTimeScale <= 1) {
 		errs = append(errs, field.Invalid(field.NewPath("livenessTimeScale"), o.LivenessTimeScale, "must be in (0, 1]"))
 	}
-	errs = append(errs, validateGates(o.FeatureGates)...)
+	errs = append(errs, validateGates("featureGates", Gates, o.FeatureGates)...)
+	errs = append(errs, o.Peer.validate()...)
 	le := o.LeaderElection
 	if le.Enabled {
 		p := field.NewPath("leaderElection")
@@ -205,6 +213,21 @@ func (o Options) Validate() field.ErrorList {
 	return errs
 }
 
+// validHost reports whether h is an IP address or a host name. A name
+// whose last label is all digits ("999.1.1.1") is neither: no top-level
+// domain is numeric, so it is a mistyped address.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	h = strings.ToLower(h) // host names are case-insensitive
+	if validation.IsDNS1123Subdomain(h) != nil {
+		return false
+	}
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	return strings.Trim(last, "0123456789") != ""
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -230,9 +253,8 @@ type Gate struct {
 }
 
 // Gates are the feature gates dovetail accepts, under the peer's names so
-// that the peer's FEATURE_GATES value (its Helm chart's
-// "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false")
-// carries over unchanged.
+// that the FEATURE_GATES value the peer's v1.15 Helm chart renders (nine
+// gates: ReservedCapacity=true, the others false) carries over unchanged.
 var Gates = map[string]Gate{
 	"ReservedCapacity": {Default: true,
 		On:  "accepted; dovetail launches no reserved capacity: an EC2NodeClass with capacityReservationSelectorTerms gets CapacityReservationsReady=False (NotSupported), and a NodePool that allows only karpenter.sh/capacity-type=reserved gets no nodes",
@@ -244,14 +266,23 @@ var Gates = map[string]Gate{
 		On:  "not implemented: dovetail does not repair unhealthy nodes",
 		Off: "unhealthy nodes are left to other tooling"},
 	"NodeOverlay": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail has no NodeOverlay API",
-		Off: "no NodeOverlay resources are read"},
+		On:  "not implemented: NodeOverlays are installed and validated but not applied (docs/api.md)",
+		Off: "NodeOverlays are ignored, as the peer ignores them with the gate off"},
 	StaticCapacityGate: {Default: false,
 		On:  "a NodePool with spec.replicas keeps exactly that many nodes within limits.nodes (controllers.Config.StaticCapacity)",
 		Off: "NodePools provision for pending pods only; a NodePool with spec.replicas gets ValidationSucceeded=False and no nodes"},
 	"CapacityBuffer": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail has no capacity buffers",
-		Off: "no headroom is provisioned ahead of pending pods"},
+		On:  "not implemented: CapacityBuffers are installed and validated but not provisioned (docs/api.md)",
+		Off: "CapacityBuffers are ignored, as the peer ignores them with the gate off; no headroom is provisioned ahead of pending pods"},
+	"TerminateFirstDrift": {Default: false, RefuseOn: true,
+		On:  "not implemented: drift always launches the replacement before terminating the drifted node",
+		Off: "drift launches the replacement first"},
+	"TerminateFirstRepair": {Default: false, RefuseOn: true,
+		On:  "not implemented: dovetail does not repair unhealthy nodes",
+		Off: "repair (when it exists) launches the replacement first"},
+	"PodDeletionCostManagement": {Default: false, RefuseOn: true,
+		On:  "not implemented: dovetail does not write controller.kubernetes.io/pod-deletion-cost annotations",
+		Off: "pod-deletion-cost annotations are left to their owners"},
 	// SchedulerHandoff is dovetail's own: give the kube-scheduler the
 	// provisioner's placement (status.nominatedNodeName) as nodes come up.
 	SchedulerHandoffGate: {Default: true,
@@ -285,12 +316,12 @@ const ReservedCapacityGate = "ReservedCapacity"
 
 // validateGates refuses every gate set to a value dovetail does not
 // implement, naming it.
-func validateGates(g FeatureGates) field.ErrorList {
+func validateGates(path string, set map[string]Gate, g FeatureGates) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(g)) {
-		gate, ok := Gates[name]
+		gate, ok := set[name]
 		if !ok {
-			errs = append(errs, field.NotSupported(field.NewPath("featureGates"), name, gateNames()))
+			errs = append(errs, field.NotSupported(field.NewPath(path), name, slices.Sorted(maps.Keys(set))))
 			continue
 		}
 		v := g[name]
@@ -299,7 +330,7 @@ func validateGates(g FeatureGates) field.ErrorList {
 			if !v {
 				what = gate.Off
 			}
-			errs = append(errs, field.Invalid(field.NewPath("featureGates"), fmt.Sprintf("%s=%t", name, v),
+			errs = append(errs, field.Invalid(field.NewPath(path), fmt.Sprintf("%s=%t", name, v),
 				fmt.Sprintf("%s; set %s=%t or leave it out", what, name, !v)))
 		}
 	}
@@ -319,38 +350,49 @@ func DefaultFeatureGates() FeatureGates {
 var ErrFeatureGate = errors.New("invalid feature gates")
 
 // ParseFeatureGates parses "Name=true,Other=false" on top of the defaults.
-// Unknown names and values other than true/false are errors naming the
-// position of the bad entry.
-func ParseFeatureGates(s string) (FeatureGates, error) {
-	gates := DefaultFeatureGates()
+// Unknown names, repeated names and values other than true/false are
+// errors naming the position of the bad entry.
+func ParseFeatureGates(s string) (FeatureGates, error) { return parseGates(Gates, s) }
+
+func parseGates(set map[string]Gate, s string) (FeatureGates, error) {
+	gates := FeatureGates{}
+	for k, g := range set {
+		gates[k] = g.Default
+	}
 	if strings.TrimSpace(s) == "" {
 		return gates, nil
 	}
+	seen := map[string]int{}
 	for i, entry := range strings.Split(s, ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(entry), "=")
 		name = strings.TrimSpace(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: entry %d %q: want Name=true or Name=false", ErrFeatureGate, i+1, entry)
+			return nil, fmt.Errorf("%w: entry %d %q: want Name=true or Name=false", ErrFeatureGate, i+1, capEcho(entry))
 		}
-		if _, known := KnownFeatureGates[name]; !known {
-			return nil, fmt.Errorf("%w: entry %d: unknown gate %q (known: %s)", ErrFeatureGate, i+1, name, strings.Join(gateNames(), ", "))
+		if _, known := set[name]; !known {
+			return nil, fmt.Errorf("%w: entry %d: unknown gate %q (known: %s)", ErrFeatureGate, i+1, capEcho(name), strings.Join(slices.Sorted(maps.Keys(set)), ", "))
 		}
+		if first, dup := seen[name]; dup {
+			return nil, fmt.Errorf("%w: entry %d: gate %s repeated (first set in entry %d); give each gate once", ErrFeatureGate, i+1, name, first)
+		}
+		seen[name] = i + 1
 		b, err := strconv.ParseBool(strings.TrimSpace(value))
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d: gate %s: %q is not true or false", ErrFeatureGate, i+1, name, value)
+			return nil, fmt.Errorf("%w: entry %d: gate %s: %q is not true or false", ErrFeatureGate, i+1, name, capEcho(value))
 		}
 		gates[name] = b
 	}
 	return gates, nil
 }
 
-func gateNames() []string {
-	out := make([]string, 0, len(KnownFeatureGates))
-	for k := range KnownFeatureGates {
-		out = append(out, k)
+// capEcho shortens s for an error message: bad input is echoed, but not
+// without bound.
+func capEcho(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
 	}
-	sort.Strings(out)
-	return out
+	return s[:max] + "..."
 }
 
 // String writes the gates as ParseFeatureGates reads them, sorted.

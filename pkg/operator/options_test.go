@@ -39,6 +39,13 @@ func TestValidate(t *testing.T) {
 		{"profiling without a port", func(o *operator.Options) { o.ProfilingBindAddress = "127.0.0.1" }, []string{"profilingBindAddress"}},
 		{"profiling bad port", func(o *operator.Options) { o.ProfilingBindAddress = "localhost:99999" }, []string{"profilingBindAddress"}},
 		{"time scale", func(o *operator.Options) { o.LivenessTimeScale = 0 }, []string{"livenessTimeScale"}},
+		{"bind address", func(o *operator.Options) { o.BindAddress = "999.1.1.1" }, []string{"bindAddress"}},
+		{"bind address name", func(o *operator.Options) { o.BindAddress = "localhost" }, nil},
+		{"profiling numeric name", func(o *operator.Options) { o.ProfilingBindAddress = "1.2.3.999:6060" }, []string{"profilingBindAddress"}},
+		{"endpoint numeric name", func(o *operator.Options) { o.ClusterEndpoint = "https://10.0.0.300" }, []string{"clusterEndpoint"}},
+		{"peer defaults of zero are refused", func(o *operator.Options) { o.Peer = operator.PeerSettings{} }, []string{
+			"preferencePolicy", "minValuesPolicy", "ignoreDRARequests", "vmMemoryOverheadPercent",
+			"amiRefreshInterval", "subnetRefreshInterval", "securityGroupRefreshInterval", "kubernetesMinVersion"}},
 		{"lease timings", func(o *operator.Options) {
 			o.LeaderElection.RenewDeadline = o.LeaderElection.LeaseDuration
 			o.LeaderElection.Name = "Not_A_Name"

@@ -92,7 +92,7 @@ func checkKey(key string, allowed []string, p *field.Path, what string) *field.E
 			return field.Forbidden(p, what+" may not use keys in the karpenter.sh domain")
 		}
 		return field.Forbidden(p, what+" may not use keys in the karpenter.sh domain, except "+strings.Join(allowed, " and "))
-	case inDomain(key, awsv1.Group) && !slices.Contains(awsv1.WellKnownLabels, key):
+	case inDomain(key, awsv1.Group) && !slices.Contains(awsv1.WellKnownLabels, key) && !slices.Contains(allowed, key):
 		return field.Forbidden(p, what+" may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels")
 	}
 	return nil
@@ -161,7 +161,9 @@ func validateNodeClaim(nc *karpv1.NodeClaim) field.ErrorList {
 	if ref := nc.Spec.NodeClassRef; ref != nil {
 		errs = append(errs, validateRef(ref, spec.Child("nodeClassRef"))...)
 	}
-	errs = append(errs, validateRequirements(nc.Spec.Requirements, []string{karpv1.CapacityTypeLabelKey, karpv1.NodePoolLabelKey}, spec.Child("requirements"))...)
+	// The peer writes its EC2NodeClass's name as a requirement on every
+	// NodeClaim it creates.
+	errs = append(errs, validateRequirements(nc.Spec.Requirements, []string{karpv1.CapacityTypeLabelKey, karpv1.NodePoolLabelKey, awsv1.LabelNodeClass}, spec.Child("requirements"))...)
 	return append(errs, nc.RuntimeValidate()...)
 }
 

@@ -116,7 +116,7 @@ func TestDeleteNodeClaimAndNode(t *testing.T) {
 			})
 			s.waitRunning(3, 2*time.Minute)
 			for _, p := range victimPods.Items {
-				if evs := controllerEvents(t, "Pod", s.ns, p.Name, "Evicted"); len(evs) == 0 {
+				if evs := awaitEvents(t, 30*time.Second, "Pod", s.ns, p.Name, "Evicted"); len(evs) == 0 {
 					t.Errorf("pod %s on the deleted %s was not evicted by the drain", p.Name, kind)
 				}
 			}

@@ -138,7 +138,7 @@ func TestEmptiness(t *testing.T) {
 		return true, nil
 	})
 	for _, nc := range emptyClaims {
-		if evs := controllerEvents(t, "NodeClaim", "", nc.Name, disruption.ReasonDisruptionTerminating); len(evs) == 0 {
+		if evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", nc.Name, disruption.ReasonDisruptionTerminating); len(evs) == 0 {
 			t.Errorf("no %s event on %s", disruption.ReasonDisruptionTerminating, nc.Name)
 		} else if !strings.Contains(evs[0].Note, "Empty") {
 			t.Errorf("%s note %q does not say Empty", nc.Name, evs[0].Note)
@@ -268,7 +268,7 @@ func TestExpiration(t *testing.T) {
 		return true, nil
 	})
 	for _, nc := range first {
-		if evs := controllerEvents(t, "NodeClaim", "", nc.Name, "Expired"); len(evs) == 0 {
+		if evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", nc.Name, "Expired"); len(evs) == 0 {
 			t.Errorf("no Expired event on %s", nc.Name)
 		}
 	}

@@ -383,6 +383,22 @@ func controllerEvents(t testing.TB, kind, namespace, name, reason string) []even
 	return out
 }
 
+// awaitEvents polls for dovetail's Events of a reason on an object until
+// there is one or timeout passes, and returns them (none when it timed
+// out). Events are written asynchronously by the controller's recorder, so
+// the object's own change (a NodeClaim gone) can be seen before its Event.
+func awaitEvents(t testing.TB, timeout time.Duration, kind, namespace, name, reason string) []eventsv1.Event {
+	t.Helper()
+	var evs []eventsv1.Event
+	deadline := time.Now().Add(timeout)
+	for {
+		if evs = controllerEvents(t, kind, namespace, name, reason); len(evs) > 0 || time.Now().After(deadline) {
+			return evs
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval, not synchronisation: the deadline above bounds it
+	}
+}
+
 // nodeOf returns the Node of a NodeClaim, or nil when it has none.
 func nodeOf(t testing.TB, nc *karpv1.NodeClaim) *corev1.Node {
 	if nc.Status.NodeName == "" {

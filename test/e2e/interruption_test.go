@@ -217,7 +217,7 @@ func TestSpotInterruptionRespectsPDB(t *testing.T) {
 	if events == 0 || lowest < minAvailable {
 		t.Errorf("availability fell to %d (%d events), below minAvailable %d", lowest, events, minAvailable)
 	}
-	if evs := controllerEvents(t, "NodeClaim", "", victim.Name, interruption.ReasonSpotInterrupted); len(evs) == 0 {
+	if evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", victim.Name, interruption.ReasonSpotInterrupted); len(evs) == 0 {
 		t.Errorf("no %s event on NodeClaim %s", interruption.ReasonSpotInterrupted, victim.Name)
 	}
 	if err := consistent(t); err != nil {
@@ -300,7 +300,7 @@ func TestRebalanceReplacementReadyBeforeCordon(t *testing.T) {
 	if readyRV >= cordonRV {
 		t.Errorf("the old node was cordoned (rv %d) before its replacement was initialized (rv %d)", cordonRV, readyRV)
 	}
-	if evs := controllerEvents(t, "NodeClaim", "", old.Name, interruption.ReasonRebalanced); len(evs) == 0 {
+	if evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", old.Name, interruption.ReasonRebalanced); len(evs) == 0 {
 		t.Errorf("no %s event on NodeClaim %s", interruption.ReasonRebalanced, old.Name)
 	}
 }

@@ -416,6 +416,7 @@ type BlockDeviceMapping struct {
 // BlockDevice is an EBS volume.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && size(self.snapshotID) > 0)",message="volumeInitializationRate needs a snapshotID"
+// +kubebuilder:validation:XValidation:rule="has(self.volumeSize) || has(self.snapshotID)",message="an EBS volume needs a volumeSize or a snapshotID"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume with the instance.
 	// +optional

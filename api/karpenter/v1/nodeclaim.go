@@ -17,9 +17,11 @@ import (
 // +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.nodeName"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="ImageID",type="string",JSONPath=".status.imageID",priority=1
+// +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1
 // +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=".metadata.labels.karpenter\\.sh/nodepool",priority=1
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.nodeClassRef.name",priority=1
-// +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1
+// +kubebuilder:printcolumn:name="Drifted",type="string",JSONPath=".status.conditions[?(@.type==\"Drifted\")].status",priority=1
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -60,7 +62,7 @@ type NodeClaimSpec struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key != 'kubernetes.io/hostname')",message="requirements may not use kubernetes.io/hostname"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key in ['karpenter.sh/capacity-type','karpenter.sh/nodepool'] || !(x.key.startsWith('karpenter.sh/') || x.key.contains('.karpenter.sh/')))",message="requirements may not use keys in the karpenter.sh domain, except karpenter.sh/capacity-type and karpenter.sh/nodepool"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.key.startsWith('karpenter.k8s.aws/') || x.key.contains('.karpenter.k8s.aws/')) || x.key in ['karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type'])",message="requirements may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.key.startsWith('karpenter.k8s.aws/') || x.key.contains('.karpenter.k8s.aws/')) || x.key in ['karpenter.k8s.aws/ec2nodeclass','karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type'])",message="requirements may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels or karpenter.k8s.aws/ec2nodeclass"
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// Resources are the requests the node must be able to hold.

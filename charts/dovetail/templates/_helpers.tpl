@@ -49,6 +49,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- define "dovetail.image" -}}
 {{- $img := .Values.controller.image -}}
+{{- if eq (toString $img.repository) "public.ecr.aws/karpenter/controller" -}}
+{{- /* The peer's own image, from a values file written for the peer: dovetail's replaces it. */ -}}
+{{- $img = dict "repository" "ghcr.io/dovetail-sh/dovetail" -}}
+{{- end -}}
 {{- if $img.digest -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
 {{- else -}}
@@ -56,18 +60,47 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
-{{/* FEATURE_GATES from settings.featureGates: reservedCapacity -> ReservedCapacity. */}}
+{{/* FEATURE_GATES from settings.featureGates: reservedCapacity -> ReservedCapacity.
+A gate dovetail does not implement fails rendering when true; the list is
+pkg/operator's Gates with RefuseOn (charts' TestChartValuesReachTheController
+fails when the two disagree). */}}
 {{- define "dovetail.featureGates" -}}
-{{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "schedulerHandoff" -}}
-{{- $out := list -}}
-{{- range $k, $v := .Values.settings.featureGates -}}
+{{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" "schedulerHandoff" -}}
+{{- $refusedOn := list "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" -}}
+{{- include "dovetail.gates" (list "settings.featureGates" .Values.settings.featureGates $known $refusedOn) -}}
+{{- end -}}
+
+{{/* AWS_FEATURE_GATES from settings.awsFeatureGates (null is false, as in the
+peer's chart); none is implemented. */}}
+{{- define "dovetail.awsFeatureGates" -}}
+{{- $known := list "nodeClassCEL" "draNVIDIAGPU" "draEFA" "rebootForRepair" -}}
+{{- include "dovetail.gates" (list "settings.awsFeatureGates" .Values.settings.awsFeatureGates $known $known) -}}
+{{- end -}}
+
+{{/* dovetail.gates: (list path gates known refusedOn) -> "Name=bool,...",
+failing on an unknown gate, a value not true/false/null, and a refused true.
+Gate names are upper-cased in their first letter, with the peer's acronyms
+(nodeClassCEL -> NodeClassCEL, draNVIDIAGPU -> DRANVIDIAGPU, draEFA -> DRAEFA). */}}
+{{- define "dovetail.gates" -}}
+{{- $path := index . 0 -}}{{- $gates := index . 1 -}}{{- $known := index . 2 -}}{{- $refusedOn := index . 3 -}}
+{{- range $k, $v := $gates -}}
 {{- if not (has $k $known) -}}
-{{- fail (printf "settings.featureGates.%s: not a feature gate dovetail knows (known: %s)" $k (join ", " $known)) -}}
+{{- fail (printf "%s.%s: not a feature gate dovetail knows (known: %s)" $path $k (join ", " $known)) -}}
 {{- end -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range $k := $known -}}
+{{- $v := index (default dict $gates) $k -}}
+{{- if kindIs "invalid" $v -}}{{- $v = false -}}{{- end -}}
 {{- if not (kindIs "bool" $v) -}}
-{{- fail (printf "settings.featureGates.%s: %v is not true or false" $k $v) -}}
+{{- fail (printf "%s.%s: %v is not true or false" $path $k $v) -}}
 {{- end -}}
-{{- $out = append $out (printf "%s%s=%t" (upper (substr 0 1 $k)) (substr 1 (len $k) $k) $v) -}}
+{{- if and $v (has $k $refusedOn) -}}
+{{- fail (printf "%s.%s: true is not implemented by dovetail (docs/controller.md, Feature gates); set it to false" $path $k) -}}
+{{- end -}}
+{{- $name := printf "%s%s" (upper (substr 0 1 $k)) (substr 1 (len $k) $k) -}}
+{{- if hasPrefix "dra" $k -}}{{- $name = upper $k -}}{{- end -}}
+{{- $out = append $out (printf "%s=%t" $name $v) -}}
 {{- end -}}
 {{- join "," $out -}}
 {{- end -}}

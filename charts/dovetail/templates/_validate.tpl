@@ -15,28 +15,39 @@ Deployment, so `helm template` and `helm install` both check.
 {{- if and $s.clusterEndpoint (not (hasPrefix "https://" (toString $s.clusterEndpoint))) -}}
 {{- fail (printf "settings.clusterEndpoint: %q must be an https URL (or empty: discovered)" $s.clusterEndpoint) -}}
 {{- end -}}
-{{- $supported := list "clusterName" "clusterEndpoint" "interruptionQueue" "batchMaxDuration" "batchIdleDuration" "kubeClientQPS" "kubeClientBurst" "featureGates" -}}
-{{- $defaultsOnly := dict "preferencePolicy" "Respect" "minValuesPolicy" "Strict" "isolatedVPC" "false" "vmMemoryOverheadPercent" "0.075" "enableZonalShift" "false" "reservedENIs" "0" "ignoreDRARequests" "true" "disableDryRun" "false" -}}
+{{- $supported := list "clusterName" "clusterEndpoint" "clusterCABundle" "interruptionQueue" "batchMaxDuration" "batchIdleDuration" "kubeClientQPS" "kubeClientBurst" "featureGates" "awsFeatureGates" "vmMemoryOverheadPercent" "reservedENIs" "isolatedVPC" "eksControlPlane" "disableDryRun" "amiRefreshInterval" "subnetRefreshInterval" "securityGroupRefreshInterval" -}}
+{{- /* The peer's settings dovetail does not implement: accepted at the peer's default only (null counts as the default). */ -}}
+{{- $defaultsOnly := dict "preferencePolicy" "Respect" "minValuesPolicy" "Strict" "enableZonalShift" "false" "enableDRA" "false" "ignoreDRARequests" "true" "legacyNodeRepair" "false" "disableClusterStateObservability" "false" -}}
 {{- range $k, $v := $s -}}
 {{- if hasKey $defaultsOnly $k -}}
-{{- if ne (toString $v) (get $defaultsOnly $k) -}}
+{{- if and (not (kindIs "invalid" $v)) (ne (toString $v) (get $defaultsOnly $k)) -}}
 {{- fail (printf "settings.%s: dovetail does not implement this setting of the peer's chart; only its default (%s) is accepted, got %v" $k (get $defaultsOnly $k) $v) -}}
-{{- end -}}
-{{- else if eq $k "awsFeatureGates" -}}
-{{- range $g, $on := $v -}}
-{{- if $on -}}
-{{- fail (printf "settings.awsFeatureGates.%s: dovetail does not implement this gate; only false is accepted" $g) -}}
-{{- end -}}
 {{- end -}}
 {{- else if not (has $k $supported) -}}
 {{- fail (printf "settings.%s: not a setting dovetail knows (supported: %s; accepted at the peer's default only: %s)" $k (join ", " $supported) (join ", " (keys $defaultsOnly | sortAlpha))) -}}
+{{- end -}}
+{{- end -}}
+{{- range $k := list "amiRefreshInterval" "subnetRefreshInterval" "securityGroupRefreshInterval" "batchMaxDuration" "batchIdleDuration" -}}
+{{- $d := toString (index $s $k) -}}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$" $d) -}}
+{{- fail (printf "settings.%s: %q is not a duration such as 1m or 90s" $k $d) -}}
+{{- end -}}
+{{- end -}}
+{{- range $p := .Values.logOutputPaths -}}
+{{- if not (has $p (list "stdout" "stderr")) -}}
+{{- fail (printf "logOutputPaths: %v: dovetail logs to stdout and/or stderr only" $p) -}}
+{{- end -}}
+{{- end -}}
+{{- range $p := .Values.logErrorOutputPaths -}}
+{{- if ne $p "stderr" -}}
+{{- fail (printf "logErrorOutputPaths: %v: only stderr is accepted" $p) -}}
 {{- end -}}
 {{- end -}}
 {{- if not (has (toString .Values.logLevel) (list "debug" "info" "warn" "error")) -}}
 {{- fail (printf "logLevel: %v is not one of debug, info, warn, error" .Values.logLevel) -}}
 {{- end -}}
 {{- /* A top-level value this chart does not have is refused when set to anything but empty. */ -}}
-{{- $known := list "nameOverride" "fullnameOverride" "additionalLabels" "additionalAnnotations" "replicas" "revisionHistoryLimit" "strategy" "imagePullPolicy" "imagePullSecrets" "serviceAccount" "leaderElection" "podDisruptionBudget" "podLabels" "podAnnotations" "podSecurityContext" "priorityClassName" "dnsPolicy" "dnsConfig" "hostNetwork" "schedulerName" "nodeSelector" "affinity" "topologySpreadConstraints" "tolerations" "controller" "logLevel" "service" "serviceMonitor" "settings" "webhook" "additionalClusterRoleRules" "extraVolumes" "initContainers" "logOutputPaths" "logErrorOutputPaths" "logEncoding" "global" -}}
+{{- $known := list "nameOverride" "fullnameOverride" "additionalLabels" "additionalAnnotations" "replicas" "revisionHistoryLimit" "strategy" "imagePullPolicy" "imagePullSecrets" "serviceAccount" "leaderElection" "podDisruptionBudget" "podLabels" "podAnnotations" "podSecurityContext" "priorityClassName" "dnsPolicy" "dnsConfig" "hostNetwork" "schedulerName" "nodeSelector" "affinity" "topologySpreadConstraints" "tolerations" "controller" "logLevel" "service" "serviceMonitor" "settings" "webhook" "additionalClusterRoleRules" "extraVolumes" "initContainers" "logOutputPaths" "logErrorOutputPaths" "logEncoding" "global" "terminationGracePeriodSeconds" -}}
 {{- range $k, $v := .Values -}}
 {{- if and (not (has $k $known)) (not (empty $v)) -}}
 {{- fail (printf "%s: not a value of dovetail's chart (see charts/dovetail/values.yaml and docs/install.md)" $k) -}}
@@ -50,22 +61,6 @@ Deployment, so `helm template` and `helm install` both check.
 {{- end -}}
 {{- if .Values.additionalClusterRoleRules -}}
 {{- fail "additionalClusterRoleRules: the controller's role is config/rbac's least-privilege role and is not extended by values" -}}
-{{- end -}}
-{{- range $k := list "extraVolumes" "initContainers" -}}
-{{- if index $.Values $k -}}
-{{- fail (printf "%s: not supported by dovetail's chart (the controller needs no volumes)" $k) -}}
-{{- end -}}
-{{- end -}}
-{{- range $k := list "sidecarContainer" "sidecarVolumeMounts" "extraVolumeMounts" -}}
-{{- if index $.Values.controller $k -}}
-{{- fail (printf "controller.%s: not supported by dovetail's chart" $k) -}}
-{{- end -}}
-{{- end -}}
-{{- if and .Values.logOutputPaths (ne (toJson .Values.logOutputPaths) (toJson (list "stdout"))) -}}
-{{- fail "logOutputPaths: dovetail logs JSON lines to stderr only; only [stdout] (the peer's default) is accepted" -}}
-{{- end -}}
-{{- if and .Values.logErrorOutputPaths (ne (toJson .Values.logErrorOutputPaths) (toJson (list "stderr"))) -}}
-{{- fail "logErrorOutputPaths: dovetail logs JSON lines to stderr only; only [stderr] is accepted" -}}
 {{- end -}}
 {{- if and .Values.logEncoding (ne .Values.logEncoding "json") -}}
 {{- fail "logEncoding: dovetail logs JSON only" -}}

@@ -33,8 +33,8 @@ type Options struct {
 	// "BATCH_IDLE_DURATION"), for error messages.
 	Source map[string]string
 
-	Stderr io.Writer
-	Getenv func(string) string
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
 	// Cloud builds the cloud for the operator; nil means the AWS provider
 	// from the default AWS configuration chain (see awsCloud).
 	Cloud func(ctx context.Context, mgr manager.Manager, recorder events.EventRecorder) (operator.Cloud, error)
@@ -78,6 +78,30 @@ var bindings = []binding{
 	{field: "livenessTimeScale", flag: "liveness-time-scale"},
 	{field: "bindAddress", flag: "bind-address"},
 	{field: "profilingBindAddress", flag: "profiling-bind-address"},
+	// The rest of the peer's settings (operator.PeerSettings), under its
+	// variable names.
+	{field: "awsFeatureGates", flag: "aws-feature-gates", env: "AWS_FEATURE_GATES"},
+	{field: "preferencePolicy", flag: "preference-policy", env: "PREFERENCE_POLICY"},
+	{field: "minValuesPolicy", flag: "min-values-policy", env: "MIN_VALUES_POLICY"},
+	{field: "clusterCABundle", flag: "cluster-ca-bundle", env: "CLUSTER_CA_BUNDLE"},
+	{field: "isolatedVPC", flag: "isolated-vpc", env: "ISOLATED_VPC"},
+	{field: "eksControlPlane", flag: "eks-control-plane", env: "EKS_CONTROL_PLANE"},
+	{field: "vmMemoryOverheadPercent", flag: "vm-memory-overhead-percent", env: "VM_MEMORY_OVERHEAD_PERCENT"},
+	{field: "reservedENIs", flag: "reserved-enis", env: "RESERVED_ENIS"},
+	{field: "enableZonalShift", flag: "enable-zonal-shift", env: "ENABLE_ZONAL_SHIFT"},
+	{field: "ignoreDRARequests", flag: "ignore-dra-requests", env: "IGNORE_DRA_REQUESTS"},
+	{field: "legacyNodeRepair", flag: "legacy-node-repair", env: "LEGACY_NODE_REPAIR"},
+	{field: "disableClusterStateObservability", flag: "disable-cluster-state-observability", env: "DISABLE_CLUSTER_STATE_OBSERVABILITY"},
+	{field: "disableDryRun", flag: "disable-dry-run", env: "DISABLE_DRY_RUN"},
+	{field: "amiRefreshInterval", flag: "ami-refresh-interval", env: "AMI_REFRESH_INTERVAL"},
+	{field: "subnetRefreshInterval", flag: "subnet-refresh-interval", env: "SUBNET_REFRESH_INTERVAL"},
+	{field: "securityGroupRefreshInterval", flag: "security-group-refresh-interval", env: "SECURITY_GROUP_REFRESH_INTERVAL"},
+	{field: "kubernetesMinVersion", flag: "kubernetes-min-version", env: "KUBERNETES_MIN_VERSION"},
+	{field: "karpenterService", flag: "karpenter-service", env: "KARPENTER_SERVICE"},
+	{field: "logOutputPaths", flag: "log-output-paths", env: "LOG_OUTPUT_PATHS"},
+	{field: "logErrorOutputPaths", flag: "log-error-output-paths", env: "LOG_ERROR_OUTPUT_PATHS"},
+	{field: "cpuRequests", flag: "cpu-requests", env: "CPU_REQUESTS"},
+	{field: "memoryLimit", flag: "memory-limit", env: "MEMORY_LIMIT"},
 }
 
 // NewCmd returns `dovetail controller`.
@@ -88,7 +112,8 @@ func NewCmd() *cobra.Command { return NewCmdController(nil) }
 // controller.
 func NewCmdController(runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{Operator: operator.DefaultOptions(), Getenv: os.Getenv}
-	var gates gatesValue = gatesValue{g: &opts.Operator.FeatureGates}
+	gates := &gatesValue{g: &opts.Operator.FeatureGates, parse: operator.ParseFeatureGates}
+	awsGates := &gatesValue{g: &opts.Operator.Peer.AWSFeatureGates, parse: operator.ParseAWSFeatureGates}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the dovetail controller (provisioning, NodeClaim lifecycle, termination, ...)",
@@ -110,7 +135,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Stderr = cmd.ErrOrStderr()
+			opts.Stdout, opts.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if err := opts.complete(cmd.Flags()); err != nil {
 				return err
 			}
@@ -138,7 +163,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the metrics and probe servers listen on (empty: all)")
 	f.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "host:port of a pprof server (/debug/pprof/), e.g. 127.0.0.1:6060 (empty: none)")
 	f.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: "+strings.Join(operator.LogLevels, ", "))
-	f.Var(&gates, "feature-gates", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=false")
+	f.Var(gates, "feature-gates", "feature gates, e.g. SpotToSpotConsolidation=true,NodeRepair=false")
 	f.BoolVar(&o.LeaderElection.Enabled, "leader-elect", o.LeaderElection.Enabled, "elect a leader among replicas (off: this replica always reconciles)")
 	f.StringVar(&o.LeaderElection.Name, "leader-election-name", o.LeaderElection.Name, "name of the leader election Lease")
 	f.StringVar(&o.LeaderElection.Namespace, "leader-election-namespace", o.LeaderElection.Namespace, "namespace of the leader election Lease")
@@ -146,6 +171,29 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.DurationVar(&o.LeaderElection.RenewDeadline, "leader-election-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader tries to renew before giving up")
 	f.DurationVar(&o.LeaderElection.RetryPeriod, "leader-election-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire the lease")
 	f.Float64Var(&o.LivenessTimeScale, "liveness-time-scale", o.LivenessTimeScale, "scale of the NodeClaim launch (5m) and registration (15m) timeouts, in (0, 1]")
+	p := &o.Peer
+	f.Var(awsGates, "aws-feature-gates", "the peer's AWS feature gates (NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair); only false is implemented")
+	f.StringVar(&p.PreferencePolicy, "preference-policy", p.PreferencePolicy, "how preferences are treated: Respect (Ignore is not implemented)")
+	f.StringVar(&p.MinValuesPolicy, "min-values-policy", p.MinValuesPolicy, "how minValues are treated: Strict (BestEffort is not implemented)")
+	f.StringVar(&p.ClusterCABundle, "cluster-ca-bundle", p.ClusterCABundle, "base64 PEM CA bundle of the API server for new nodes (empty: from eks:DescribeCluster)")
+	f.BoolVar(&p.IsolatedVPC, "isolated-vpc", p.IsolatedVPC, "call no AWS service without a VPC endpoint: on-demand prices come from the built-in table, not the Pricing API")
+	f.BoolVar(&p.EKSControlPlane, "eks-control-plane", p.EKSControlPlane, "the peer's EKS switch; dovetail reads cluster details not given with eks:DescribeCluster either way")
+	f.Float64Var(&p.VMMemoryOverheadPercent, "vm-memory-overhead-percent", p.VMMemoryOverheadPercent, "fraction of instance memory lost to virtualisation, in (0, 1)")
+	f.IntVar(&p.ReservedENIs, "reserved-enis", p.ReservedENIs, "ENIs not counted for pods when computing max-pods")
+	f.BoolVar(&p.EnableZonalShift, "enable-zonal-shift", p.EnableZonalShift, "respect ARC zonal shifts (not implemented: only false)")
+	f.BoolVar(&p.IgnoreDRARequests, "ignore-dra-requests", p.IgnoreDRARequests, "ignore pods' DRA claims when sizing nodes (only true: DRA sizing is not implemented)")
+	f.BoolVar(&p.LegacyNodeRepair, "legacy-node-repair", p.LegacyNodeRepair, "the peer's legacy node repair controller (not implemented: only false)")
+	f.BoolVar(&p.DisableClusterStateObservability, "disable-cluster-state-observability", p.DisableClusterStateObservability, "turn off cluster state metrics and events (not implemented: only false)")
+	f.BoolVar(&p.DisableDryRun, "disable-dry-run", p.DisableDryRun, "the peer's EC2NodeClass dry-run switch; dovetail never dry-runs, so either value does the same")
+	f.DurationVar(&p.AMIRefreshInterval, "ami-refresh-interval", p.AMIRefreshInterval, "re-resolve EC2NodeClass AMIs this often (at least 1m; classes are resolved at the shortest of the three refresh intervals)")
+	f.DurationVar(&p.SubnetRefreshInterval, "subnet-refresh-interval", p.SubnetRefreshInterval, "re-resolve EC2NodeClass subnets this often (at least 1m)")
+	f.DurationVar(&p.SecurityGroupRefreshInterval, "security-group-refresh-interval", p.SecurityGroupRefreshInterval, "re-resolve EC2NodeClass security groups this often (at least 1m)")
+	f.StringVar(&p.KubernetesMinVersion, "kubernetes-min-version", p.KubernetesMinVersion, "refuse to start against an older API server")
+	f.StringVar(&p.KarpenterService, "karpenter-service", p.KarpenterService, "name of the controller's Service (checked; dovetail has no webhooks to serve on it)")
+	f.StringSliceVar(&p.LogOutputPaths, "log-output-paths", p.LogOutputPaths, "where logs go: stdout and/or stderr (default stderr)")
+	f.StringSliceVar(&p.LogErrorOutputPaths, "log-error-output-paths", p.LogErrorOutputPaths, "the logger's own errors: stderr only")
+	f.Int64Var(&p.CPURequests, "cpu-requests", p.CPURequests, "the container's CPU request in millicores (from the downward API; checked, not acted on)")
+	f.Int64Var(&p.MemoryLimit, "memory-limit", p.MemoryLimit, "the container's memory limit in bytes (from the downward API): Go's soft memory limit becomes 90% of it unless GOMEMLIMIT is set")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	for _, b := range bindings {
 		switch {
@@ -228,8 +276,13 @@ func (o *Options) describe(errs field.ErrorList) error {
 	return errors.New(strings.Join(msgs, "\n"))
 }
 
-// gatesValue parses --feature-gates on top of the defaults.
-type gatesValue struct{ g *operator.FeatureGates }
+// gatesValue parses --feature-gates (or --aws-feature-gates) on top of the
+// defaults; given twice, it is refused rather than the last one winning.
+type gatesValue struct {
+	g     *operator.FeatureGates
+	parse func(string) (operator.FeatureGates, error)
+	set   bool
+}
 
 func (v *gatesValue) String() string {
 	if v.g == nil || *v.g == nil {
@@ -239,7 +292,11 @@ func (v *gatesValue) String() string {
 }
 
 func (v *gatesValue) Set(s string) error {
-	g, err := operator.ParseFeatureGates(s)
+	if v.set {
+		return errors.New("given more than once; put every gate in one comma-separated list")
+	}
+	v.set = true
+	g, err := v.parse(s)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,17 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
+	"maps"
+	"math/big"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +171,188 @@ func TestHelpListsTheEnvironmentVariables(t *testing.T) {
 		"$KUBE_CLIENT_QPS", "$KUBE_CLIENT_BURST", "$METRICS_PORT", "$HEALTH_PROBE_PORT", "$LOG_LEVEL", "$FEATURE_GATES"} {
 		if !strings.Contains(out.String(), env) {
 			t.Errorf("help does not mention %s", env)
+		}
+	}
+}
+
+// peerVariables are every environment variable the peer's v1.15 chart can
+// render for its controller, with the value it renders by default (or, for
+// a variable it renders only when set, the peer binary's default) and a bad
+// value. A value the peer accepts but dovetail does not implement counts
+// as bad: it must be refused at start, naming the variable.
+var peerVariables = []struct {
+	env, def string
+	bad      []string
+}{
+	{"KUBERNETES_MIN_VERSION", "1.19.0-0", []string{"one.nineteen"}},
+	{"KARPENTER_SERVICE", "karpenter", []string{"Not_A_Service"}},
+	{"LOG_LEVEL", "info", []string{"loud"}},
+	{"LOG_OUTPUT_PATHS", "stdout", []string{"/var/log/karpenter.log", "stdout,stdout"}},
+	{"LOG_ERROR_OUTPUT_PATHS", "stderr", []string{"stdout"}},
+	{"METRICS_PORT", "8080", []string{"http", "70000"}},
+	{"HEALTH_PROBE_PORT", "8081", []string{"-5"}},
+	{"SYSTEM_NAMESPACE", "kube-system", []string{"Kube_System"}},
+	{"CPU_REQUESTS", "1000", []string{"one", "-1"}},
+	{"MEMORY_LIMIT", "1073741824", []string{"1Gi", "-1"}},
+	{"FEATURE_GATES", "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
+		[]string{"Drift=true", "NodeRepair=false,NodeRepair=false", "TerminateFirstDrift=true", "TerminateFirstRepair=true", "PodDeletionCostManagement=true", "NodeOverlay=maybe"}},
+	{"AWS_FEATURE_GATES", "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false",
+		[]string{"NodeClassCEL=true", "DRANVIDIAGPU=true", "DRAEFA=true", "RebootForRepair=true", "Unknown=false", "DRAEFA=false,DRAEFA=false"}},
+	{"BATCH_MAX_DURATION", "10s", []string{"later", "-1s"}},
+	{"BATCH_IDLE_DURATION", "1s", []string{"soon", "0s"}},
+	{"PREFERENCE_POLICY", "Respect", []string{"Ignore"}},
+	{"MIN_VALUES_POLICY", "Strict", []string{"BestEffort"}},
+	{"CLUSTER_CA_BUNDLE", testCABundle, []string{"not-base64!", "aGVsbG8="}},
+	{"CLUSTER_NAME", "prod", []string{"-bad name"}},
+	{"CLUSTER_ENDPOINT", "https://ABC.gr7.us-east-1.eks.amazonaws.com", []string{"api.example:443", "https://999.1.1.1"}},
+	{"ISOLATED_VPC", "false", []string{"perhaps"}},
+	{"EKS_CONTROL_PLANE", "false", []string{"perhaps"}},
+	{"VM_MEMORY_OVERHEAD_PERCENT", "0.075", []string{"7.5%", "1.5", "0"}},
+	{"INTERRUPTION_QUEUE", "prod-interruptions", nil}, // any name: a missing queue is an error of the running controller
+	{"ENABLE_ZONAL_SHIFT", "false", []string{"true"}},
+	{"RESERVED_ENIS", "0", []string{"-1", "two"}},
+	{"IGNORE_DRA_REQUESTS", "true", []string{"false"}},
+	{"LEGACY_NODE_REPAIR", "false", []string{"true"}},
+	{"DISABLE_CLUSTER_STATE_OBSERVABILITY", "false", []string{"true"}},
+	{"DISABLE_DRY_RUN", "false", []string{"perhaps"}},
+	{"AMI_REFRESH_INTERVAL", "1m", []string{"30s", "hourly"}},
+	{"SUBNET_REFRESH_INTERVAL", "1m", []string{"59s"}},
+	{"SECURITY_GROUP_REFRESH_INTERVAL", "1m", []string{"0"}},
+	// dovetail's own, and the peer binary's beyond its chart.
+	{"KUBE_CLIENT_QPS", "200", []string{"-1", "fast"}},
+	{"KUBE_CLIENT_BURST", "300", []string{"0"}},
+	{"DISABLE_LEADER_ELECTION", "false", []string{"perhaps"}},
+}
+
+// testCABundle is base64 of a PEM certificate (a self-signed one made for
+// this test; it signs nothing).
+var testCABundle = func() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<32, 0), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}()
+
+// execute runs `controller` as the binary does, with env set and runF in
+// place of Run.
+func execute(t *testing.T, args []string, env map[string]string) error {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var out bytes.Buffer
+	cmd := controller.NewCmdController(func(context.Context, *controller.Options) error { return nil })
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(t.Context())
+}
+
+// TestEveryPeerVariable: each variable's default is accepted, and each bad
+// value exits 2 with a message naming the variable.
+func TestEveryPeerVariable(t *testing.T) {
+	base := map[string]string{"CLUSTER_NAME": "prod"}
+	all := map[string]string{}
+	for _, v := range peerVariables {
+		all[v.env] = v.def
+		t.Run(v.env+"="+v.def, func(t *testing.T) {
+			env := maps.Clone(base)
+			env[v.env] = v.def
+			if err := execute(t, nil, env); err != nil {
+				t.Fatalf("the default %s=%s is refused: %v", v.env, v.def, err)
+			}
+		})
+		for _, bad := range v.bad {
+			t.Run(v.env+"="+bad, func(t *testing.T) {
+				env := maps.Clone(base)
+				env[v.env] = bad
+				err := execute(t, nil, env)
+				if code := cmdutil.ExitCode(err); code != cmdutil.ExitBadInput {
+					t.Fatalf("%s=%s: exit code %d (%v), want %d", v.env, bad, code, err, cmdutil.ExitBadInput)
+				}
+				if !strings.Contains(err.Error(), v.env) {
+					t.Errorf("%s=%s: error %q does not name the variable", v.env, bad, err)
+				}
+			})
+		}
+	}
+	t.Run("all defaults together", func(t *testing.T) {
+		if err := execute(t, nil, all); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Every variable the command reads is in the table above.
+	var help bytes.Buffer
+	cmd := controller.NewCmd()
+	cmd.SetOut(&help)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`\[\$([A-Z_]+)`).FindAllStringSubmatch(help.String(), -1) {
+		if _, ok := all[m[1]]; !ok {
+			t.Errorf("$%s is read by the command but not in peerVariables", m[1])
+		}
+	}
+}
+
+// TestPeerSettingsReachTheOptions: the values dovetail implements land in
+// the options the operator runs with.
+func TestPeerSettingsReachTheOptions(t *testing.T) {
+	got, err := parse(t, nil, map[string]string{"CLUSTER_NAME": "prod", "VM_MEMORY_OVERHEAD_PERCENT": "0.1", "RESERVED_ENIS": "2",
+		"ISOLATED_VPC": "true", "CLUSTER_CA_BUNDLE": testCABundle, "AMI_REFRESH_INTERVAL": "5m", "SUBNET_REFRESH_INTERVAL": "3m",
+		"SECURITY_GROUP_REFRESH_INTERVAL": "10m", "LOG_OUTPUT_PATHS": "stdout,stderr", "MEMORY_LIMIT": "1000", "DISABLE_DRY_RUN": "true",
+		"AWS_FEATURE_GATES": "NodeClassCEL=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Operator.Peer
+	if p.VMMemoryOverheadPercent != 0.1 || p.ReservedENIs != 2 || !p.IsolatedVPC || p.ClusterCABundle != testCABundle ||
+		p.NodeClassRefreshInterval() != 3*time.Minute || strings.Join(p.LogOutputPaths, ",") != "stdout,stderr" ||
+		p.SoftMemoryLimit() != 900 || !p.DisableDryRun || p.AWSFeatureGates["NodeClassCEL"] {
+		t.Errorf("parsed %+v", p)
+	}
+	if operator.ControllerConfig(got.Operator).NodeClassRefreshInterval != 3*time.Minute {
+		t.Error("the shortest refresh interval did not reach controllers.Config")
+	}
+}
+
+// TestAddressesAndRepeatedGates (issue 34 item 10): a bad address and a
+// gate given twice are refused, naming the flag.
+func TestAddressesAndRepeatedGates(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--cluster-name", "x", "--bind-address", "999.1.1.1"}, []string{"--bind-address", "999.1.1.1"}},
+		{[]string{"--cluster-name", "x", "--bind-address", "not an address"}, []string{"--bind-address"}},
+		{[]string{"--cluster-name", "x", "--profiling-bind-address", "999.1.1.1:6060"}, []string{"--profiling-bind-address"}},
+		{[]string{"--cluster-name", "x", "--feature-gates", "NodeRepair=false,NodeRepair=false"}, []string{"--feature-gates", "NodeRepair repeated"}},
+		{[]string{"--cluster-name", "x", "--feature-gates", "NodeRepair=false", "--feature-gates", "NodeOverlay=false"}, []string{"--feature-gates", "more than once"}},
+		{[]string{"--cluster-name", "x", "--aws-feature-gates", "DRAEFA=false,DRAEFA=true"}, []string{"--aws-feature-gates", "DRAEFA repeated"}},
+	} {
+		err := execute(t, tt.args, nil)
+		if code := cmdutil.ExitCode(err); code != cmdutil.ExitBadInput {
+			t.Errorf("%v: exit code %d (%v), want %d", tt.args, code, err, cmdutil.ExitBadInput)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q does not mention %q", tt.args, err, w)
+			}
+		}
+	}
+	for _, ok := range []string{"127.0.0.1", "::1", "localhost", "0.0.0.0"} {
+		if err := execute(t, []string{"--cluster-name", "x", "--bind-address", ok}, nil); err != nil {
+			t.Errorf("--bind-address %s: %v", ok, err)
 		}
 	}
 }

@@ -3,13 +3,19 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
+	"runtime/debug"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/operator"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
@@ -21,10 +27,18 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	logger := operator.NewLogger(opts.Stderr, opts.Operator.LogLevel)
+	logger := operator.NewLogger(opts.logWriter(), opts.Operator.LogLevel)
 	// client-go and controller-runtime internals log through these.
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger)
+	peer := opts.Operator.Peer
+	if err := checkServerVersion(cfg, peer.KubernetesMinVersion); err != nil {
+		return err
+	}
+	if limit := peer.SoftMemoryLimit(); limit > 0 && opts.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+		logger.Info("soft memory limit from MEMORY_LIMIT", "bytes", limit)
+	}
 	cloud := opts.Cloud
 	if cloud == nil {
 		cloud = awsCloud(opts)
@@ -55,6 +69,11 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 			APIReader:       mgr.GetAPIReader(),
 			Log:             mgr.GetLogger().WithName("aws"),
 			Recorder:        recorder,
+			ClusterCA:       opts.Operator.Peer.ClusterCABundle,
+			IsolatedVPC:     opts.Operator.Peer.IsolatedVPC,
+			ReservedENIs:    opts.Operator.Peer.ReservedENIs,
+			// Validate keeps it in (0, 1); the provider's 0 means its default.
+			VMMemoryOverheadPercent: opts.Operator.Peer.VMMemoryOverheadPercent,
 		})
 		if err != nil {
 			return operator.Cloud{}, err
@@ -69,4 +88,50 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 		}
 		return cloud, nil
 	}
+}
+
+// logWriter is where logs go: the log output paths (stdout and/or stderr),
+// stderr when none are given.
+func (o *Options) logWriter() io.Writer {
+	var ws []io.Writer
+	for _, p := range o.Operator.Peer.LogOutputPaths {
+		switch p {
+		case "stdout":
+			ws = append(ws, o.Stdout)
+		case "stderr":
+			ws = append(ws, o.Stderr)
+		}
+	}
+	switch len(ws) {
+	case 0:
+		return o.Stderr
+	case 1:
+		return ws[0]
+	}
+	return io.MultiWriter(ws...)
+}
+
+// checkServerVersion refuses an API server older than min (the peer's
+// KUBERNETES_MIN_VERSION).
+func checkServerVersion(cfg *rest.Config, min string) error {
+	want, err := utilversion.ParseGeneric(min)
+	if err != nil {
+		return cmdutil.BadInputf("kubernetes min version %q: %v", min, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the API server's version: %w", err)
+	}
+	got, err := utilversion.ParseGeneric(info.GitVersion)
+	if err != nil {
+		return fmt.Errorf("the API server's version %q: %w", info.GitVersion, err)
+	}
+	if got.LessThan(want) {
+		return fmt.Errorf("the API server is %s, older than the minimum %s (KUBERNETES_MIN_VERSION / --kubernetes-min-version)", info.GitVersion, min)
+	}
+	return nil
 }

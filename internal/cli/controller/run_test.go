@@ -3,7 +3,13 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
 	"os"
+	"os/exec"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +20,9 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/internal/cli/controller"
+	"github.com/dovetail-sh/dovetail/internal/peermodule"
+	"github.com/dovetail-sh/dovetail/internal/testutil/helmbin"
+	"github.com/dovetail-sh/dovetail/internal/testutil/poll"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
@@ -81,4 +90,126 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"starting"`) {
 		t.Errorf("no start line in the JSON log:\n%s", stderr.String())
 	}
+}
+
+// TestPeerChartDefaultEnvBecomesReady renders the peer's v1.15 chart
+// (fetched through the Go module proxy) with its own values plus a cluster
+// name, gives `dovetail controller` exactly the environment of the
+// rendered Deployment (the downward-API variables resolved as the kubelet
+// would for a container without resources), and waits for /readyz. Only
+// the ports move to free ones (flags, which win over METRICS_PORT and
+// HEALTH_PROBE_PORT), so parallel tests do not collide.
+func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	peerEnv := renderPeerChartEnv(t)
+	// The command reads every variable the peer's chart sets.
+	var help bytes.Buffer
+	hc := controller.NewCmd()
+	hc.SetOut(&help)
+	hc.SetArgs([]string{"--help"})
+	if err := hc.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for name := range peerEnv {
+		if !strings.Contains(help.String(), "[$"+name) {
+			t.Errorf("the peer's chart sets %s, which dovetail controller does not read", name)
+		}
+	}
+	for _, must := range []string{"FEATURE_GATES", "AWS_FEATURE_GATES", "IGNORE_DRA_REQUESTS", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "AMI_REFRESH_INTERVAL"} {
+		if _, ok := peerEnv[must]; !ok {
+			t.Errorf("the peer's rendered Deployment has no %s: the rendering or its parsing is wrong", must)
+		}
+	}
+	for k, v := range peerEnv {
+		t.Setenv(k, v)
+	}
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) }) // MEMORY_LIMIT sets it
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
+		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+			return operator.Cloud{Provider: env.Cloud}, nil
+		}
+		return controller.Run(ctx, o)
+	})
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--metrics-port", "0", "--health-probe-port", "0",
+		"--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix})
+	go func() { done <- cmd.Execute() }()
+
+	// LOG_OUTPUT_PATHS=stdout: the start line, with the probe address, is
+	// on stdout.
+	var probes string
+	poll.Until(t, controllerstest.Timeout, 50*time.Millisecond, "the start line on stdout", func() (bool, error) {
+		select {
+		case err := <-done:
+			t.Fatalf("controller exited: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		default:
+		}
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			var l struct{ Msg, Probes string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "starting" {
+				probes = l.Probes
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	poll.Until(t, controllerstest.Timeout, 100*time.Millisecond, "/readyz to answer 200", func() (bool, error) {
+		resp, err := http.Get("http://" + probes + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return true, nil
+	})
+	nodeMemory := helmbin.NodeMemory
+	if got, want := debug.SetMemoryLimit(-1), int64(float64(nodeMemory)*0.9); got != want {
+		t.Errorf("soft memory limit %d, want 90%% of MEMORY_LIMIT (%s)", got, peerEnv["MEMORY_LIMIT"])
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("controller exited with %v", err)
+		}
+	case <-time.After(controllerstest.Timeout):
+		t.Fatal("controller did not stop")
+	}
+}
+
+// renderPeerChartEnv renders the peer's chart and returns its controller
+// container's environment (helmbin.DeploymentEnv: no resources, a node
+// with helmbin.NodeMemory allocatable).
+func renderPeerChartEnv(t *testing.T) map[string]string {
+	t.Helper()
+	helm, err := helmbin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := peermodule.UnpackChart(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "kube-system"
+	c := exec.Command(helm, "template", "karpenter", chart, "--namespace", ns, "--set", "settings.clusterName=test")
+	c.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var errOut bytes.Buffer
+	c.Stderr = &errOut
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("helm template of the peer's chart: %v\n%s", err, errOut.String())
+	}
+	env, err := helmbin.DeploymentEnv(out, ns)
+	if err != nil {
+		t.Fatalf("the peer's chart: %v", err)
+	}
+	return env
 }

@@ -30,17 +30,22 @@ const (
 // capacityErrorCodes are the CreateFleet error codes that mean "no
 // capacity for this offering right now".
 var capacityErrorCodes = map[string]bool{
-	"InsufficientInstanceCapacity":      true,
-	"InsufficientCapacity":              true,
-	"InsufficientHostCapacity":          true,
-	"InsufficientReservedCapacity":      true,
-	"MaxSpotInstanceCountExceeded":      true,
-	"SpotMaxPriceTooLow":                true,
-	"UnfulfillableCapacity":             true,
-	"Unsupported":                       true,
-	"VcpuLimitExceeded":                 false,
-	"InsufficientFreeAddressesInSubnet": true,
+	"InsufficientInstanceCapacity": true,
+	"InsufficientCapacity":         true,
+	"InsufficientHostCapacity":     true,
+	"InsufficientReservedCapacity": true,
+	"MaxSpotInstanceCountExceeded": true,
+	"SpotMaxPriceTooLow":           true,
+	"UnfulfillableCapacity":        true,
+	"Unsupported":                  true,
+	"VcpuLimitExceeded":            false,
+	codeSubnetFull:                 true,
 }
+
+// codeSubnetFull is EC2's answer when the launch's subnet has no free
+// address: the launch is repeated in another subnet of the zone, and only
+// a zone without one is marked unavailable.
+const codeSubnetFull = "InsufficientFreeAddressesInSubnet"
 
 // Create launches an instance for the NodeClaim (see
 // cloudprovider.CloudProvider).
@@ -76,43 +81,79 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if len(plan.Narrowed) > 0 {
 		p.narrowed(nodeClaim, plan)
 	}
-	req, images, err := p.launchRequest(ctx, nodeClaim, nc, reqs, plan)
-	if err != nil {
-		return nil, err
-	}
 	var empty int
 	if nodeClaim.UID != "" {
 		if r := p.launches.get(nodeClaim.UID); r != nil {
 			empty = r.empty
 		}
-		req.ClientToken = clientToken(nodeClaim.UID, empty, req)
 	}
-	res, err := p.instances.Launch(ctx, req)
-	if err != nil && instance.IsIdempotentParameterMismatch(err) {
-		// The token was spent on other parameters: only a launch of this
-		// NodeClaim can have spent it. Adopt what it launched, if anything.
-		if in, lerr := p.lookUpLaunched(ctx, nodeClaim); lerr == nil && in != nil {
-			return p.launchedClaim(nodeClaim, nc, in, types), nil
+	// full are the subnets EC2 found without a free address during this
+	// call: the launch is repeated in the zone's next subnet.
+	full := map[string]bool{}
+	var res *instance.LaunchResult
+	var images map[string]string
+	for {
+		picked := p.subnets.pick(nc.Status.Subnets, full)
+		req, imgs, err := p.launchRequest(ctx, nodeClaim, nc, reqs, plan, picked)
+		if err != nil {
+			p.subnets.done(picked, "", p.o.Clock.Now())
+			return nil, err
 		}
-		p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.empty = empty + 1 })
-	}
-	if err != nil {
-		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
+		images = imgs
+		if nodeClaim.UID != "" {
+			req.ClientToken = clientToken(nodeClaim.UID, empty, req)
+		}
+		res, err = p.instances.Launch(ctx, req)
+		launchedIn := ""
+		if err == nil && res.Instance != nil {
+			launchedIn = res.Instance.SubnetID
+		}
+		p.subnets.done(picked, launchedIn, p.o.Clock.Now())
+		if err != nil && instance.IsIdempotentParameterMismatch(err) {
+			// The token was spent on other parameters: only a launch of this
+			// NodeClaim can have spent it. Adopt what it launched, if anything.
+			if in, lerr := p.lookUpLaunched(ctx, nodeClaim); lerr == nil && in != nil {
+				return p.launchedClaim(nodeClaim, nc, in, types), nil
+			}
+			p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.empty = empty + 1 })
+		}
+		if err != nil {
+			return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
+		}
+		if res.Instance == nil && nodeClaim.UID != "" {
+			// EC2 bound the token to this answer: the next launch needs another.
+			empty++
+			p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.empty = empty })
+		}
+		again := false
+		for _, fe := range res.Errors {
+			if fe.Code != codeSubnetFull || fe.SubnetID == "" || full[fe.SubnetID] {
+				continue
+			}
+			full[fe.SubnetID] = true
+			p.subnets.full(fe.SubnetID, p.o.Clock.Now())
+			if res.Instance == nil && hasOther(nc.Status.Subnets, fe.Zone, full) {
+				again = true
+				p.o.Log.Info("subnet has no free address; launching in the zone's next subnet", "nodeclaim", nodeClaim.Name, "subnet", fe.SubnetID, "zone", fe.Zone)
+			}
+		}
+		if !again {
+			break
+		}
 	}
 	var iced []cloudprovider.OfferingKey
 	var other []instance.FleetError
 	for _, fe := range res.Errors {
-		if capacityErrorCodes[fe.Code] && fe.InstanceType != "" && fe.Zone != "" {
+		switch {
+		case fe.Code == codeSubnetFull && fe.Zone != "" && hasOther(nc.Status.Subnets, fe.Zone, full):
+			// The zone has another subnet: its offerings stay available.
+		case capacityErrorCodes[fe.Code] && fe.InstanceType != "" && fe.Zone != "":
 			iced = append(iced, cloudprovider.OfferingKey{InstanceType: fe.InstanceType, Zone: fe.Zone, CapacityType: fe.CapacityType})
-		} else {
+		default:
 			other = append(other, fe)
 		}
 	}
 	p.types.Unavailable().MarkUnavailable(iced...)
-	if res.Instance == nil && nodeClaim.UID != "" {
-		// EC2 bound the token to this answer: the next launch needs another.
-		p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.empty = empty + 1 })
-	}
 	if res.Instance == nil {
 		if len(other) == 0 {
 			return nil, cloudprovider.NewInsufficientCapacityError(errors.New("CreateFleet launched no instance"), iced...)
@@ -244,8 +285,9 @@ func (p *Provider) commonTags(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 }
 
 // launchRequest builds the launch templates (one per image) and the fleet
-// request for a plan. images maps each planned type to its image.
-func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, reqs requirements.Requirements, plan Plan) (*instance.LaunchRequest, map[string]string, error) {
+// request for a plan, launching in zone z's subnet subnetByZone[z]. images
+// maps each planned type to its image.
+func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, reqs requirements.Requirements, plan Plan, subnetByZone map[string]string) (*instance.LaunchRequest, map[string]string, error) {
 	family := nc.AMIFamily()
 	in := userdata.Input{
 		Family: family, ClusterName: p.o.ClusterName, ClusterEndpoint: p.o.ClusterEndpoint,
@@ -269,12 +311,6 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 		sgs = append(sgs, g.ID)
 	}
 	tags := p.commonTags(nodeClaim, nc)
-	subnetByZone := map[string]string{}
-	for _, s := range nc.Status.Subnets {
-		if _, ok := subnetByZone[s.Zone]; !ok {
-			subnetByZone[s.Zone] = s.ID
-		}
-	}
 	// The fleet also tags the instance with the NodeClaim's name (in the
 	// same call, not a CreateTags after it); the launch templates keep the
 	// common tags, so claims of one pool and class share templates.

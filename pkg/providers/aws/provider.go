@@ -75,6 +75,9 @@ type Options struct {
 	// UnavailableTTL is how long an insufficient-capacity answer keeps an
 	// offering out (default 3 minutes).
 	UnavailableTTL time.Duration
+	// IsolatedVPC: call no AWS service without a VPC endpoint, which here
+	// is the Pricing API; on-demand prices come from the built-in table.
+	IsolatedVPC bool
 }
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
@@ -92,6 +95,7 @@ type Provider struct {
 	instances    *instance.Provider
 	resolver     *nodeclass.Resolver
 	launches     *launches
+	subnets      *subnets
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -121,7 +125,7 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		o.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	clients := sdk.NewClients(cfg, o.Retry)
-	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}}
+	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}, subnets: newSubnets()}
 	p.spotFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_price_failures_total",
 		Help: "Price loads in which live spot prices (DescribeSpotPriceHistory) could not be had.",
@@ -129,8 +133,12 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	if err := p.discoverCluster(ctx); err != nil {
 		return nil, err
 	}
+	pricingClient := clients.Pricing
+	if o.IsolatedVPC {
+		pricingClient = nil
+	}
 	p.types = instancetype.New(instancetype.Options{
-		EC2: clients.EC2, Pricing: clients.Pricing, Region: cfg.Region, Clock: o.Clock,
+		EC2: clients.EC2, Pricing: pricingClient, Region: cfg.Region, Clock: o.Clock,
 		Unavailable:  unavailable.New(o.Clock, o.UnavailableTTL),
 		PriceRefresh: o.PriceRefresh, TypeRefresh: o.TypeRefresh,
 		VMMemoryOverheadPercent: o.VMMemoryOverheadPercent, ReservedENIs: o.ReservedENIs,
@@ -150,7 +158,8 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	p.resolver = &nodeclass.Resolver{
 		EC2: clients.EC2, SSM: clients.SSM, IAM: clients.IAM, ClusterName: o.ClusterName, Region: cfg.Region,
 		KubernetesVersion: p.o.KubernetesVersion, Clock: o.Clock,
-		Recorder: o.Recorder,
+		Recorder:       o.Recorder,
+		ObserveSubnets: p.subnets.observe,
 		SpotPrices: func() (string, bool) {
 			st := p.types.SpotPriceStatus()
 			return st.Fallback(), st.Known

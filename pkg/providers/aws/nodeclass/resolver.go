@@ -81,6 +81,10 @@ type Resolver struct {
 	// Recorder, when set, gets a SpotPricesUnavailable warning event on a
 	// class whose SpotPricesReady turns False.
 	Recorder events.EventRecorder
+	// ObserveSubnets, when set, receives each subnet's
+	// AvailableIpAddressCount after Subnets describes them, with the time
+	// the description was asked for (the launch's subnet choice).
+	ObserveSubnets func(at time.Time, free map[string]int64)
 }
 
 // Resolve returns a copy of nc with status.subnets, securityGroups, amis,
@@ -233,6 +237,8 @@ func tagFilters(tags map[string]string) []ec2types.Filter {
 // Subnets resolves subnet selector terms, sorted by id.
 func (r *Resolver) Subnets(ctx context.Context, terms []awsv1.SubnetSelectorTerm) ([]awsv1.Subnet, error) {
 	found := map[string]awsv1.Subnet{}
+	at := r.now()
+	free := map[string]int64{}
 	for _, t := range terms {
 		in := &ec2.DescribeSubnetsInput{Filters: tagFilters(t.Tags)}
 		if t.ID != "" {
@@ -247,8 +253,14 @@ func (r *Resolver) Subnets(ctx context.Context, terms []awsv1.SubnetSelectorTerm
 			for _, s := range page.Subnets {
 				id := aws.ToString(s.SubnetId)
 				found[id] = awsv1.Subnet{ID: id, Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId)}
+				if s.AvailableIpAddressCount != nil {
+					free[id] = int64(*s.AvailableIpAddressCount)
+				}
 			}
 		}
+	}
+	if r.ObserveSubnets != nil {
+		r.ObserveSubnets(at, free)
 	}
 	out := slices.Collect(maps.Values(found))
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
