@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // adminPrefix is the path prefix of the emulator's admin API. AWS SDK
@@ -110,6 +112,26 @@ func (e *Emulator) AdminToken() string { return e.opts.AdminToken }
 // and token.
 func (e *Emulator) AdminClient() *AdminClient {
 	return &AdminClient{Endpoint: e.endpoint, Token: e.opts.AdminToken}
+}
+
+// apiHostRefused checks the Host header of an AWS API request: it must
+// name a loopback address (an IP literal or localhost) and the emulator's
+// port, as every SDK client of the endpoint sends it; another name (a web
+// page's own host, re-bound by DNS to 127.0.0.1) is refused. It returns
+// the refusal's message, or "".
+func (e *Emulator) apiHostRefused(hostport string) string {
+	_, port, _ := net.SplitHostPort(e.listener.Addr().String())
+	host, p, err := net.SplitHostPort(hostport)
+	ok := err == nil && p == port
+	if ok && host != "localhost" {
+		ip := net.ParseIP(host)
+		ok = ip != nil && ip.IsLoopback()
+	}
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("awsemu: Host %q is not a loopback address with the emulator's port %s; requests must be sent to the endpoint %s (another Host is refused, against DNS rebinding)",
+		termtext.Clip(hostport, 256), port, e.endpoint)
 }
 
 // adminAllowed checks an admin request's Host and token. It returns the

@@ -107,13 +107,65 @@ func TestAdminAPIRequiresTokenAndLoopbackHost(t *testing.T) {
 		t.Errorf("health with the token: %+v %v", h, err)
 	}
 
-	// The AWS API keeps working as before: no token, and Host is not
-	// checked there.
+	// The AWS API needs no token; the SDK on loopback works.
 	if _, err := ec2.NewFromConfig(sdkConfig(e)).DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); err != nil {
 		t.Errorf("DescribeSubnets through the SDK: %v", err)
 	}
-	if status, body := adminRequest(t, e, http.MethodPost, "/", "emulator.example", "", "Action=DescribeAvailabilityZones&Version=2016-11-15"); status != http.StatusOK {
-		t.Errorf("EC2 query with another Host: %d %s", status, body)
+}
+
+// TestAWSAPIRefusesOtherHosts is issue 34 item 10: every AWS endpoint (the
+// query protocols EC2/IAM/Auto Scaling, the JSON protocols SQS/SSM/
+// Pricing/EventBridge, EKS REST) refuses a Host that is not a loopback
+// address with the emulator's port, so a DNS-rebinding web page cannot
+// drive it; loopback names with the port work.
+func TestAWSAPIRefusesOtherHosts(t *testing.T) {
+	e := start(t, awsemu.Options{})
+	port := strings.Split(strings.TrimPrefix(e.Endpoint(), "http://"), ":")[1]
+	type call struct {
+		name, method, path, target, body string
+	}
+	calls := []call{
+		{"ec2", http.MethodPost, "/", "", "Action=DescribeAvailabilityZones&Version=2016-11-15"},
+		{"sqs", http.MethodPost, "/", "AmazonSQS.ListQueues", "{}"},
+		{"ssm", http.MethodPost, "/", "AmazonSSM.GetParameter", `{"Name":"/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id"}`},
+		{"eks", http.MethodGet, "/clusters", "", ""},
+	}
+	send := func(c call, host string) (int, string) {
+		req, err := http.NewRequest(c.method, e.Endpoint()+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		if c.target != "" {
+			req.Header.Set("X-Amz-Target", c.target)
+			req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		} else if c.body != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range calls {
+		for _, host := range []string{"evil.example:" + port, "emulator.example", "127.0.0.1", "127.0.0.1:1", "localhost.evil.example:" + port, "0.0.0.0:" + port} {
+			if status, body := send(c, host); status != http.StatusForbidden || !strings.Contains(body, "DNS rebinding") {
+				t.Errorf("%s with Host %q: %d %s, want 403 naming DNS rebinding", c.name, host, status, body)
+			}
+		}
+	}
+	if n := len(e.Calls()); n != 0 {
+		t.Errorf("refused requests reached the services: %d calls recorded", n)
+	}
+	for _, c := range calls {
+		for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "127.0.0.2:" + port} {
+			if status, body := send(c, host); status == http.StatusForbidden {
+				t.Errorf("%s with loopback Host %q: refused: %s", c.name, host, body)
+			}
+		}
 	}
 }
 

@@ -325,6 +325,11 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveAdmin(w, r)
 		return
 	}
+	if msg := e.apiHostRefused(r.Host); msg != "" {
+		e.log.V(1).Info("AWS API request refused", "path", r.URL.Path, "host", r.Host)
+		http.Error(w, msg, http.StatusForbidden)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)

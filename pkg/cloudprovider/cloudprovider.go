@@ -57,6 +57,11 @@ type CloudProvider interface {
 	// does not drift.
 	IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (DriftReason, error)
 
+	// RepairPolicies are the unhealthy node conditions the provider asks
+	// to be repaired (acted on only under the NodeRepair feature gate),
+	// each with how long it is tolerated; the same list every call.
+	RepairPolicies() []RepairPolicy
+
 	// Name names the provider, e.g. "aws", for logs and metrics.
 	Name() string
 }

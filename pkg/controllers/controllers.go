@@ -27,7 +27,9 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/offeringmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/offerings"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/podmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/static"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
@@ -65,6 +67,8 @@ var (
 	_ Controller = (*cost.Controller)(nil)
 	_ Controller = (*offerings.Controller)(nil)
 	_ Controller = (*static.Controller)(nil)
+	_ Controller = (*offeringmetrics.Controller)(nil)
+	_ Controller = (*podmetrics.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -80,6 +84,7 @@ var (
 	_ reconcile.Reconciler = (*cost.Controller)(nil)
 	_ reconcile.Reconciler = (*offerings.Controller)(nil)
 	_ reconcile.Reconciler = (*static.Controller)(nil)
+	_ reconcile.Reconciler = (*offeringmetrics.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -136,6 +141,10 @@ type Config struct {
 	// (spec.replicas) with the static controller; off, such a pool gets
 	// ValidationSucceeded=False from the readiness controller and no nodes.
 	StaticCapacity bool
+	// NodeRepair (feature gate NodeRepair) replaces nodes whose conditions
+	// match one of the cloud provider's repair policies past its
+	// toleration (the disruption controller, reason Unhealthy).
+	NodeRepair bool
 }
 
 // NewControllers lists every controller dovetail runs, wired with its
@@ -162,7 +171,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
 		hash.NewController(d.Client),
-		readiness.New(d.Client, d.Clock, readiness.Options{StaticCapacity: cfg.StaticCapacity}),
+		readiness.NewController(d.Client, d.Clock, readiness.Options{NodeRepair: cfg.NodeRepair, StaticCapacity: cfg.StaticCapacity}),
 		counter.NewController(d.Client, d.Metrics),
 
 		// Pods to NodeClaims.
@@ -190,6 +199,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		// commands, launching replacements as provisioning builds them.
 		disruption.New(d.Client, cloud("disruption"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
 			newNodeClaim, disruptionOptions(cfg)),
+
+		// The peer's pod and offering metrics (they write nothing).
+		podmetrics.NewController(d.Metrics),
+		offeringmetrics.NewController(d.Client, cloud("cloudprovider.metrics"), d.Unavailable, d.Metrics, offeringmetrics.Options{}),
 	}
 	if cfg.StaticCapacity {
 		// Static NodePools kept at spec.replicas, counted from the API
@@ -220,6 +233,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
+	o.NodeRepair = cfg.NodeRepair
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}

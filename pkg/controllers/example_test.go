@@ -42,4 +42,6 @@ func ExampleNewControllers() {
 	// nodeclaim.garbagecollection
 	// interruption
 	// disruption
+	// metrics.pod
+	// cloudprovider.metrics
 }

@@ -1,5 +1,13 @@
 package controlplane
 
+// HoldConditionsLabel=HoldConditionsValue on a Node keeps kwok from
+// rewriting its status conditions (see kwokStages): how tests and the
+// local stack inject node faults for node repair.
+const (
+	HoldConditionsLabel = "kwok.x-k8s.io/stage"
+	HoldConditionsValue = "unhealthy"
+)
+
 // kwokStages is the Stage configuration handed to kwok (--config). kwok
 // refuses to start without stages; these make it behave like a fast,
 // healthy kubelet on every Node it manages:
@@ -10,6 +18,12 @@ package controlplane
 //   - node-heartbeat: refreshes the conditions of a Ready Node every few
 //     minutes. Liveness itself comes from the node Lease that kwok renews
 //     (--node-lease-duration-seconds), as a real kubelet does.
+//   - node-hold-conditions: a Node labelled HoldConditionsLabel (the
+//     peer's kwok label kwok.x-k8s.io/stage=unhealthy) is left alone: it
+//     outweighs node-up and node-heartbeat, so conditions a test writes
+//     into its status (Ready=False, AcceleratedHardwareReady=False, ...)
+//     stay until the test changes them or removes the label. Its Lease is
+//     still renewed.
 //   - pod-run: a Pending pod bound to a managed Node starts at once: all
 //     containers running and ready, IPs assigned, phase Running.
 //   - pod-succeed: a running pod owned by a Job completes (phase Succeeded),
@@ -20,6 +34,20 @@ package controlplane
 // The template functions (Now, NodeConditions, NodeIP, NodeName, NodePort,
 // NodeIPsWith, PodIPsWith, Quote, YAML, Version) are kwok's.
 const kwokStages = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-hold-conditions
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchLabels:
+      ` + HoldConditionsLabel + `: ` + HoldConditionsValue + `
+  weight: 100
+  next: {}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: node-up

@@ -22,6 +22,17 @@ const (
 	MaxBytes = 900 << 10
 	// Version of the encoding.
 	Version = 1
+	// MaxPricePerHour bounds one node's price: Accrue skips a usage priced
+	// above it (a corrupt annotation), and Decode refuses a cell that could
+	// only come from one.
+	MaxPricePerHour = 1e6
+	// MaxCellDollars and MaxCellNodeHours bound one key's hour (a million
+	// nodes at MaxPricePerHour would be far beyond them): the sums over the
+	// 744 hours kept stay finite.
+	MaxCellDollars   = 1e9
+	MaxCellNodeHours = 1e6
+	// clockSkew is how far ahead of the reader's clock the record may run.
+	clockSkew = time.Hour
 )
 
 // Key identifies what a bucket is for: a NodePool and its labels when the
@@ -100,7 +111,7 @@ func (r *Record) Accrue(usages []Usage, now time.Time) {
 		return
 	}
 	for _, u := range usages {
-		if u.PricePerHour <= 0 {
+		if !(u.PricePerHour > 0 && u.PricePerHour <= MaxPricePerHour) { // NaN fails both
 			continue
 		}
 		from := u.From.UTC()
@@ -204,24 +215,52 @@ func (r *Record) Encode(now time.Time) ([]byte, error) {
 	}
 }
 
-// Decode parses an encoded record, checking cell keys.
-func Decode(data []byte) (*Record, error) {
+// CorruptError is a record that does not parse or holds values no
+// controller writes: a reader says "corrupt", never "not found".
+type CorruptError struct{ Reason string }
+
+func (e *CorruptError) Error() string { return "the cost record is corrupt: " + e.Reason }
+
+// Decode parses an encoded record as read at now and checks it: version,
+// cell keys, every number finite, non-negative and within MaxCellDollars
+// and MaxCellNodeHours (spot dollars at most the dollars), hours on hour
+// boundaries, ascending, none starting after now and Through at most an
+// hour after now (an hour dated 9999 is refused, not counted as
+// recent). Every refusal is a *CorruptError.
+func Decode(data []byte, now time.Time) (*Record, error) {
+	corrupt := func(format string, args ...any) (*Record, error) {
+		return nil, &CorruptError{Reason: fmt.Sprintf(format, args...)}
+	}
 	r := &Record{}
 	if err := json.Unmarshal(data, r); err != nil {
-		return nil, fmt.Errorf("the cost record does not parse: %w", err)
+		return corrupt("it does not parse: %v", err)
 	}
 	if r.Version != Version {
-		return nil, fmt.Errorf("the cost record has version %d; this dovetail reads version %d", r.Version, Version)
+		return corrupt("it has version %d; this dovetail reads version %d", r.Version, Version)
 	}
+	if r.Through.After(now.Add(clockSkew)) {
+		return corrupt("it was written through %s, after now (%s)", r.Through.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	prev := int64(math.MinInt64)
 	for _, h := range r.Hours {
+		if h.Start%3600 != 0 || h.Start <= prev || h.Start > now.Unix() {
+			return corrupt("hour %d is not an hour's start after the one before it and not after now", h.Start)
+		}
+		prev = h.Start
 		for _, c := range h.Cells {
 			if c.Key >= len(r.Keys) {
-				return nil, fmt.Errorf("the cost record's hour %d names key %d of %d", h.Start, c.Key, len(r.Keys))
+				return corrupt("hour %d names key %d of %d", h.Start, c.Key, len(r.Keys))
+			}
+			if !within(c.Dollars, MaxCellDollars) || !within(c.Spot, c.Dollars+1e-6) || !within(c.NodeHours, MaxCellNodeHours) {
+				return corrupt("hour %d holds [%v %v %v] for key %d: dollars, spot dollars and node-hours must be finite, non-negative, at most %g, the dollars and %g", h.Start, c.Dollars, c.Spot, c.NodeHours, c.Key, MaxCellDollars, MaxCellNodeHours)
 			}
 		}
 	}
 	return r, nil
 }
+
+// within reports 0 <= v <= limit (false for NaN).
+func within(v, limit float64) bool { return v >= 0 && v <= limit }
 
 // Total is a key's cost over a window.
 type Total struct {

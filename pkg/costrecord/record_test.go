@@ -1,8 +1,10 @@
 package costrecord_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +83,7 @@ func TestEncodeRoundTripAndLimits(t *testing.T) {
 		t.Errorf("20 pools: %d bytes, %d hours; want <= %d bytes and all %d hours", len(data), len(r.Hours), costrecord.MaxBytes, 31*24)
 	}
 	t.Logf("20 pools x 31 days: %d bytes", len(data))
-	back, err := costrecord.Decode(data)
+	back, err := costrecord.Decode(data, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +112,54 @@ func TestEncodeRoundTripAndLimits(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	for _, in := range []string{`{`, `{"v":2}`, `{"v":1,"keys":[],"hours":[{"h":0,"c":[[3,1,0,1]]}]}`, `{"v":1,"hours":[{"h":0,"c":[[0,1]]}]}`} {
-		if _, err := costrecord.Decode([]byte(in)); err == nil {
-			t.Errorf("Decode(%s) accepted", in)
+	now := time.Date(2026, 12, 4, 6, 30, 0, 0, time.UTC)
+	for _, in := range []string{`{`, `{"v":2}`, `{"v":1,"keys":[],"hours":[{"h":0,"c":[[3,1,0,1]]}]}`, `{"v":1,"hours":[{"h":0,"c":[[0,1]]}]}`,
+		// issue 34 item 6: numbers beyond any fleet, negative, spot above
+		// the dollars, hours in the future or off the hour, a record
+		// written in the future.
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":3600,"c":[[0,1.7e308,0,1]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":3600,"c":[[0,-1e308,0,1]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":3600,"c":[[0,1,0,-1]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":3600,"c":[[0,1,2,1]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":3600,"c":[[0,1,0,1e300]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":253402297200,"c":[[0,1,0,1]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":3601,"c":[[0,1,0,1]]}]}`,
+		`{"v":1,"keys":[{"pool":"a"}],"hours":[{"h":7200,"c":[]},{"h":3600,"c":[]}]}`,
+		`{"v":1,"through":"9999-01-01T00:00:00Z","keys":[],"hours":[]}`,
+	} {
+		_, err := costrecord.Decode([]byte(in), now)
+		var ce *costrecord.CorruptError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "corrupt") {
+			t.Errorf("Decode(%s) = %v, want a CorruptError", in, err)
 		}
+	}
+	ok := `{"v":1,"through":"2026-12-04T06:29:00Z","keys":[{"pool":"a"}],"hours":[{"h":1764824400,"c":[[0,0.5,0.25,2]]}]}`
+	if _, err := costrecord.Decode([]byte(ok), now); err != nil {
+		t.Errorf("Decode(%s): %v", ok, err)
+	}
+}
+
+// TestAccrueSkipsImpossiblePrices: a usage priced NaN, infinite or above
+// MaxPricePerHour (a corrupt annotation) adds nothing, so what Encode
+// writes always decodes.
+func TestAccrueSkipsImpossiblePrices(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	r := &costrecord.Record{}
+	r.Accrue(nil, t0)
+	var us []costrecord.Usage
+	for _, p := range []float64{math.NaN(), math.Inf(1), 1.7e308, 2 * costrecord.MaxPricePerHour, 0.5} {
+		us = append(us, costrecord.Usage{Pool: "a", PricePerHour: p, From: t0})
+	}
+	r.Accrue(us, t0.Add(3*time.Hour))
+	data, err := r.Encode(t0.Add(3 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := costrecord.Decode(data, t0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot := back.Since(t0); len(tot) != 1 || !near(tot[0].Dollars, 1.5) {
+		t.Errorf("totals %+v, want $1.5 from the one sane usage", tot)
 	}
 }

@@ -15,6 +15,7 @@ type budgetState struct {
 	pool        string
 	total       int // initialized managed nodes not being deleted
 	disrupting  int // NotReady or being deleted
+	deleting    int // being deleted (what the Unhealthy budget counts)
 	limit       map[Reason]int
 	left        map[Reason]int
 	taken       int // nodes this pass's earlier commands disrupt
@@ -22,7 +23,7 @@ type budgetState struct {
 	unparseable string
 }
 
-var allReasons = []Reason{ReasonEmpty, ReasonDrifted, ReasonUnderutilized}
+var allReasons = []Reason{ReasonEmpty, ReasonDrifted, ReasonUnderutilized, ReasonUnhealthy}
 
 var defaultBudgets = []Budget{{Nodes: "10%"}}
 
@@ -30,9 +31,12 @@ var defaultBudgets = []Budget{{Nodes: "10%"}}
 // minimum over the active budgets that cover it (an inactive budget does
 // not limit; a schedule that does not parse allows 0), less the nodes
 // already disrupting, never below 0. A reason no budget covers is
-// unlimited (-1).
-func newBudgetState(pool string, pp PoolPolicy, now time.Time, total, disrupting int) (*budgetState, error) {
-	b := &budgetState{pool: pool, total: total, disrupting: disrupting,
+// unlimited (-1). For Unhealthy only the nodes being deleted count as
+// disrupting, not the NotReady ones, as the peer does: NotReady is what
+// repair acts on, and counting it would let the unhealthy nodes spend the
+// budget that repairs them.
+func newBudgetState(pool string, pp PoolPolicy, now time.Time, total, disrupting, deleting int) (*budgetState, error) {
+	b := &budgetState{pool: pool, total: total, disrupting: disrupting, deleting: deleting,
 		limit: map[Reason]int{}, left: map[Reason]int{}, describe: map[Reason]string{}}
 	budgets := pp.Budgets
 	if budgets == nil {
@@ -73,6 +77,10 @@ func newBudgetState(pool string, pp PoolPolicy, now time.Time, total, disrupting
 	for _, r := range allReasons {
 		if b.limit[r] < 0 {
 			b.left[r] = -1
+			continue
+		}
+		if r == ReasonUnhealthy {
+			b.left[r] = max(b.limit[r]-deleting, 0)
 			continue
 		}
 		b.left[r] = max(b.limit[r]-disrupting, 0)
@@ -137,8 +145,12 @@ func (b *budgetState) message(r Reason) string {
 	if b.unparseable != "" && b.limit[r] == 0 {
 		return fmt.Sprintf("budget for %s in pool %s allows 0 now: %s", r, b.pool, b.unparseable)
 	}
+	disrupting := b.disrupting
+	if r == ReasonUnhealthy {
+		disrupting = b.deleting
+	}
 	msg := fmt.Sprintf("budget for %s in pool %s allows %d now (%s of %d nodes; %d disrupting",
-		r, b.pool, max(b.left[r], 0), b.describe[r], b.total, b.disrupting)
+		r, b.pool, max(b.left[r], 0), b.describe[r], b.total, disrupting)
 	if b.taken > 0 {
 		msg += fmt.Sprintf(", %d more by earlier commands of this pass", b.taken)
 	}

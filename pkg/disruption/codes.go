@@ -55,6 +55,18 @@ const (
 	// CodeStaticPool: the node belongs to a static pool (spec.replicas),
 	// whose nodes are not consolidated; only drift replaces them.
 	CodeStaticPool Code = "StaticPool"
+	// CodeRepairTolerating: a condition matches a repair policy, but has
+	// not lasted its toleration yet.
+	CodeRepairTolerating Code = "UnhealthyWithinToleration"
+	// CodeRepairDisabled: unhealthy past its toleration, but node repair
+	// is off (feature gate NodeRepair).
+	CodeRepairDisabled Code = "NodeRepairDisabled"
+	// CodeRepairBreaker: more than 20% of the pool's nodes are unhealthy;
+	// the pool is not repaired until fewer are.
+	CodeRepairBreaker Code = "RepairCircuitBreaker"
+	// CodeRepairBlocked: unhealthy, but its pods fit nowhere else, or
+	// pods block its drain and no grace period bounds it.
+	CodeRepairBlocked Code = "RepairBlocked"
 	// CodeNotCandidate: nothing to do: not empty, drifted or underutilized
 	// under the pool's policy (for example, it is part of the cheapest fleet).
 	CodeNotCandidate Code = "Kept"
@@ -65,5 +77,6 @@ func Codes() []Code {
 	return []Code{CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeNominated, CodeNodeDoNotDisrupt,
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
-		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool, CodeNotCandidate}
+		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool,
+		CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeNotCandidate}
 }

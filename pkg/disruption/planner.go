@@ -44,6 +44,25 @@ type cnode struct {
 	blockMsg  string
 	done      bool // in a command
 	kept      *Kept
+	// sick: a condition matches a repair policy (nil: healthy);
+	// repairKept: repair decided why it stays.
+	sick       *sickness
+	repairKept bool
+}
+
+// sickness is a node condition matching a repair policy.
+type sickness struct {
+	cond       corev1.NodeCondition
+	policy     cloudprovider.RepairPolicy
+	eligibleAt time.Time
+}
+
+func (s *sickness) String() string {
+	msg := fmt.Sprintf("%s=%s", s.cond.Type, s.cond.Status)
+	if s.cond.Reason != "" {
+		msg += fmt.Sprintf(" (reason %s)", s.cond.Reason)
+	}
+	return msg + fmt.Sprintf(" since %s, tolerated for %s", s.cond.LastTransitionTime.UTC().Format(time.RFC3339), s.policy.TolerationDuration)
 }
 
 // planner holds one pass.
@@ -66,6 +85,13 @@ type planner struct {
 	plan  *Plan
 	eopts engine.Options
 	lastW engine.WhatIf
+	// poolNodes and poolSick count each pool's nodes and those with a
+	// condition matching a repair policy (the repair circuit breaker).
+	poolNodes, poolSick map[string]int
+	// lenient: a what-if that leaves pending pods without a place still
+	// plans the displaced pods (repair: the node is broken, its room is
+	// not really there).
+	lenient bool
 }
 
 // Compute plans one disruption pass over in. The error is only for
@@ -90,6 +116,9 @@ func Compute(in *Input) (*Plan, error) {
 	// candidate (every pool's consolidateAfter Never, nothing drifted)
 	// compiles nothing.
 	p.filter()
+	if err := p.repair(); err != nil {
+		return nil, err
+	}
 	if err := p.empty(); err != nil {
 		return nil, err
 	}
@@ -122,6 +151,8 @@ func (p *planner) build() error {
 	}
 	total := map[string]int{}
 	disrupting := map[string]int{}
+	deleting := map[string]int{}
+	p.poolNodes, p.poolSick = map[string]int{}, map[string]int{}
 	for i := range in.Cluster.Nodes {
 		en := &in.Cluster.Nodes[i]
 		if en.Node == nil {
@@ -155,6 +186,16 @@ func (p *planner) build() error {
 		if n.pool != "" && (st.NotReady || st.MarkedForDeletion) {
 			disrupting[n.pool]++
 		}
+		if n.pool != "" && st.MarkedForDeletion {
+			deleting[n.pool]++
+		}
+		if n.pool != "" {
+			n.sick = p.sickness(st.Conditions)
+			p.poolNodes[n.pool]++
+			if n.sick != nil {
+				p.poolSick[n.pool]++
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("disruption: %w", errs.ToAggregate())
@@ -165,7 +206,7 @@ func (p *planner) build() error {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		b, err := newBudgetState(name, in.Pools[name], p.now, total[name], disrupting[name])
+		b, err := newBudgetState(name, in.Pools[name], p.now, total[name], disrupting[name], deleting[name])
 		if err != nil {
 			return fmt.Errorf("disruption: %w", err)
 		}
@@ -367,7 +408,8 @@ func (p *planner) closed(remove []string) []string {
 		if n.pool == "" || p.gone[n.name] || slices.Contains(remove, n.name) {
 			continue
 		}
-		if left, ok := p.consolidateLeft(n); ok && left > 0 {
+		if left, ok := p.consolidateLeft(n); ok && left > 0 || p.in.Options.NodeRepair && n.sick != nil {
+			// Nor onto nodes with a repair policy's condition.
 			out = append(out, n.name)
 		}
 	}
@@ -639,11 +681,8 @@ func (p *planner) drift() error {
 			p.keep(n, CodePDB, "drifted (%s), but PDB %s/%s has no disruption left in this pass (earlier commands took it) and the node has %d of its pods", n.st.Drifted, pdb.Namespace, pdb.Name, n.pdbs[i])
 			continue
 		}
-		res, err := p.whatIf([]*cnode{n})
+		res, err := p.settledWhatIf(n)
 		if err != nil {
-			return err
-		}
-		if err := p.settle(res); err != nil {
 			return err
 		}
 		if res.failCode != "" {
@@ -929,7 +968,7 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 			return res, nil
 		}
 	}
-	if len(plan.Unschedulable) > len(p.base.Unschedulable) {
+	if len(plan.Unschedulable) > len(p.base.Unschedulable) && !p.lenient {
 		res.failCode = CodeNeededByPending
 		res.failMsg = fmt.Sprintf("removing it leaves %d more pending pods unplaceable", len(plan.Unschedulable)-len(p.base.Unschedulable))
 		return res, nil
@@ -954,6 +993,15 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 	}
 	res.extra = plan.PricePerHour - p.base.PricePerHour
 	return res, nil
+}
+
+// settledWhatIf is whatIf of the node alone, then settle.
+func (p *planner) settledWhatIf(n *cnode) (*result, error) {
+	res, err := p.whatIf([]*cnode{n})
+	if err != nil {
+		return nil, err
+	}
+	return res, p.settle(res)
 }
 
 // settle commits a passing what-if to the model the next what-ifs see,
@@ -1289,6 +1337,7 @@ func (p *planner) finish() {
 		if n.done {
 			continue
 		}
+		p.repairNote(n)
 		if n.kept == nil {
 			p.keep(n, CodeNotCandidate, "nothing to do: not empty, not drifted, and no cheaper placement was found for it")
 		}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 )
 
@@ -17,6 +18,8 @@ const (
 	ReasonEmpty         Reason = "Empty"
 	ReasonDrifted       Reason = "Drifted"
 	ReasonUnderutilized Reason = "Underutilized"
+	// ReasonUnhealthy is node repair (Options.NodeRepair).
+	ReasonUnhealthy Reason = "Unhealthy"
 )
 
 // Consolidation policies (NodePool spec.disruption.consolidationPolicy).
@@ -43,6 +46,9 @@ type Input struct {
 	Nodes map[string]NodeState
 	// PDBs are the PodDisruptionBudgets with what they allow now.
 	PDBs []PDB
+	// RepairPolicies are the cloud provider's unhealthy node conditions
+	// (Options.NodeRepair).
+	RepairPolicies []cloudprovider.RepairPolicy
 	// Options are the planner's switches.
 	Options Options
 }
@@ -112,6 +118,9 @@ type NodeState struct {
 	DoNotDisrupt bool
 	// TerminationGracePeriod, when set, lets drift ignore blocking pods.
 	TerminationGracePeriod *time.Duration
+	// Conditions are the Node's status conditions, matched against
+	// Input.RepairPolicies.
+	Conditions []corev1.NodeCondition
 	// InstanceType, CapacityType, Zone and PricePerHour describe what the
 	// node costs. Empty fields are taken from the node's labels; a zero
 	// price from the engine's ExistingNode.PricePerHour, else the pool's
@@ -132,6 +141,11 @@ type PDB struct {
 
 // Options are the planner's switches.
 type Options struct {
+	// NodeRepair replaces nodes whose conditions match a repair policy
+	// past its toleration (the peer's feature gate, default off): method
+	// Unhealthy, before the others. Off, such nodes are reported
+	// NodeRepairDisabled.
+	NodeRepair bool
 	// SpotToSpotConsolidation allows replacing spot nodes with cheaper spot
 	// nodes (the peer's feature gate, default off). A single node needs at
 	// least MinSpotToSpotTypes cheaper spot types, and the replacement
@@ -210,6 +224,11 @@ type Command struct {
 	DisruptionCost float64
 	// Message says what the command does, for events.
 	Message string
+	// TerminationGracePeriod (Unhealthy only) bounds the drain of the
+	// removed nodes: the repair policy's bound, or the NodeClaim's when
+	// shorter; nil inherits the NodeClaim's. Pods that block the drain
+	// (do-not-disrupt, PDBs) are evicted when it runs out.
+	TerminationGracePeriod *time.Duration
 }
 
 // Kept is a node not disrupted, with why.

@@ -74,6 +74,40 @@ func TestPoolCensus(t *testing.T) {
 	}
 }
 
+// TestNodeClaimUnknownInstanceType is issue 34 item 7: a NodeClaim launched
+// on an instance type its pool's catalog does not know, with no recorded
+// price, is not called "$0/h, the cheapest offering of its pool"; nor is a
+// corrupt recorded price (NaN, negative) taken as its price.
+func TestNodeClaimUnknownInstanceType(t *testing.T) {
+	pool := engine.NodePool{Name: "p", InstanceTypes: []*cloudprovider.InstanceType{itype("m1.large", "amd64", "2", 0.06, "z1")}}
+	in := &engine.Input{NodePools: []engine.NodePool{pool}}
+	for _, price := range []string{"", "NaN", "-1", "+Inf"} {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1",
+			Labels: map[string]string{karpv1.NodePoolLabelKey: "p", corev1.LabelInstanceTypeStable: "x9.mystery",
+				corev1.LabelTopologyZone: "z1", karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand}}}
+		if price != "" {
+			nc.Annotations = map[string]string{karpv1.AnnotationPricePerHour: price}
+		}
+		out, err := explain.ExplainNodeClaim(in, []*karpv1.NodeClaim{nc}, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Offering == nil || !out.Offering.PriceUnknown || out.Offering.PricePerHour != 0 {
+			t.Errorf("price %q: offering %+v, want the price unknown", price, out.Offering)
+		}
+		if strings.Contains(out.Summary, "cheapest") || !strings.Contains(out.Summary, "unknown") {
+			t.Errorf("price %q: summary %q, want the price called unknown, not the cheapest", price, out.Summary)
+		}
+		var b strings.Builder
+		if err := out.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "$0/h") || strings.Contains(b.String(), "$0.0000/h") {
+			t.Errorf("price %q: text prices it at $0:\n%s", price, b.String())
+		}
+	}
+}
+
 // TestPoolCensusKeepsMinValues: a pool whose requirements carry minValues
 // is not reported as able to take a pod when fewer distinct values than
 // that fit, and the pool line agrees with the engine's verdict (issue 25:

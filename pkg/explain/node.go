@@ -18,8 +18,8 @@ type NodeResult struct {
 	Now      time.Time `json:"now"`
 	// PricePerHour is what the node costs.
 	PricePerHour float64 `json:"pricePerHour"`
-	// Decision is "kept", or the command's reason (Empty, Drifted,
-	// Underutilized) when a command removes it now.
+	// Decision is "kept", or the command's reason (Unhealthy, Empty,
+	// Drifted, Underutilized) when a command removes it now.
 	Decision string `json:"decision"`
 	// Code and Reason say why it is kept.
 	Code   string `json:"code,omitempty"`
@@ -77,11 +77,11 @@ func (r *NodeResult) WriteText(w io.Writer) error {
 	} else if r.Adopted {
 		pool += " (adopted)"
 	}
-	fmt.Fprintf(&b, "Node %s (%s, $%.4f/h) at %s\n", r.Node, pool, r.PricePerHour, r.Now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Node %s (%s, $%.4f/h) at %s\n", esc(r.Node), esc(pool), r.PricePerHour, r.Now.UTC().Format(time.RFC3339))
 	if r.Decision == "kept" {
-		fmt.Fprintf(&b, "Kept: %s\n  %s\n", r.Code, r.Reason)
+		fmt.Fprintf(&b, "Kept: %s\n  %s\n", esc(r.Code), esc(r.Reason))
 	} else {
-		fmt.Fprintf(&b, "Disrupted now (%s):\n  %s\n", r.Decision, r.Command)
+		fmt.Fprintf(&b, "Disrupted now (%s):\n  %s\n", esc(r.Decision), esc(r.Command))
 	}
 	switch {
 	case r.NodePool == "":
@@ -93,7 +93,7 @@ func (r *NodeResult) WriteText(w io.Writer) error {
 	case r.Removable:
 		fmt.Fprintf(&b, "Removing it alone would not save anything: placing its pods elsewhere costs $%.4f/h more.\n", -r.SavingsPerHour)
 	default:
-		fmt.Fprintf(&b, "It cannot be removed: %s\n", r.Blocker)
+		fmt.Fprintf(&b, "It cannot be removed: %s\n", esc(r.Blocker))
 	}
 	fmt.Fprintf(&b, "Fleet: $%.4f/h now, $%.4f/h after this pass's commands.\n", r.FleetPricePerHour, r.FleetPricePerHourAfter)
 	_, err := io.WriteString(w, b.String())

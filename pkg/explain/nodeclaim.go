@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ type Offering struct {
 	CapacityType string  `json:"capacityType"`
 	PricePerHour float64 `json:"pricePerHour"`
 	Recorded     bool    `json:"recorded"`
+	// PriceUnknown: no price was recorded and the pool's catalog has no
+	// such offering (an instance type it does not know); PricePerHour is
+	// then 0 and nothing is compared with it.
+	PriceUnknown bool `json:"priceUnknown,omitempty"`
 }
 
 // Alternative is a cheaper offering and why it was not taken.
@@ -110,6 +115,11 @@ func ExplainNodeClaim(in *engine.Input, claims []*karpv1.NodeClaim, name string)
 		out.Summary = "not launched yet: it may become any of its options"
 		return out, nil
 	}
+	if o := out.Offering; o.PriceUnknown {
+		out.Summary = fmt.Sprintf("%s %s in %s: no price was recorded at launch and nodepool %s offers no such instance type in that zone and capacity type, so its price and the cheaper offerings are unknown",
+			o.InstanceType, o.CapacityType, o.Zone, out.NodePool)
+		return out, nil
+	}
 	unavailable := map[engine.OfferingKey]bool{}
 	for _, k := range in.Unavailable {
 		unavailable[k] = true
@@ -158,6 +168,9 @@ func ExplainNodeClaim(in *engine.Input, claims []*karpv1.NodeClaim, name string)
 func launchedOffering(nc *karpv1.NodeClaim, pool *engine.NodePool) *Offering {
 	parts := strings.Split(nc.Annotations[karpv1.AnnotationOffering], "/")
 	price, perr := strconv.ParseFloat(nc.Annotations[karpv1.AnnotationPricePerHour], 64)
+	if perr == nil && (math.IsNaN(price) || math.IsInf(price, 0) || price < 0) {
+		perr = fmt.Errorf("price %v is not a finite, non-negative number", price) // a corrupt annotation is not a price
+	}
 	if len(parts) == 3 && parts[0] != "" && perr == nil {
 		return &Offering{InstanceType: parts[0], Zone: parts[1], CapacityType: parts[2], PricePerHour: price, Recorded: true}
 	}
@@ -169,6 +182,7 @@ func launchedOffering(nc *karpv1.NodeClaim, pool *engine.NodePool) *Offering {
 		o.PricePerHour = price
 		return o
 	}
+	o.PriceUnknown = true
 	if pool != nil {
 		for _, it := range pool.InstanceTypes {
 			if it.Name != o.InstanceType {
@@ -176,7 +190,7 @@ func launchedOffering(nc *karpv1.NodeClaim, pool *engine.NodePool) *Offering {
 			}
 			for _, of := range it.Offerings {
 				if of.Zone == o.Zone && of.CapacityType == o.CapacityType {
-					o.PricePerHour = of.Price
+					o.PricePerHour, o.PriceUnknown = of.Price, false
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/costrecord"
 )
 
 // Price sources.
@@ -132,7 +133,10 @@ func Build(in Input) []Node {
 func price(in Input, nc *karpv1.NodeClaim, typ, zone, ct string) (float64, string) {
 	if nc != nil {
 		if s, ok := nc.Annotations[karpv1.AnnotationPricePerHour]; ok {
-			if p, err := strconv.ParseFloat(s, 64); err == nil && p >= 0 {
+			// A recorded price beyond any instance (1.7e308, +Inf) is a
+			// corrupt annotation: priced from the catalog instead, so sums
+			// stay finite.
+			if p, err := strconv.ParseFloat(s, 64); err == nil && p >= 0 && p <= costrecord.MaxPricePerHour {
 				return p, PriceRecorded
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // ANSI sequences of the terminal screen.
@@ -80,7 +82,7 @@ func Table(rows []Node, now time.Time, width int, tty bool) string {
 	line("")
 	line(fmt.Sprintf("%s%-28s %-14s %-14s %-9s %-11s %8s  %-17s %-17s %4s%s", b0, "NODE", "NODEPOOL", "INSTANCE-TYPE", "CAPACITY", "ZONE", "$/HOUR", "CPU", "MEMORY", "PODS", r0))
 	for _, r := range rows {
-		name := r.Name
+		name := termtext.Escape(r.Name)
 		if r.Launching {
 			name += " (launching)"
 		}
@@ -90,7 +92,7 @@ func Table(rows []Node, now time.Time, width int, tty bool) string {
 		} else if r.PriceSource == PriceUnknown {
 			price = "?"
 		}
-		line(fmt.Sprintf("%-28s %-14s %-14s %-9s %-11s %8s  %s %s %4d", name, r.Pool, dash(r.InstanceType), dash(r.CapacityType), dash(r.Zone), price,
+		line(fmt.Sprintf("%-28s %-14s %-14s %-9s %-11s %8s  %s %s %4d", name, termtext.Escape(r.Pool), dash(r.InstanceType), dash(r.CapacityType), dash(r.Zone), price,
 			Bar(r.CPURequested, r.CPUAllocatable, 10), Bar(r.MemoryRequested, r.MemoryAllocatable, 10), r.Pods))
 	}
 	if len(rows) == 0 {
@@ -101,9 +103,10 @@ func Table(rows []Node, now time.Time, width int, tty bool) string {
 	return b.String()
 }
 
+// dash is a table cell: "-" for nothing, else s escaped.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return termtext.Escape(s)
 }

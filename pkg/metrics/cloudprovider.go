@@ -42,8 +42,9 @@ func ErrorType(err error) string {
 
 // CloudProvider decorates a cloudprovider.CloudProvider with call metrics:
 // karpenter_cloudprovider_duration_seconds, karpenter_cloudprovider_errors_total
-// and dovetail_cloudprovider_calls_total, all labelled with the calling
-// controller. It passes results and errors through unchanged.
+// (also labelled with the NodePool of the NodeClaim or NodePool the call is
+// about) and dovetail_cloudprovider_calls_total, all labelled with the
+// calling controller. It passes results and errors through unchanged.
 type CloudProvider struct {
 	inner      cloudprovider.CloudProvider
 	reg        *Registry
@@ -62,13 +63,15 @@ func Decorate(inner cloudprovider.CloudProvider, reg *Registry, controller strin
 // Unwrap returns the decorated provider.
 func (c *CloudProvider) Unwrap() cloudprovider.CloudProvider { return c.inner }
 
-func (c *CloudProvider) observe(method string, start time.Time, err error) {
+// observe records a call; nodePool labels its error ("" for calls about
+// no NodePool: Get, List).
+func (c *CloudProvider) observe(method, nodePool string, start time.Time, err error) {
 	provider := c.inner.Name()
 	c.reg.CloudProviderDuration.WithLabelValues(c.controller, method, provider).Observe(c.clock.Since(start).Seconds())
 	outcome := "success"
 	if err != nil {
 		outcome = "error"
-		c.reg.CloudProviderErrors.WithLabelValues(c.controller, method, provider, ErrorType(err)).Inc()
+		c.reg.CloudProviderErrors.WithLabelValues(c.controller, method, provider, ErrorType(err), nodePool).Inc()
 	}
 	c.reg.CloudProviderCalls.WithLabelValues(c.controller, method, provider, outcome).Inc()
 }
@@ -77,7 +80,7 @@ func (c *CloudProvider) observe(method string, start time.Time, err error) {
 func (c *CloudProvider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	start := c.clock.Now()
 	out, err := c.inner.Create(ctx, nc)
-	c.observe("Create", start, err)
+	c.observe("Create", poolOf(nc), start, err)
 	return out, err
 }
 
@@ -86,7 +89,7 @@ func (c *CloudProvider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karp
 func (c *CloudProvider) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
 	start := c.clock.Now()
 	err := c.inner.Delete(ctx, nc)
-	c.observe("Delete", start, cloudprovider.IgnoreNodeClaimNotFound(err))
+	c.observe("Delete", poolOf(nc), start, cloudprovider.IgnoreNodeClaimNotFound(err))
 	return err
 }
 
@@ -94,7 +97,7 @@ func (c *CloudProvider) Delete(ctx context.Context, nc *karpv1.NodeClaim) error 
 func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
 	start := c.clock.Now()
 	out, err := c.inner.Get(ctx, providerID)
-	c.observe("Get", start, err)
+	c.observe("Get", "", start, err)
 	return out, err
 }
 
@@ -102,7 +105,7 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.Nod
 func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	start := c.clock.Now()
 	out, err := c.inner.List(ctx)
-	c.observe("List", start, err)
+	c.observe("List", "", start, err)
 	return out, err
 }
 
@@ -110,7 +113,7 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	start := c.clock.Now()
 	out, err := c.inner.GetInstanceTypes(ctx, np)
-	c.observe("GetInstanceTypes", start, err)
+	c.observe("GetInstanceTypes", np.Name, start, err)
 	return out, err
 }
 
@@ -118,9 +121,17 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, np *karpv1.NodePoo
 func (c *CloudProvider) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	start := c.clock.Now()
 	out, err := c.inner.IsDrifted(ctx, nc)
-	c.observe("IsDrifted", start, err)
+	c.observe("IsDrifted", poolOf(nc), start, err)
 	return out, err
+}
+
+// RepairPolicies forwards (a fixed list: nothing to observe).
+func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return c.inner.RepairPolicies()
 }
 
 // Name is the decorated provider's name.
 func (c *CloudProvider) Name() string { return c.inner.Name() }
+
+// poolOf is the NodePool a NodeClaim was made from ("" when none).
+func poolOf(nc *karpv1.NodeClaim) string { return nc.Labels[karpv1.NodePoolLabelKey] }

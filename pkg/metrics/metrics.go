@@ -6,10 +6,12 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dovetail-sh/dovetail/internal/version"
 )
@@ -40,13 +42,34 @@ const (
 	LabelCode             = "code"
 	LabelVersion          = "version"
 	LabelGoVersion        = "goversion"
+	LabelGoArch           = "goarch"
+	LabelCommit           = "commit"
 	// LabelDecision and LabelConsolidationType label disruption decisions.
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
 	// LabelNodeName and LabelTeam label node and NodePool-owner series.
 	LabelNodeName = "node_name"
 	LabelTeam     = "team"
+	// The pod labels of karpenter_pods_state (PodStateLabels).
+	LabelName      = "name"
+	LabelNamespace = "namespace"
+	LabelOwner     = "owner"
+	LabelNode      = "node"
+	LabelScheduled = "scheduled"
+	LabelArch      = "arch"
+	LabelReady     = "ready"
+	LabelManaged   = "managed"
 )
+
+// PodStateLabels are the labels of karpenter_pods_state, in the order a
+// source of Registry.PodsState emits their values (the peer's order).
+var PodStateLabels = []string{
+	LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone,
+	LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged,
+}
+
+// offeringLabels label the per-offering gauges.
+var offeringLabels = []string{LabelInstanceType, LabelCapacityType, LabelZone}
 
 // Registry holds every metric dovetail exports, registered in a Prometheus
 // registry of its own (no package globals, so two operators in one process
@@ -72,9 +95,9 @@ type Registry struct {
 	// request to the release of its finalizer
 	// (karpenter_nodes_termination_duration_seconds{nodepool}, a summary).
 	NodesTerminationDuration *prometheus.SummaryVec
-	// NodesEvictionRequests counts eviction API calls by HTTP status code
-	// (karpenter_nodes_eviction_requests_total{code}).
-	NodesEvictionRequests *prometheus.CounterVec
+	// PodsEvictionRequests counts eviction API calls by HTTP status code
+	// (karpenter_pods_eviction_requests_total{code}, the peer's v1.15 name).
+	PodsEvictionRequests *prometheus.CounterVec
 	// NodePoolUsage is the capacity in use by a pool's nodes
 	// (karpenter_nodepools_usage{resource_type,nodepool}).
 	NodePoolUsage *prometheus.GaugeVec
@@ -84,13 +107,15 @@ type Registry struct {
 	// CloudProviderDuration times cloud calls
 	// (karpenter_cloudprovider_duration_seconds{controller,method,provider}).
 	CloudProviderDuration *prometheus.HistogramVec
-	// CloudProviderErrors counts failed cloud calls by error type
-	// (karpenter_cloudprovider_errors_total{controller,method,provider,error}).
+	// CloudProviderErrors counts failed cloud calls by error type and the
+	// NodePool the call was about ("" for Get and List)
+	// (karpenter_cloudprovider_errors_total{controller,method,provider,error,nodepool}).
 	CloudProviderErrors *prometheus.CounterVec
 	// ClusterStateSynced is 1 once the controller's caches have synced
 	// (karpenter_cluster_state_synced).
 	ClusterStateSynced prometheus.Gauge
-	// BuildInfo is 1, labelled with the build (karpenter_build_info).
+	// BuildInfo is 1, labelled with the build: version, Go version, target
+	// architecture and VCS commit ("" when unknown) (karpenter_build_info).
 	BuildInfo *prometheus.GaugeVec
 	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption
 	// (voluntary or expiration), by reason ("expired", "empty", "drifted",
@@ -112,6 +137,35 @@ type Registry struct {
 	// allow to be disrupting now, by reason
 	// (karpenter_nodepools_allowed_disruptions{nodepool,reason}).
 	NodePoolAllowedDisruptions *prometheus.GaugeVec
+	// ClusterStateNodeCount is the number of nodes the controller's
+	// cluster view holds: every Node (managed or not) and every launched
+	// NodeClaim whose Node has not registered, one per provider id
+	// (karpenter_cluster_state_node_count). Made when scraped, from the
+	// NodePool counter's Node and NodeClaim stores.
+	ClusterStateNodeCount *ScrapeGauge
+	// NodeClaimsInstanceTerminationDuration observes, per NodeClaim whose
+	// instance was launched, the seconds from the first instance
+	// termination call (the InstanceTerminating condition's transition) to
+	// the cloud reporting the instance gone
+	// (karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}).
+	NodeClaimsInstanceTerminationDuration *prometheus.HistogramVec
+	// OfferingAvailable is 1 when an offering of an instance type (a
+	// capacity type in a zone) can be launched, 0 when not, for the
+	// instance types of every NodePool
+	// (karpenter_cloudprovider_instance_type_offering_available{instance_type,capacity_type,zone}).
+	OfferingAvailable *prometheus.GaugeVec
+	// OfferingPriceEstimate is the hourly price in USD the controller uses
+	// for an offering
+	// (karpenter_cloudprovider_instance_type_offering_price_estimate{instance_type,capacity_type,zone}).
+	OfferingPriceEstimate *prometheus.GaugeVec
+	// PodsState is 1 per pod, labelled with where and how it runs
+	// (karpenter_pods_state{PodStateLabels...}). Made when scraped, from
+	// the pod metrics controller's Pod and Node stores.
+	PodsState *ScrapeGauge
+	// PodsStartupDuration observes, for each pod seen Pending, the seconds
+	// from its creation to its Ready condition turning True
+	// (karpenter_pods_startup_duration_seconds, a summary).
+	PodsStartupDuration prometheus.Summary
 
 	// NodeClaimsRegistered counts NodeClaims whose node registered
 	// (dovetail_nodeclaims_registered_total{nodepool}).
@@ -130,6 +184,10 @@ type Registry struct {
 	// NodePoolCostPerHour is the summed hourly price of a pool's launched
 	// offerings in USD (dovetail_nodepool_cost_per_hour{nodepool}).
 	NodePoolCostPerHour *prometheus.GaugeVec
+	// NodePoolCost is NodePoolCostPerHour under the peer's name, whose
+	// unit is the cloud's (USD per hour on AWS)
+	// (karpenter_nodepools_cost_total{nodepool}).
+	NodePoolCost *prometheus.GaugeVec
 	// CloudProviderCalls counts cloud calls by outcome, "success" or
 	// "error" (dovetail_cloudprovider_calls_total{controller,method,provider,outcome}).
 	CloudProviderCalls *prometheus.CounterVec
@@ -172,8 +230,8 @@ type Registry struct {
 	NodePoolInfo *prometheus.GaugeVec
 
 	reg *prometheus.Registry
-	// names are the fully qualified names of every metric registered.
-	names map[string]bool
+	// infos describe every metric registered, by fully qualified name.
+	infos map[string]Info
 }
 
 // NewRegistry builds every metric and registers it, together with the Go
@@ -201,8 +259,8 @@ func NewRegistry() *Registry {
 			Help:       "Seconds from a node's deletion request until its finalizer is released.",
 			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
 		}, []string{LabelNodePool}),
-		NodesEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: PeerNamespace, Subsystem: "nodes", Name: "eviction_requests_total",
+		PodsEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "pods", Name: "eviction_requests_total",
 			Help: "Eviction API requests made while draining nodes, by HTTP status code.",
 		}, []string{LabelCode}),
 		NodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -220,8 +278,8 @@ func NewRegistry() *Registry {
 		}, []string{LabelController, LabelMethod, LabelProvider}),
 		CloudProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "errors_total",
-			Help: "Failed cloud provider calls, by calling controller, method, provider and error type.",
-		}, []string{LabelController, LabelMethod, LabelProvider, LabelError}),
+			Help: "Failed cloud provider calls, by calling controller, method, provider, error type and NodePool.",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelError, LabelNodePool}),
 		ClusterStateSynced: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Subsystem: "cluster_state", Name: "synced",
 			Help: "1 once the controller's view of nodes, NodeClaims and pods has synced with the API server, else 0.",
@@ -229,7 +287,7 @@ func NewRegistry() *Registry {
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Name: "build_info",
 			Help: "Always 1; the labels name the running build.",
-		}, []string{LabelVersion, LabelGoVersion}),
+		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "disrupted_total",
 			Help: "NodeClaims deleted by disruption or expiration, by reason, NodePool and capacity type.",
@@ -252,6 +310,33 @@ func NewRegistry() *Registry {
 			Help: "How many more of a NodePool's nodes its budgets allow to be disrupting now, by reason.",
 		}, []string{LabelNodePool, LabelReason}),
 
+		ClusterStateNodeCount: newScrapeGauge(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cluster_state", Name: "node_count",
+			Help: "Nodes in the controller's cluster view: every Node and every launched NodeClaim without a Node yet, one per provider id.",
+		}),
+		NodeClaimsInstanceTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: PeerNamespace, Subsystem: "nodeclaims", Name: "instance_termination_duration_seconds",
+			Help:    "Seconds from the first call terminating a NodeClaim's instance until the cloud reports it gone, by NodePool.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}, []string{LabelNodePool}),
+		OfferingAvailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "instance_type_offering_available",
+			Help: "1 if an instance type can be launched with a capacity type in a zone, else 0, for the instance types of every NodePool.",
+		}, offeringLabels),
+		OfferingPriceEstimate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "cloudprovider", Name: "instance_type_offering_price_estimate",
+			Help: "Hourly price in USD the controller uses for an instance type with a capacity type in a zone.",
+		}, offeringLabels),
+		PodsState: newScrapeGauge(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "pods", Name: "state",
+			Help: "1 per pod, labelled with its name, namespace, owner, node, whether it is scheduled, the node's NodePool, zone, architecture, capacity type and instance type, its phase, whether it is ready and whether its node is managed.",
+		}, PodStateLabels...),
+		PodsStartupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
+			Namespace: PeerNamespace, Subsystem: "pods", Name: "startup_duration_seconds",
+			Help:       "Seconds from a pod's creation until it is ready, for pods seen pending.",
+			Objectives: map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.01, 1: 0.01},
+		}),
+
 		NodeClaimsRegistered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",
 			Help: "NodeClaims whose node registered, by NodePool.",
@@ -268,6 +353,10 @@ func NewRegistry() *Registry {
 			Namespace: Namespace, Subsystem: "nodepool", Name: "nodes",
 			Help: "Launched NodeClaims of a NodePool, by capacity type and instance type.",
 		}, []string{LabelNodePool, LabelCapacityType, LabelInstanceType}),
+		NodePoolCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: PeerNamespace, Subsystem: "nodepools", Name: "cost_total",
+			Help: "Summed hourly price in USD of a NodePool's launched offerings (the same as dovetail_nodepool_cost_per_hour; an estimate, not a bill).",
+		}, []string{LabelNodePool}),
 		NodePoolCostPerHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Subsystem: "nodepool", Name: "cost_per_hour",
 			Help: "Summed hourly price in USD of a NodePool's launched offerings, at the prices seen at launch (an estimate, not a bill).",
@@ -314,9 +403,9 @@ func NewRegistry() *Registry {
 			Help: "1 per NodePool, labelled with its node template's team label (empty when none): join on nodepool to sum cost or nodes per team.",
 		}, []string{LabelNodePool, LabelTeam}),
 		reg:   prometheus.NewRegistry(),
-		names: map[string]bool{},
+		infos: map[string]Info{},
 	}
-	r.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
+	r.BuildInfo.WithLabelValues(version.Version, runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.reg.MustRegister(r.collectors()...)
 	r.record(r.collectors()...)
@@ -327,13 +416,15 @@ func NewRegistry() *Registry {
 func (r *Registry) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.NodeClaimsCreated, r.NodeClaimsTerminated, r.NodesCreated, r.NodesTerminated,
-		r.NodesTerminationDuration, r.NodesEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
+		r.NodesTerminationDuration, r.PodsEvictionRequests, r.NodePoolUsage, r.NodePoolLimit,
 		r.CloudProviderDuration, r.CloudProviderErrors, r.ClusterStateSynced, r.BuildInfo,
 		r.NodeClaimsRegistered, r.NodeClaimsLivenessTimeouts, r.NodeClaimsInsufficientCapacity,
-		r.NodePoolNodes, r.NodePoolCostPerHour, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
+		r.NodePoolNodes, r.NodePoolCostPerHour, r.NodePoolCost, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
 		r.DisruptionDecisionsByNodePool, r.Nodes.Allocatable, r.Nodes.Requests, r.NodePoolInfo,
+		r.ClusterStateNodeCount, r.NodeClaimsInstanceTerminationDuration, r.OfferingAvailable,
+		r.OfferingPriceEstimate, r.PodsState, r.PodsStartupDuration,
 	}
 }
 
@@ -349,31 +440,90 @@ func (r *Registry) Register(cs ...prometheus.Collector) error {
 	return nil
 }
 
-// fqName pulls the metric name out of a Desc's String form, the only
-// place client_golang exposes it.
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+// descParts pulls the metric name and label names out of a Desc's String
+// form, the only place client_golang exposes them.
+var descParts = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*variableLabels: \{([^}]*)\}\}$`)
+
+// Info describes a registered metric.
+type Info struct {
+	// Name is the fully qualified name.
+	Name string
+	// Type is "counter", "gauge", "histogram" or "summary" ("" when the
+	// collector does not say).
+	Type string
+	// Labels are the label names, sorted.
+	Labels []string
+}
 
 func (r *Registry) record(cs ...prometheus.Collector) {
 	for _, c := range cs {
+		typ := kind(c)
 		ch := make(chan *prometheus.Desc, 16)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {
-			if m := fqName.FindStringSubmatch(d.String()); m != nil {
-				r.names[m[1]] = true
+			m := descParts.FindStringSubmatch(d.String())
+			if m == nil {
+				continue
+			}
+			var labels []string
+			if m[2] != "" {
+				labels = strings.Split(m[2], ",")
+				sort.Strings(labels)
+			}
+			r.infos[m[1]] = Info{Name: m[1], Type: typ, Labels: labels}
+		}
+	}
+}
+
+// kind names the type of the metrics c collects.
+func kind(c prometheus.Collector) string {
+	switch c.(type) {
+	case *prometheus.CounterVec:
+		return "counter"
+	case *prometheus.GaugeVec, *ScrapeGauge, *nodeGaugeCollector:
+		return "gauge"
+	case *prometheus.HistogramVec:
+		return "histogram"
+	case *prometheus.SummaryVec:
+		return "summary"
+	}
+	// A single metric says what it is when written.
+	if m, ok := c.(prometheus.Metric); ok {
+		var pb dto.Metric
+		if m.Write(&pb) == nil {
+			switch {
+			case pb.Counter != nil:
+				return "counter"
+			case pb.Gauge != nil:
+				return "gauge"
+			case pb.Histogram != nil:
+				return "histogram"
+			case pb.Summary != nil:
+				return "summary"
 			}
 		}
 	}
+	return ""
 }
 
 // Names lists the names of the metrics dovetail registered in r (its own
 // and those added with Register; not the Go runtime's, process or
 // controller-runtime metrics), sorted. Dashboards are checked against it.
 func (r *Registry) Names() []string {
-	out := make([]string, 0, len(r.names))
-	for n := range r.names {
+	out := make([]string, 0, len(r.infos))
+	for n := range r.infos {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Infos describes the metrics of Names, in the same order.
+func (r *Registry) Infos() []Info {
+	out := make([]Info, 0, len(r.infos))
+	for _, n := range r.Names() {
+		out = append(out, r.infos[n])
+	}
 	return out
 }
 
@@ -403,6 +553,7 @@ func (r *Registry) DeleteNodePoolCounts(nodePool string) {
 	r.NodePoolLimit.DeletePartialMatch(match)
 	r.NodePoolNodes.DeletePartialMatch(match)
 	r.NodePoolCostPerHour.DeletePartialMatch(match)
+	r.NodePoolCost.DeletePartialMatch(match)
 	r.NodePoolInfo.DeletePartialMatch(match)
 	r.Nodes.DeleteNodePool(nodePool)
 }

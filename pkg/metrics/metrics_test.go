@@ -62,7 +62,7 @@ func TestDecoratorCountsCallsErrorsAndDurations(t *testing.T) {
 	inner := smallCloud()
 	cp := metrics.Decorate(inner, reg, "test.controller", clocktesting.NewFakeClock(time.Unix(0, 0)))
 
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{karpv1.NodePoolLabelKey: "team-a"}}}
 	launched, err := cp.Create(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +85,8 @@ func TestDecoratorCountsCallsErrorsAndDurations(t *testing.T) {
 	calls := func(method, outcome string) float64 {
 		return metricstest.Value(t, reg.CloudProviderCalls.WithLabelValues("test.controller", method, "fake", outcome))
 	}
-	errs := func(method, typ string) float64 {
-		return metricstest.Value(t, reg.CloudProviderErrors.WithLabelValues("test.controller", method, "fake", typ))
+	errs := func(method, typ, pool string) float64 {
+		return metricstest.Value(t, reg.CloudProviderErrors.WithLabelValues("test.controller", method, "fake", typ, pool))
 	}
 	checks := []struct {
 		name      string
@@ -94,10 +94,10 @@ func TestDecoratorCountsCallsErrorsAndDurations(t *testing.T) {
 	}{
 		{"Create successes", calls("Create", "success"), 1},
 		{"Create errors", calls("Create", "error"), 1},
-		{"Create ICE errors", errs("Create", metrics.ErrorInsufficientCapacity), 1},
+		{"Create ICE errors (the NodeClaim's pool)", errs("Create", metrics.ErrorInsufficientCapacity, "team-a"), 1},
 		{"Delete successes (not-found included)", calls("Delete", "success"), 2},
 		{"Delete errors", calls("Delete", "error"), 0},
-		{"Get not-found errors", errs("Get", metrics.ErrorNodeClaimNotFound), 1},
+		{"Get not-found errors (no pool)", errs("Get", metrics.ErrorNodeClaimNotFound, ""), 1},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -244,6 +244,7 @@ func ControllerConfig(opts Options) controllers.Config {
 		// local stack's time scale shortens it too.
 		Disruption:               disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
 		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
+		NodeRepair:               opts.FeatureGates[NodeRepairGate],
 		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
 		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
 	}

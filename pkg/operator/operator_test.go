@@ -273,6 +273,45 @@ func TestMetricsAfterALaunchAndATermination(t *testing.T) {
 		{"controller_runtime_reconcile_total", map[string]string{"controller": "nodeclaim.lifecycle", "result": "success"}, -1},
 	})
 
+	// The peer's pod, offering, node-count and ignored-pod metrics, from
+	// a pod kwok runs on the node and a pod that refuses every pool.
+	ns := env.Namespace()
+	pod := controllerstest.Pod(ns, "web", nc.Status.NodeName)
+	env.Create(pod)
+	refusing := controllerstest.Pod(ns, "unmanaged-only", "")
+	refusing.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpDoesNotExist}},
+		}}},
+	}}
+	env.Create(refusing)
+	peer := []want{
+		{"karpenter_pods_state", map[string]string{"name": "web", "namespace": ns, "node": nc.Status.NodeName, "scheduled": "true",
+			"nodepool": np.Name, "zone": controllerstest.ZoneA, "capacity_type": "on-demand", "instance_type": "m5.large",
+			"phase": "Running", "ready": "true", "managed": "true"}, 1},
+		{"karpenter_pods_state", map[string]string{"name": "unmanaged-only", "namespace": ns, "scheduled": "false", "phase": "Pending", "managed": "false"}, 1},
+		{"karpenter_pods_startup_duration_seconds", nil, -1},
+		{"karpenter_cloudprovider_instance_type_offering_available", map[string]string{"instance_type": "m5.large", "capacity_type": "on-demand", "zone": controllerstest.ZoneA}, 1},
+		{"karpenter_cloudprovider_instance_type_offering_price_estimate", map[string]string{"instance_type": "m5.large", "capacity_type": "on-demand", "zone": controllerstest.ZoneA}, 0.096},
+		{"karpenter_scheduler_ignored_pods_count", nil, 1},
+		{"karpenter_ignored_pod_count", nil, 1},
+	}
+	env.Eventually("the peer's pod, offering and ignored-pod metrics", func() (bool, error) {
+		if m := mismatches(scrape(t, r.op), peer); len(m) > 0 {
+			return false, fmt.Errorf("%v", m)
+		}
+		return true, nil
+	})
+	fams := scrape(t, r.op)
+	if n, _ := sample(fams, "karpenter_pods_startup_duration_seconds", nil); n < 1 {
+		t.Errorf("%v pod startups observed, want at least 1 (the web pod)", n)
+	}
+	if n, _ := sample(fams, "karpenter_cluster_state_node_count", nil); n < 1 {
+		t.Errorf("karpenter_cluster_state_node_count = %v, want at least the NodeClaim's node", n)
+	}
+	env.Delete(refusing)
+	env.Delete(pod)
+
 	env.Delete(nc)
 	env.Eventually("the NodeClaim to be gone", func() (bool, error) { return env.NotFound(nc) })
 	// The counters move right after the finalizers go: poll for them.
@@ -280,6 +319,7 @@ func TestMetricsAfterALaunchAndATermination(t *testing.T) {
 		{"karpenter_nodeclaims_terminated_total", map[string]string{"nodepool": np.Name, "capacity_type": "on-demand", "zone": controllerstest.ZoneA}, 1},
 		{"karpenter_nodes_terminated_total", map[string]string{"nodepool": np.Name, "zone": controllerstest.ZoneA}, 1},
 		{"karpenter_nodes_termination_duration_seconds", pool, 1},
+		{"karpenter_nodeclaims_instance_termination_duration_seconds", pool, 1},
 	}
 	env.Eventually("termination metrics", func() (bool, error) {
 		if m := mismatches(scrape(t, r.op), terminated); len(m) > 0 {

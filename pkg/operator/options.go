@@ -262,8 +262,8 @@ var Gates = map[string]Gate{
 	"SpotToSpotConsolidation": {Default: false,
 		On:  "consolidation may replace a spot node with a cheaper spot node (controllers.Config.SpotToSpotConsolidation)",
 		Off: "spot nodes are consolidated only by deletion or replacement with on-demand, never spot-to-spot"},
-	"NodeRepair": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail does not repair unhealthy nodes",
+	NodeRepairGate: {Default: false,
+		On:  "nodes whose conditions match one of the cloud provider's repair policies past its toleration are replaced (disruption reason Unhealthy; controllers.Config.NodeRepair)",
 		Off: "unhealthy nodes are left to other tooling"},
 	"NodeOverlay": {Default: false, RefuseOn: true,
 		On:  "not implemented: NodeOverlays are installed and validated but not applied (docs/api.md)",
@@ -278,8 +278,8 @@ var Gates = map[string]Gate{
 		On:  "not implemented: drift always launches the replacement before terminating the drifted node",
 		Off: "drift launches the replacement first"},
 	"TerminateFirstRepair": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail does not repair unhealthy nodes",
-		Off: "repair (when it exists) launches the replacement first"},
+		On:  "not implemented: node repair always launches the replacement before terminating the unhealthy node",
+		Off: "node repair launches the replacement first"},
 	"PodDeletionCostManagement": {Default: false, RefuseOn: true,
 		On:  "not implemented: dovetail does not write controller.kubernetes.io/pod-deletion-cost annotations",
 		Off: "pod-deletion-cost annotations are left to their owners"},
@@ -310,6 +310,9 @@ const SchedulerHandoffGate = "SchedulerHandoff"
 // StaticCapacityGate names the gate of static NodePools (spec.replicas;
 // controllers.Config.StaticCapacity).
 const StaticCapacityGate = "StaticCapacity"
+// NodeRepairGate names the peer's node repair gate
+// (controllers.Config.NodeRepair).
+const NodeRepairGate = "NodeRepair"
 
 // ReservedCapacityGate names the peer's reserved-capacity gate.
 const ReservedCapacityGate = "ReservedCapacity"

@@ -117,7 +117,7 @@ var AWSGates = map[string]Gate{
 		On:  "not implemented: dovetail does not size nodes for dra.net (EFA) DRA claims",
 		Off: "DRA claims are not counted when sizing nodes"},
 	"RebootForRepair": {RefuseOn: true,
-		On:  "not implemented: dovetail does not repair unhealthy nodes, by reboot or otherwise",
+		On:  "not implemented: node repair (feature gate NodeRepair) replaces unhealthy nodes, it never reboots them",
 		Off: "no node is rebooted for repair"},
 }
 
@@ -168,7 +168,7 @@ func (p PeerSettings) validate() field.ErrorList {
 	}
 	refuse("enableZonalShift", p.EnableZonalShift, true, "not implemented: dovetail does not read ARC zonal shifts; leave it false")
 	refuse("ignoreDRARequests", !p.IgnoreDRARequests, false, "not implemented: dovetail does not size nodes for DRA claims, so it ignores them; leave it true")
-	refuse("legacyNodeRepair", p.LegacyNodeRepair, true, "not implemented: dovetail does not repair unhealthy nodes; leave it false")
+	refuse("legacyNodeRepair", p.LegacyNodeRepair, true, "not implemented: dovetail has no legacy (forceful, unbudgeted) node repair; node repair is the NodeRepair feature gate; leave it false")
 	refuse("disableClusterStateObservability", p.DisableClusterStateObservability, true,
 		"not implemented: dovetail's cluster state metrics and events cannot be turned off; leave it false")
 	if p.ClusterCABundle != "" {

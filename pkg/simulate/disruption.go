@@ -18,6 +18,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/repair"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
@@ -132,7 +133,8 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	}
 	return &disruption.Input{
 		Now: now, Cluster: in, Pools: pools, Nodes: states, PDBs: m.PDBs(cluster.Pods),
-		Options: disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation},
+		RepairPolicies: repair.Policies(),
+		Options:        disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation, NodeRepair: opts.NodeRepair},
 	}, warnings, nil
 }
 
@@ -178,6 +180,7 @@ func nodeState(n *corev1.Node, nc *karpv1.NodeClaim, pods []*corev1.Pod, pr *pri
 		InstanceType:      n.Labels[corev1.LabelInstanceTypeStable],
 		CapacityType:      capacityType(n.Labels),
 		Zone:              n.Labels[corev1.LabelTopologyZone],
+		Conditions:        n.Status.Conditions,
 	}
 	ready := nodeCondition(n, corev1.NodeReady)
 	st.NotReady = ready != nil && ready.Status != corev1.ConditionTrue

@@ -208,10 +208,10 @@ func renderDisruptionTable(w io.Writer, r *DisruptionResult) error {
 		for i, c := range r.Commands {
 			repl := make([]string, 0, len(c.Replacements))
 			for _, nc := range c.Replacements {
-				repl = append(repl, fmt.Sprintf("%s (%s, %s, $%.4f)", nc.InstanceType, nc.CapacityType, nc.Zone, nc.PricePerHour))
+				repl = append(repl, fmt.Sprintf("%s (%s, %s, $%.4f)", esc(nc.InstanceType), esc(nc.CapacityType), esc(nc.Zone), nc.PricePerHour))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4f\t%.2f\t%d\n", i+1, c.Reason, dash(c.ConsolidationType),
-				strings.Join(c.Nodes, ","), dash(strings.Join(repl, ", ")), c.SavingsPerHour, c.DisruptionCost, len(c.Pods))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4f\t%.2f\t%d\n", i+1, esc(c.Reason), dash(c.ConsolidationType),
+				esc(strings.Join(c.Nodes, ",")), dash(strings.Join(repl, ", ")), c.SavingsPerHour, c.DisruptionCost, len(c.Pods))
 		}
 	} else {
 		fmt.Fprintln(tw, "No disruption commands.")
@@ -224,14 +224,14 @@ func renderDisruptionTable(w io.Writer, r *DisruptionResult) error {
 			if k.Adopted {
 				pool += " (adopted)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Node, pool, k.Code, oneLine(k.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(k.Node), pool, esc(k.Code), oneLine(k.Reason))
 		}
 	}
 	if len(r.Expiring) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "EXPIRING NODE\tEXPIRES AT")
 		for _, e := range r.Expiring {
-			fmt.Fprintf(tw, "%s\t%s\n", e.Node, e.ExpireAt)
+			fmt.Fprintf(tw, "%s\t%s\n", esc(e.Node), esc(e.ExpireAt))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -257,14 +257,15 @@ func renderDisruptionTable(w io.Writer, r *DisruptionResult) error {
 	}
 	_, err := fmt.Fprintf(w, "\nAt %s: %d nodes (%d adopted), %d commands remove %d nodes and launch %d\n"+
 		"Fleet: $%.4f/hour now, $%.4f/hour after (saves $%.4f/hour)   lower bound: $%.4f/hour   gap after: %s   plan time: %s\n",
-		r.Now, len(r.Nodes), adopted, len(r.Commands), removed, launched,
+		esc(r.Now), len(r.Nodes), adopted, len(r.Commands), removed, launched,
 		r.FleetPricePerHour, r.FleetPricePerHourAfter, r.SavingsPerHour, r.LowerBoundPricePerHour, gap, formatSeconds(r.DurationSeconds))
 	return err
 }
 
+// dash is a table cell: "-" for nothing, else s escaped.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return esc(s)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // ErrBadInput is wrapped by every error about the user's input: a file
@@ -37,9 +39,9 @@ func (e *InputError) Error() string {
 	if e.Document > 0 {
 		fmt.Fprintf(&b, " (document %d", e.Document)
 		if e.Kind != "" {
-			fmt.Fprintf(&b, ", %s", e.Kind)
+			fmt.Fprintf(&b, ", %s", termtext.Clip(e.Kind, maxEchoed))
 			if e.Name != "" {
-				fmt.Fprintf(&b, " %q", e.Name)
+				fmt.Fprintf(&b, " %q", termtext.Clip(e.Name, maxEchoed))
 			}
 		}
 		b.WriteString(")")
@@ -49,7 +51,7 @@ func (e *InputError) Error() string {
 	case len(e.Errs) > 0:
 		msgs := make([]string, len(e.Errs))
 		for i, fe := range e.Errs {
-			msgs[i] = fe.Error()
+			msgs[i] = clipValue(fe).Error()
 		}
 		b.WriteString(strings.Join(msgs, "; "))
 	case e.Err != nil:
@@ -58,6 +60,20 @@ func (e *InputError) Error() string {
 		b.WriteString("invalid")
 	}
 	return b.String()
+}
+
+// maxEchoed is how much of a refused string value an error echoes.
+const maxEchoed = 256
+
+// clipValue returns fe with a long string value cut to maxEchoed bytes, so
+// a refused 10 MiB label value is not echoed whole.
+func clipValue(fe *field.Error) *field.Error {
+	if s, ok := fe.BadValue.(string); ok && len(s) > maxEchoed {
+		c := *fe
+		c.BadValue = termtext.Clip(s, maxEchoed)
+		return &c
+	}
+	return fe
 }
 
 // Is makes errors.Is(err, ErrBadInput) true.

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sjson "sigs.k8s.io/json"
@@ -221,7 +222,7 @@ func (m *Manifests) Read(file string, data []byte) error {
 }
 
 func (m *Manifests) readDocument(o Origin, dataLine int, data []byte) InputErrors {
-	raw, err := yaml.YAMLToJSON(data)
+	raw, err := yaml.YAMLToJSONStrict(data) // a duplicate key is an error, not last-wins
 	if err != nil {
 		// The parser counts lines from the document's start: locate the
 		// error by the file's line, in the position and the message.
@@ -317,9 +318,11 @@ func (m *Manifests) readObject(o Origin, raw []byte, path *field.Path) InputErro
 	if meta.Name == "" {
 		return InputErrors{o.errorf(tm.Kind, "", field.ErrorList{field.Required(pathOr(path, "metadata").Child("name"), "every object needs a name (generateName is not supported)")}, nil)}
 	}
-	// dovetail's own checks and the CRD's, the most precise of each
-	// problem kept.
-	fes := mostPrecise(append(validate(tm.Kind, obj), validateAgainstCRD(tm.APIVersion, tm.Kind, raw)...))
+	// The API server's metadata rules (name, labels, annotations and
+	// their total size, owner references, finalizers), then dovetail's
+	// own checks and the CRD's, the most precise of each problem kept.
+	fes := apivalidation.ValidateObjectMeta(meta, info.namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	fes = mostPrecise(append(fes, append(validate(tm.Kind, obj), validateAgainstCRD(tm.APIVersion, tm.Kind, raw)...)...))
 	if len(fes) > 0 {
 		if path != nil {
 			fes = prefix(path, fes)

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // Output formats.
@@ -87,7 +89,7 @@ func renderTable(w io.Writer, r *Result) error {
 	if len(r.NodeClaims) > 0 {
 		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE-TYPE\tCAPACITY-TYPE\tZONE\t$/HOUR\tOPTIONS\tPODS")
 		for _, c := range r.NodeClaims {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%d\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour, len(c.InstanceTypeOptions), len(c.Pods))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%d\n", esc(c.Name), esc(c.NodePool), esc(c.InstanceType), esc(c.CapacityType), esc(c.Zone), c.PricePerHour, len(c.InstanceTypeOptions), len(c.Pods))
 		}
 	} else {
 		fmt.Fprintln(tw, "No new nodes.")
@@ -96,14 +98,14 @@ func renderTable(w io.Writer, r *Result) error {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "EXISTING NODE\tPODS PLACED")
 		for _, n := range r.ExistingNodes {
-			fmt.Fprintf(tw, "%s\t%d\n", n.Name, len(n.Pods))
+			fmt.Fprintf(tw, "%s\t%d\n", esc(n.Name), len(n.Pods))
 		}
 	}
 	if len(r.Unschedulable) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "UNSCHEDULABLE POD\tCODE\tREASON")
 		for _, u := range r.Unschedulable {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Pod, u.Code, oneLine(u.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", esc(u.Pod), esc(u.Code), oneLine(u.Reason))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -128,7 +130,13 @@ func renderTable(w io.Writer, r *Result) error {
 	return err
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine joins a message's words with single spaces and escapes the rest
+// for a table cell.
+func oneLine(s string) string { return esc(strings.Join(strings.Fields(s), " ")) }
+
+// esc is the one escaping of names and messages in text output
+// (termtext.Escape).
+func esc(s string) string { return termtext.Escape(s) }
 
 func formatSeconds(s float64) string {
 	switch {

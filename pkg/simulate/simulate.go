@@ -42,6 +42,9 @@ type Options struct {
 	// SpotToSpotConsolidation is the disruption planner's gate (used by
 	// DisruptionInput only).
 	SpotToSpotConsolidation bool
+	// NodeRepair is the planner's NodeRepair gate (DisruptionInput only;
+	// the repair policies are the AWS provider's).
+	NodeRepair bool
 	// MaxPods bounds the pods the input may make (listed pods, workload
 	// replicas, DaemonSet pods on existing nodes), checked before any is
 	// made; 0 means DefaultMaxPods.

@@ -84,7 +84,7 @@ func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
 			return nil, cmdutil.BadInput(err)
 		}
 		for _, w := range warnings {
-			fmt.Fprintln(opts.Stderr, "warning:", w)
+			cmdutil.Warn(opts.Stderr, w)
 		}
 		out.Cluster = c
 		out.Where = "the files " + strings.Join(opts.Files, ", ")

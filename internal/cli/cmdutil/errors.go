@@ -3,6 +3,9 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"io"
+
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // Exit codes shared by every dovetail command.
@@ -42,4 +45,17 @@ func ExitCode(err error) int {
 		return ExitBadInput
 	}
 	return ExitError
+}
+
+// PrintError writes a command's error for a person: "error: " and the
+// message, escaped and capped (termtext.Message), so a refused 10 MiB
+// value or a name with escape sequences is neither printed whole nor
+// acted on by the terminal.
+func PrintError(w io.Writer, err error) {
+	fmt.Fprintln(w, "error:", termtext.Message(err.Error()))
+}
+
+// Warn writes a warning the same way.
+func Warn(w io.Writer, msg any) {
+	fmt.Fprintln(w, "warning:", termtext.Message(fmt.Sprint(msg)))
 }

@@ -116,8 +116,8 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 		{"bad duration flag", []string{"controller", "--cluster-name", "x", "--batch-idle-duration", "soon"}, nil, []string{"--batch-idle-duration", "soon"}},
 		{"bad duration variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"BATCH_MAX_DURATION": "later"}, []string{"BATCH_MAX_DURATION", "later"}},
 		{"bad gates variable", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "Drift=true"}, []string{"FEATURE_GATES", `unknown gate "Drift"`}},
-		{"unimplemented gate", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "ReservedCapacity=true,NodeRepair=true"},
-			[]string{"FEATURE_GATES", "NodeRepair=true", "does not repair", "NodeRepair=false"}},
+		{"unimplemented gate", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "ReservedCapacity=true,CapacityBuffer=true"},
+			[]string{"FEATURE_GATES", "CapacityBuffer=true", "not implemented", "CapacityBuffer=false"}},
 		{"unimplemented gate flag", []string{"controller", "--cluster-name", "x", "--feature-gates", "CapacityBuffer=true"}, nil,
 			[]string{"--feature-gates", "CapacityBuffer=true", "not implemented"}},
 		{"bad endpoint variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"CLUSTER_ENDPOINT": "api.example:443"}, []string{"CLUSTER_ENDPOINT", "https URL"}},
@@ -159,7 +159,9 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 	}
 }
 
-func TestHelpListsTheEnvironmentVariables(t *testing.T) {
+// helpText is `dovetail controller --help`.
+func helpText(t *testing.T) string {
+	t.Helper()
 	var out bytes.Buffer
 	cmd := controller.NewCmd()
 	cmd.SetOut(&out)
@@ -167,9 +169,14 @@ func TestHelpListsTheEnvironmentVariables(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
+	return out.String()
+}
+
+func TestHelpListsTheEnvironmentVariables(t *testing.T) {
+	help := helpText(t)
 	for _, env := range []string{"$CLUSTER_NAME", "$CLUSTER_ENDPOINT", "$INTERRUPTION_QUEUE", "$BATCH_IDLE_DURATION", "$BATCH_MAX_DURATION",
 		"$KUBE_CLIENT_QPS", "$KUBE_CLIENT_BURST", "$METRICS_PORT", "$HEALTH_PROBE_PORT", "$LOG_LEVEL", "$FEATURE_GATES"} {
-		if !strings.Contains(out.String(), env) {
+		if !strings.Contains(help, env) {
 			t.Errorf("help does not mention %s", env)
 		}
 	}
@@ -290,14 +297,7 @@ func TestEveryPeerVariable(t *testing.T) {
 		}
 	})
 	// Every variable the command reads is in the table above.
-	var help bytes.Buffer
-	cmd := controller.NewCmd()
-	cmd.SetOut(&help)
-	cmd.SetArgs([]string{"--help"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range regexp.MustCompile(`\[\$([A-Z_]+)`).FindAllStringSubmatch(help.String(), -1) {
+	for _, m := range regexp.MustCompile(`\[\$([A-Z_]+)`).FindAllStringSubmatch(helpText(t), -1) {
 		if _, ok := all[m[1]]; !ok {
 			t.Errorf("$%s is read by the command but not in peerVariables", m[1])
 		}

@@ -59,18 +59,8 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr lockedBuffer
-	done := make(chan error, 1)
-	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
-		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
-			return operator.Cloud{Provider: env.Cloud}, nil
-		}
-		return controller.Run(ctx, o)
-	})
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--cluster-name", "test", "--metrics-port", "0",
-		"--health-probe-port", "0", "--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix})
-	go func() { done <- cmd.Execute() }()
+	var stdout, stderr lockedBuffer
+	done := startRun(ctx, env, &stdout, &stderr, "--cluster-name", "test")
 
 	nc := controllerstest.NodeClaim("cli", "team-a")
 	env.Create(nc)
@@ -78,15 +68,7 @@ func TestRunManagesNodeClaimsUntilCancelled(t *testing.T) {
 		err := env.Get(nc)
 		return nc.IsTrue(karpv1.ConditionTypeLaunched), err
 	})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("controller exited with %v", err)
-		}
-	case <-time.After(controllerstest.Timeout):
-		t.Fatal("controller did not stop")
-	}
+	stopRun(t, cancel, done)
 	if !strings.Contains(stderr.String(), `"msg":"starting"`) {
 		t.Errorf("no start line in the JSON log:\n%s", stderr.String())
 	}
@@ -103,15 +85,9 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
 	peerEnv := renderPeerChartEnv(t)
 	// The command reads every variable the peer's chart sets.
-	var help bytes.Buffer
-	hc := controller.NewCmd()
-	hc.SetOut(&help)
-	hc.SetArgs([]string{"--help"})
-	if err := hc.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	help := helpText(t)
 	for name := range peerEnv {
-		if !strings.Contains(help.String(), "[$"+name) {
+		if !strings.Contains(help, "[$"+name) {
 			t.Errorf("the peer's chart sets %s, which dovetail controller does not read", name)
 		}
 	}
@@ -128,18 +104,7 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr lockedBuffer
-	done := make(chan error, 1)
-	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
-		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
-			return operator.Cloud{Provider: env.Cloud}, nil
-		}
-		return controller.Run(ctx, o)
-	})
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--metrics-port", "0", "--health-probe-port", "0",
-		"--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix})
-	go func() { done <- cmd.Execute() }()
+	done := startRun(ctx, env, &stdout, &stderr)
 
 	// LOG_OUTPUT_PATHS=stdout: the start line, with the probe address, is
 	// on stdout.
@@ -174,15 +139,7 @@ func TestPeerChartDefaultEnvBecomesReady(t *testing.T) {
 	if got, want := debug.SetMemoryLimit(-1), int64(float64(nodeMemory)*0.9); got != want {
 		t.Errorf("soft memory limit %d, want 90%% of MEMORY_LIMIT (%s)", got, peerEnv["MEMORY_LIMIT"])
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("controller exited with %v", err)
-		}
-	case <-time.After(controllerstest.Timeout):
-		t.Fatal("controller did not stop")
-	}
+	stopRun(t, cancel, done)
 }
 
 // renderPeerChartEnv renders the peer's chart and returns its controller
@@ -212,4 +169,59 @@ func renderPeerChartEnv(t *testing.T) map[string]string {
 		t.Fatalf("the peer's chart: %v", err)
 	}
 	return env
+}
+
+// TestKubernetesMinVersion: KUBERNETES_MIN_VERSION above the API server's
+// version stops the controller before it starts, naming the setting.
+func TestKubernetesMinVersion(t *testing.T) {
+	t.Setenv("KUBERNETES_MIN_VERSION", "99.0.0")
+	cmd := controller.NewCmdController(func(ctx context.Context, o *controller.Options) error {
+		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+			t.Error("the controller started against an API server older than KUBERNETES_MIN_VERSION")
+			return operator.Cloud{}, fmt.Errorf("must not start")
+		}
+		return controller.Run(ctx, o)
+	})
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath(), "--cluster-name", "test", "--metrics-port", "-1", "--health-probe-port", "-1", "--leader-elect=false"})
+	err := cmd.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "KUBERNETES_MIN_VERSION") || !strings.Contains(err.Error(), "older than the minimum 99.0.0") {
+		t.Fatalf("error %v, want the API server refused as older than 99.0.0", err)
+	}
+}
+
+// startRun runs the command's Run until ctx ends, with the fake cloud, the
+// test cluster's kubeconfig, free ports on loopback, the env's own lease,
+// and args; its result arrives on the returned channel.
+func startRun(ctx context.Context, env *controllerstest.Env, stdout, stderr *lockedBuffer, args ...string) <-chan error {
+	done := make(chan error, 1)
+	cmd := controller.NewCmdController(func(_ context.Context, o *controller.Options) error {
+		o.Cloud = func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+			return operator.Cloud{Provider: env.Cloud}, nil
+		}
+		return controller.Run(ctx, o)
+	})
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetArgs(append([]string{"--kubeconfig", cp.KubeconfigPath(), "--metrics-port", "0", "--health-probe-port", "0",
+		"--bind-address", "127.0.0.1", "--leader-election-name", env.Prefix}, args...))
+	go func() { done <- cmd.Execute() }()
+	return done
+}
+
+// stopRun cancels a startRun and waits for a clean exit.
+func stopRun(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("controller exited with %v", err)
+		}
+	case <-time.After(controllerstest.Timeout):
+		t.Fatal("controller did not stop")
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/costrecord"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/fleet"
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // DefaultNamespace holds the cost record unless --namespace says otherwise
@@ -130,11 +131,14 @@ type Group struct {
 
 // RecordInfo describes the cost record read.
 type RecordInfo struct {
-	ConfigMap string    `json:"configMap"`
-	Found     bool      `json:"found"`
-	From      time.Time `json:"from,omitzero"`
-	Through   time.Time `json:"through,omitzero"`
-	Note      string    `json:"note,omitempty"`
+	ConfigMap string `json:"configMap"`
+	Found     bool   `json:"found"`
+	// Corrupt: the ConfigMap exists but its record does not parse or
+	// holds impossible values (Note says which); nothing of it is used.
+	Corrupt bool      `json:"corrupt,omitempty"`
+	From    time.Time `json:"from,omitzero"`
+	Through time.Time `json:"through,omitzero"`
+	Note    string    `json:"note,omitempty"`
 }
 
 // Run reads the cluster and the record and prints the report.
@@ -158,7 +162,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	rec, info, err := readRecord(ctx, c, opts.Namespace)
+	rec, info, err := readRecord(ctx, c, opts.Namespace, opts.Now())
 	if err != nil {
 		return err
 	}
@@ -201,7 +205,7 @@ func Run(ctx context.Context, opts *Options) error {
 	return err
 }
 
-func readRecord(ctx context.Context, c client.Reader, ns string) (*costrecord.Record, RecordInfo, error) {
+func readRecord(ctx context.Context, c client.Reader, ns string, now time.Time) (*costrecord.Record, RecordInfo, error) {
 	info := RecordInfo{ConfigMap: ns + "/" + costrecord.ConfigMapName}
 	cm := &corev1.ConfigMap{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: costrecord.ConfigMapName}, cm)
@@ -212,9 +216,10 @@ func readRecord(ctx context.Context, c client.Reader, ns string) (*costrecord.Re
 	case err != nil:
 		return nil, info, fmt.Errorf("reading the cost record %s: %w", info.ConfigMap, err)
 	}
-	rec, err := costrecord.Decode([]byte(cm.Data[costrecord.DataKey]))
+	rec, err := costrecord.Decode([]byte(cm.Data[costrecord.DataKey]), now)
 	if err != nil {
-		info.Note = err.Error()
+		info.Corrupt = true
+		info.Note = err.Error() + " (the controller replaces it at its next write)"
 		return nil, info, nil
 	}
 	info.Found = true
@@ -349,9 +354,9 @@ func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
 func writeText(w io.Writer, r *Report, noBound bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\tNODES\tSPOT\t$/HOUR\tSPOT $/HOUR\t$ LAST %s\tNODE-HOURS\n", strings.ToUpper(r.GroupBy), r.Since)
+	fmt.Fprintf(tw, "%s\tNODES\tSPOT\t$/HOUR\tSPOT $/HOUR\t$ LAST %s\tNODE-HOURS\n", termtext.Escape(strings.ToUpper(r.GroupBy)), termtext.Escape(r.Since))
 	for _, g := range append(r.Groups, r.Total) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.1f\n", g.Name, g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour, g.Spent, g.NodeHours)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.1f\n", termtext.Escape(g.Name), g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour, g.Spent, g.NodeHours)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nSpot share: %.0f%% of $/h, %d of %d nodes\n", r.SpotShare*100, r.Total.SpotNodes, r.Total.Nodes)
@@ -367,12 +372,14 @@ func writeText(w io.Writer, r *Report, noBound bool) {
 		fmt.Fprintln(w)
 	}
 	switch {
+	case r.Record.Corrupt:
+		fmt.Fprintf(w, "Record: %s corrupt\n", termtext.Escape(r.Record.ConfigMap))
 	case r.Record.Found:
-		fmt.Fprintf(w, "Record: %s, %s to %s\n", r.Record.ConfigMap, r.Record.From.Format(time.RFC3339), r.Record.Through.Format(time.RFC3339))
+		fmt.Fprintf(w, "Record: %s, %s to %s\n", termtext.Escape(r.Record.ConfigMap), r.Record.From.Format(time.RFC3339), r.Record.Through.Format(time.RFC3339))
 	default:
-		fmt.Fprintf(w, "Record: %s not found\n", r.Record.ConfigMap)
+		fmt.Fprintf(w, "Record: %s not found\n", termtext.Escape(r.Record.ConfigMap))
 	}
 	if r.Record.Note != "" {
-		fmt.Fprintln(w, "Note:", r.Record.Note)
+		fmt.Fprintln(w, "Note:", termtext.Escape(r.Record.Note))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -41,8 +40,11 @@ type Options struct {
 	Kind string // "pod", "nodeclaim" or "node"
 	Ref  string
 	// At is --now (node only): RFC 3339; "" means Now.
-	At  string
-	Now func() time.Time
+	At string
+	// NodeRepair is --node-repair (node only): plan as a controller with
+	// the NodeRepair feature gate on.
+	NodeRepair bool
+	Now        func() time.Time
 
 	Stdout, Stderr io.Writer
 	// Client replaces the client built from the kubeconfig (tests).
@@ -72,7 +74,8 @@ explain:
                    command that removes it, or the code and reason it is
                    kept (do-not-disrupt pod, PDB, budget, consolidateAfter
                    left, no cheaper placement, spot-to-spot rule,
-                   nominated, ...), and what removing it alone would save.
+                   nominated, unhealthy and when it is repaired, ...), and
+                   what removing it alone would save.
 
 Instance types come from the built-in catalog of --region (default: the
 nodes' topology.kubernetes.io/region, else us-east-1), in the zones of the
@@ -116,6 +119,7 @@ input (a reference not found, named; flags; files).`,
 	}
 	node := sub("node", "node NAME", "Why a node is kept (the disruption planner's reason), or which command removes it, and what removing it would save")
 	node.Flags().StringVar(&opts.At, "now", "", "the time to plan for, RFC 3339 (default: the wall clock)")
+	node.Flags().BoolVar(&opts.NodeRepair, "node-repair", false, "plan as a controller with the NodeRepair feature gate on: unhealthy nodes past their toleration are repaired (off: reported NodeRepairDisabled)")
 	cmd.AddCommand(sub("pod", "pod NS/NAME", "Why a pod is pending, or where it went and who placed it"),
 		sub("nodeclaim", "nodeclaim NAME", "Why a NodeClaim has its instance type, and what cheaper offerings were not taken"),
 		node)
@@ -182,7 +186,7 @@ func runNode(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	in, warnings, err := simulate.DisruptionInput(m, simulate.Options{Region: clusterinput.RegionOf(opts.Region, m.Nodes)}, at)
+	in, warnings, err := simulate.DisruptionInput(m, simulate.Options{Region: clusterinput.RegionOf(opts.Region, m.Nodes), NodeRepair: opts.NodeRepair}, at)
 	if err != nil {
 		if errors.Is(err, simulate.ErrBadInput) {
 			return cmdutil.BadInput(err)
@@ -194,7 +198,7 @@ func runNode(ctx context.Context, opts *Options) error {
 		return err
 	}
 	for _, w := range warnings {
-		fmt.Fprintln(opts.Stderr, "warning:", w)
+		cmdutil.Warn(opts.Stderr, w)
 	}
 	r, err := pkgexplain.ExplainNode(in, opts.Ref)
 	if err != nil {

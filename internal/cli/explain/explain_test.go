@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -557,3 +558,42 @@ func TestExplainNodeReasonsLive(t *testing.T) {
 func ptrTrue() *bool { v := true; return &v }
 
 func ptrIntOrString(v int) *intstr.IntOrString { x := intstr.FromInt32(int32(v)); return &x }
+
+// TestExplainNodeRepair: a node with a fatal GPU fault (an AWS repair
+// policy's condition, tolerated 10 minutes) and a do-not-disrupt pod is
+// reported by explain node: within its toleration, when it will be
+// repaired; past it, that node repair is off, or, with --node-repair, the
+// command that replaces it (do-not-disrupt does not hold repair).
+func TestExplainNodeRepair(t *testing.T) {
+	raw, err := os.ReadFile("../../../pkg/simulate/testdata/disruption/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	at := strings.Index(s, "name: batch-a")
+	healthy := `conditions: [{type: Ready, status: "True"}]`
+	i := strings.Index(s[at:], healthy)
+	if at < 0 || i < 0 {
+		t.Fatal("cluster.yaml changed: node batch-a and its conditions not found")
+	}
+	sick := `conditions: [{type: Ready, status: "True"}, {type: AcceleratedHardwareReady, status: "False", reason: NvidiaXID79Error, lastTransitionTime: "2026-12-01T09:00:00Z"}]`
+	file := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(file, []byte(s[:at+i]+sick+s[at+i+len(healthy):]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		now, flag, decision, code, says string
+	}{
+		{"2026-12-01T09:05:00Z", "--node-repair", "kept", "UnhealthyWithinToleration", "2026-12-01T09:10:00Z"},
+		{"2026-12-01T10:00:00Z", "--node-repair=false", "kept", "NodeRepairDisabled", "NodeRepair"},
+		{"2026-12-01T10:00:00Z", "--node-repair", "Unhealthy", "", "AcceleratedHardwareReady=False"},
+	} {
+		r, err := explainNode(t, "batch-a", "-f", file, "--now", tc.now, tc.flag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Decision != tc.decision || r.Code != tc.code || !strings.Contains(r.Reason+r.Command, tc.says) {
+			t.Errorf("%s %s: decision %q code %q (%s%s), want %q %q saying %q", tc.now, tc.flag, r.Decision, r.Code, r.Reason, r.Command, tc.decision, tc.code, tc.says)
+		}
+	}
+}

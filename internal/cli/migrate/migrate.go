@@ -36,6 +36,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	pkgmigrate "github.com/dovetail-sh/dovetail/pkg/migrate"
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // Options holds the inputs of `dovetail migrate` and its dependencies.
@@ -174,7 +175,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 
 	w := opts.Stderr
-	fmt.Fprintf(w, "migrate: %d node groups of %s (cluster security groups %s)\n", len(groups), opts.ClusterName, strings.Join(info.securityGroups, ","))
+	fmt.Fprintf(w, "migrate: %d node groups of %s (cluster security groups %s)\n", len(groups), esc(opts.ClusterName), esc(strings.Join(info.securityGroups, ",")))
 	for _, g := range groups {
 		cas := "not managed by Cluster Autoscaler"
 		if g.CASEnabled {
@@ -194,10 +195,10 @@ func Run(ctx context.Context, opts *Options) error {
 		if !g.LaunchTemplate.IsZero() {
 			kind += " launch template " + g.LaunchTemplate.String() + ","
 		}
-		fmt.Fprintf(w, "  %-16s%s %s %s [%s] min %d max %d desired %d, %s\n", g.Name, kind, g.CapacityType, ami, strings.Join(g.InstanceTypes, " "), g.MinSize, g.MaxSize, g.DesiredSize, cas)
+		fmt.Fprintf(w, "  %-16s%s %s %s [%s] min %d max %d desired %d, %s\n", esc(g.Name), esc(kind), esc(g.CapacityType), esc(ami), esc(strings.Join(g.InstanceTypes, " ")), g.MinSize, g.MaxSize, g.DesiredSize, cas)
 	}
 	for _, n := range res.Notes {
-		fmt.Fprintln(w, "note:", n)
+		fmt.Fprintln(w, "note:", esc(n))
 	}
 	created, err := diffAndApply(ctx, kube, res, opts.DryRun, w)
 	if err != nil {
@@ -372,23 +373,23 @@ func diffAndApply(ctx context.Context, kube client.Client, res *pkgmigrate.Resul
 		switch {
 		case apierrors.IsNotFound(err):
 			if dryRun {
-				fmt.Fprintf(w, "  %s %s: new (not created: --dry-run)\n", kind, o.GetName())
+				fmt.Fprintf(w, "  %s %s: new (not created: --dry-run)\n", kind, esc(o.GetName()))
 				continue
 			}
 			if err := kube.Create(ctx, o.DeepCopyObject().(client.Object)); err != nil {
 				return created, fmt.Errorf("creating %s %s: %w", kind, o.GetName(), err)
 			}
 			created = append(created, kind+"/"+o.GetName())
-			fmt.Fprintf(w, "  %s %s: created\n", kind, o.GetName())
+			fmt.Fprintf(w, "  %s %s: created\n", kind, esc(o.GetName()))
 		case err != nil:
 			return created, fmt.Errorf("reading %s %s: %w", kind, o.GetName(), err)
 		default:
 			d := diff(specYAML(existing, o), specYAML(o, o))
 			if d == "" {
-				fmt.Fprintf(w, "  %s %s: exists, unchanged\n", kind, o.GetName())
+				fmt.Fprintf(w, "  %s %s: exists, unchanged\n", kind, esc(o.GetName()))
 				continue
 			}
-			fmt.Fprintf(w, "  %s %s: exists and differs (left alone); - cluster, + migrate:\n%s", kind, o.GetName(), d)
+			fmt.Fprintf(w, "  %s %s: exists and differs (left alone); - cluster, + migrate:\n%s", kind, esc(o.GetName()), d)
 		}
 	}
 	return created, nil
@@ -458,11 +459,11 @@ func diff(a, b []string) string {
 		case i < n && j < m && a[i] == b[j]:
 			i, j = i+1, j+1
 		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			fmt.Fprintf(&out, "      + %s\n", b[j])
+			fmt.Fprintf(&out, "      + %s\n", esc(b[j]))
 			changed = true
 			j++
 		default:
-			fmt.Fprintf(&out, "      - %s\n", a[i])
+			fmt.Fprintf(&out, "      - %s\n", esc(a[i]))
 			changed = true
 			i++
 		}
@@ -487,9 +488,9 @@ func checklist(ctx context.Context, w io.Writer, cfg aws.Config, kube client.Cli
 	step := 0
 	item := func(state, what, detail string) {
 		step++
-		fmt.Fprintf(w, "  %2d. [%s] %s\n", step, state, what)
+		fmt.Fprintf(w, "  %2d. [%s] %s\n", step, state, esc(what))
 		if detail != "" {
-			fmt.Fprintf(w, "      %s\n", detail)
+			fmt.Fprintf(w, "      %s\n", esc(detail))
 		}
 	}
 	// 1. The interruption queue and 2. the rules that feed it.
@@ -765,3 +766,7 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
+
+// esc is the one escaping of names and messages from AWS and the cluster
+// in text output (termtext.Escape).
+func esc(s string) string { return termtext.Escape(s) }

@@ -280,7 +280,7 @@ func run(opts *Options, out *bytes.Buffer) error {
 		return err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintln(opts.Stderr, "warning:", w)
+		cmdutil.Warn(opts.Stderr, w)
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: %d pods: %d on new nodes, %d on existing nodes, %d unschedulable (%d classes, solved in %.3fs)\n",
 		res.Stats.Pods, res.Stats.PlacedNew, res.Stats.PlacedExisting, res.Stats.Unschedulable, res.Stats.Classes, res.DurationSeconds)
@@ -310,7 +310,7 @@ func runDisruption(m *simulate.Manifests, sopts simulate.Options, opts *Options,
 		return err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintln(opts.Stderr, "warning:", w)
+		cmdutil.Warn(opts.Stderr, w)
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: %d nodes: %d commands, %d kept (%d candidates, %d what-ifs, planned in %.3fs)\n",
 		len(res.Nodes), len(res.Commands), len(res.Kept), res.Stats.Candidates, res.Stats.WhatIfs, res.DurationSeconds)

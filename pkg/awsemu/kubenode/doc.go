@@ -21,9 +21,10 @@
 //
 // kwok (which the control plane runs with --manage-all-nodes) then keeps
 // the Node Ready, keeps its capacity and runs its pods. A stand-in node
-// agent removes the startup taints (those of the instance's NodeClaim,
-// found through its karpenter.sh/nodeclaim tag, and Options.StartupTaintKeys)
-// DefaultStartupTaintDelay x TimeScale after registration. When the
+// agent removes the taints of Options.StartupTaintKeys (none by default)
+// DefaultStartupTaintDelay x TimeScale after registration, as the DaemonSet
+// owning each key does in a real cluster; a NodeClaim's other startup
+// taints stay (karpenter never removes startup taints). When the
 // instance shuts down or terminates, its Node is deleted.
 //
 // Invariants: a Node is only created for a running instance and only once;

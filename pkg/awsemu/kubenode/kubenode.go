@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,16 +36,14 @@ const (
 	LabelRegion       = "topology.kubernetes.io/region"
 	// AnnotationInstance names the emulated instance a Node belongs to.
 	AnnotationInstance = "awsemu.dovetail.sh/instance-id"
-	// TagNodeClaim is the instance tag naming its NodeClaim, whose
-	// spec.startupTaints the stand-in node agent removes.
+	// TagNodeClaim is the instance tag naming its NodeClaim.
 	TagNodeClaim = "karpenter.sh/nodeclaim"
 )
 
 // DefaultStartupTaintDelay is how long after registration the stand-in node
-// agent removes startup taints (x the emulator's TimeScale).
+// agent removes the taints of Options.StartupTaintKeys (x the emulator's
+// TimeScale).
 const DefaultStartupTaintDelay = 3 * time.Second
-
-var nodeClaimGVR = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
 
 // Options configure a Booter.
 type Options struct {
@@ -56,8 +53,12 @@ type Options struct {
 	// StartupTaintDelay overrides DefaultStartupTaintDelay (before the
 	// emulator's TimeScale).
 	StartupTaintDelay time.Duration
-	// StartupTaintKeys are taint keys the agent always removes, besides the
-	// startup taints of the instance's NodeClaim.
+	// StartupTaintKeys are the taint keys the stand-in node agent removes,
+	// as the DaemonSet agent owning each key (a CNI, a storage driver) does
+	// in a real cluster once it is ready. Nothing else is removed: a
+	// NodeClaim's startup taints that no agent owns stay, so its node never
+	// initializes, as in a real cluster (karpenter itself never removes
+	// startup taints). Empty: no agent runs.
 	StartupTaintKeys []string
 	// Clock times the agent; default the emulator's clock.
 	Clock clock.Clock
@@ -236,8 +237,10 @@ func (b *Booter) reconcile(ctx context.Context, id string) error {
 		return fmt.Errorf("creating node %s: %w", node.Name, err)
 	default:
 		b.opts.Log.Info("node registered", "node", node.Name, "instance", id, "type", in.InstanceType)
-		b.wg.Add(1)
-		go b.agent(ctx, in, node.Name)
+		if len(b.opts.StartupTaintKeys) > 0 {
+			b.wg.Add(1)
+			go b.agent(ctx, node.Name)
+		}
 	}
 	b.mu.Lock()
 	b.names[id] = node.Name
@@ -245,38 +248,19 @@ func (b *Booter) reconcile(ctx context.Context, id string) error {
 	return nil
 }
 
-// agent is the stand-in node agent: after the delay it removes the node's
-// startup taints, as a CNI or storage agent does once it is ready.
-func (b *Booter) agent(ctx context.Context, in awsemu.Instance, name string) {
+// agent is the stand-in node agent: after the delay it removes the taints
+// of Options.StartupTaintKeys, as a CNI or storage agent does once it is
+// ready.
+func (b *Booter) agent(ctx context.Context, name string) {
 	defer b.wg.Done()
 	select {
 	case <-b.opts.Clock.After(b.opts.StartupTaintDelay):
 	case <-ctx.Done():
 		return
 	}
-	remove := map[string]corev1.TaintEffect{}
+	remove := map[string]bool{}
 	for _, k := range b.opts.StartupTaintKeys {
-		remove[k] = ""
-	}
-	if nc := in.Tags[TagNodeClaim]; nc != "" {
-		obj, err := b.dyn.Resource(nodeClaimGVR).Get(ctx, nc, metav1.GetOptions{})
-		if err == nil {
-			taints, _, _ := unstructuredSlice(obj.Object, "spec", "startupTaints")
-			for _, t := range taints {
-				m, ok := t.(map[string]any)
-				if !ok {
-					continue
-				}
-				key, _ := m["key"].(string)
-				effect, _ := m["effect"].(string)
-				remove[key] = corev1.TaintEffect(effect)
-			}
-		} else if !apierrors.IsNotFound(err) && !isNoMatch(err) {
-			b.opts.Log.Error(err, "reading the NodeClaim's startup taints", "nodeclaim", nc)
-		}
-	}
-	if len(remove) == 0 {
-		return
+		remove[k] = true
 	}
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		node, err := b.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -285,7 +269,7 @@ func (b *Booter) agent(ctx context.Context, in awsemu.Instance, name string) {
 		}
 		kept := node.Spec.Taints[:0:0]
 		for _, t := range node.Spec.Taints {
-			if e, ok := remove[t.Key]; ok && (e == "" || e == t.Effect) {
+			if remove[t.Key] {
 				continue
 			}
 			kept = append(kept, t)
@@ -302,26 +286,6 @@ func (b *Booter) agent(ctx context.Context, in awsemu.Instance, name string) {
 		return
 	}
 	b.opts.Log.V(1).Info("startup taints removed", "node", name)
-}
-
-func isNoMatch(err error) bool {
-	return strings.Contains(err.Error(), "no matches for kind") || strings.Contains(err.Error(), "the server could not find the requested resource")
-}
-
-func unstructuredSlice(obj map[string]any, path ...string) ([]any, bool, error) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false, nil
-		}
-		cur, ok = m[p]
-		if !ok {
-			return nil, false, nil
-		}
-	}
-	s, ok := cur.([]any)
-	return s, ok, nil
 }
 
 // NodeFor builds the Node an instance's kubelet registers: named after the

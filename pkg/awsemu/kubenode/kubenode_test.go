@@ -92,7 +92,7 @@ type fixture struct {
 	clock  *clocktesting.FakeClock
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T, opts ...kubenode.Options) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -105,7 +105,12 @@ func setup(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { _ = emu.Close() })
 	clk := clocktesting.NewFakeClock(time.Now())
-	b, err := kubenode.Start(ctx, cp.RESTConfig(), emu, kubenode.Options{Clock: clk})
+	var o kubenode.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Clock = clk
+	b, err := kubenode.Start(ctx, cp.RESTConfig(), emu, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,16 +200,19 @@ func taintStrings(ts []corev1.Taint) []string {
 }
 
 func TestNodeBootsWithTheUserDataAndGoesAway(t *testing.T) {
-	f := setup(t)
+	// The stack runs an agent for example.com/agent-not-ready only.
+	f := setup(t, kubenode.Options{StartupTaintKeys: []string{"example.com/agent-not-ready"}})
 	ctx := context.Background()
-	// The NodeClaim names one of the registered taints as a startup taint.
+	// The NodeClaim names two of the registered taints as startup taints:
+	// one the stack's agent owns, and dedicated, which no agent owns.
 	nc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
 		"metadata": map[string]any{"name": "default-boot1"},
 		"spec": map[string]any{
 			"nodeClassRef":  map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
 			"requirements":  []any{},
-			"startupTaints": []any{map[string]any{"key": "example.com/agent-not-ready", "effect": "NoSchedule"}},
+			"startupTaints": []any{map[string]any{"key": "example.com/agent-not-ready", "effect": "NoSchedule"},
+				map[string]any{"key": "dedicated", "value": "b", "effect": "NoSchedule"}},
 		},
 	}}
 	gvr := schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
@@ -262,8 +270,9 @@ func TestNodeBootsWithTheUserDataAndGoesAway(t *testing.T) {
 		}
 		return false, nil
 	})
-	// The stand-in agent removes the NodeClaim's startup taint once its
-	// delay passes on the clock, and nothing else.
+	// The stand-in agent removes the taint of its key once its delay passes
+	// on the clock, and nothing else: the NodeClaim's other startup taint
+	// stays, as no agent owns it (karpenter never removes startup taints).
 	if got := taintStrings(f.node(t, node.Name).Spec.Taints); len(got) != 3 {
 		t.Fatalf("taints changed before the agent's delay: %v", got)
 	}

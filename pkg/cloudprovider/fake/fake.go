@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,6 +35,8 @@ type CloudProvider struct {
 	insufficient map[cloudprovider.OfferingKey]bool
 	// Drifted maps providerIDs to the drift reason IsDrifted reports.
 	drifted map[string]cloudprovider.DriftReason
+	// repairPolicies are what RepairPolicies returns.
+	repairPolicies []cloudprovider.RepairPolicy
 
 	// NextCreateErr, NextDeleteErr, NextGetErr, NextListErr are returned
 	// (once) by the next call of that method, then cleared.
@@ -53,10 +56,11 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 // New returns a cloud selling the given instance types.
 func New(instanceTypes ...*cloudprovider.InstanceType) *CloudProvider {
 	return &CloudProvider{
-		instanceTypes: instanceTypes,
-		instances:     map[string]*karpv1.NodeClaim{},
-		insufficient:  map[cloudprovider.OfferingKey]bool{},
-		drifted:       map[string]cloudprovider.DriftReason{},
+		instanceTypes:  instanceTypes,
+		instances:      map[string]*karpv1.NodeClaim{},
+		insufficient:   map[cloudprovider.OfferingKey]bool{},
+		drifted:        map[string]cloudprovider.DriftReason{},
+		repairPolicies: DefaultRepairPolicies(),
 	}
 }
 
@@ -301,6 +305,31 @@ func (c *CloudProvider) IsDrifted(_ context.Context, nodeClaim *karpv1.NodeClaim
 	defer c.mu.Unlock()
 	c.record("IsDrifted %s", nodeClaim.Status.ProviderID)
 	return c.drifted[nodeClaim.Status.ProviderID], nil
+}
+
+// DefaultRepairPolicies are the fake's repair policies until
+// SetRepairPolicies: the kubelet's Ready condition False or Unknown for 30
+// minutes, drained for at most 10.
+func DefaultRepairPolicies() []cloudprovider.RepairPolicy {
+	grace := 10 * time.Minute
+	return []cloudprovider.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute, TerminationGracePeriod: &grace},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute, TerminationGracePeriod: &grace},
+	}
+}
+
+// SetRepairPolicies replaces what RepairPolicies returns.
+func (c *CloudProvider) SetRepairPolicies(ps []cloudprovider.RepairPolicy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.repairPolicies = slices.Clone(ps)
+}
+
+// RepairPolicies returns the policies set (DefaultRepairPolicies at first).
+func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.repairPolicies)
 }
 
 // Name is "fake".

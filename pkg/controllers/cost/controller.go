@@ -88,7 +88,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	} else if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading the cost record: %w", err)
 	} else if data := cm.Data[costrecord.DataKey]; data != "" {
-		r, err := costrecord.Decode([]byte(data))
+		r, err := costrecord.Decode([]byte(data), now)
 		if err != nil {
 			// A record we cannot read is replaced, not kept failing.
 			log.FromContext(ctx).Error(err, "the cost record is unreadable; starting a new one", "configmap", key.String())

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -67,6 +68,10 @@ type commandState struct {
 	Replacements      []string  `json:"replacements,omitempty"`
 	SavingsPerHour    float64   `json:"savingsPerHour"`
 	Message           string    `json:"message,omitempty"`
+	// TerminationGracePeriod (repair) bounds the candidates' drain: their
+	// karpenter.sh/nodeclaim-termination-timestamp is set to the deletion
+	// time plus it.
+	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// Destinations are where the evicted pods were planned, by owner
 	// (see nominator).
 	Destinations snapshot.Destinations `json:"destinations,omitempty"`
@@ -98,7 +103,7 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 	for _, cmd := range plan.Commands {
 		eligible[cmd.Reason] += len(cmd.Nodes)
 	}
-	for _, r := range []planner.Reason{planner.ReasonEmpty, planner.ReasonDrifted, planner.ReasonUnderutilized} {
+	for _, r := range []planner.Reason{planner.ReasonEmpty, planner.ReasonDrifted, planner.ReasonUnderutilized, planner.ReasonUnhealthy} {
 		c.metrics.DisruptionEligibleNodes.WithLabelValues(strings.ToLower(string(r))).Set(float64(eligible[r]))
 	}
 	for pool, m := range plan.Allowed {
@@ -125,7 +130,7 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 // nothing better" (Unconsolidatable); other kept codes make no event.
 var (
 	blockedCodes = []planner.Code{planner.CodeNodeDoNotDisrupt, planner.CodePodDoNotDisrupt, planner.CodePDB,
-		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked}
+		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked}
 	unconsolidatableCodes = []planner.Code{planner.CodeCannotReschedule, planner.CodeNoCheaper, planner.CodeSpotToSpotDisabled,
 		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
 )
@@ -169,6 +174,9 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 	cs := commandState{
 		ID: commandID(cmd, now), Reason: string(cmd.Reason), ConsolidationType: cmd.ConsolidationType, Started: now,
 		SavingsPerHour: cmd.SavingsPerHour, Message: cmd.Message,
+	}
+	if cmd.TerminationGracePeriod != nil {
+		cs.TerminationGracePeriod = &metav1.Duration{Duration: *cmd.TerminationGracePeriod}
 	}
 	var candidates []*karpv1.NodeClaim
 	for i, node := range cmd.Nodes {
@@ -358,6 +366,10 @@ func (c *Controller) finish(ctx context.Context, st *state, a *active) error {
 		if nc.DeletionTimestamp != nil {
 			continue
 		}
+		if err := c.boundDrain(ctx, nc, a.cmd.TerminationGracePeriod); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		uid := nc.UID
 		if err := c.kube.Delete(ctx, nc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", nc.Name, err))
@@ -377,6 +389,28 @@ func (c *Controller) finish(ctx context.Context, st *state, a *active) error {
 		c.Kick()
 	}
 	return errors.Join(errs...)
+}
+
+// boundDrain sets a repaired candidate's termination deadline (now plus
+// the command's drain bound) before it is deleted, unless it has an
+// earlier one; the termination controllers evict what is left and
+// terminate the instance when it passes, whatever blocks the drain.
+func (c *Controller) boundDrain(ctx context.Context, nc *karpv1.NodeClaim, grace *metav1.Duration) error {
+	if grace == nil {
+		return nil
+	}
+	deadline := c.clock.Now().Add(grace.Duration).UTC()
+	if s, ok := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if t, err := time.Parse(time.RFC3339, s); err == nil && !t.After(deadline) {
+			return nil
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		karpv1.NodeClaimTerminationTimestampAnnotationKey: deadline.Format(time.RFC3339)}}})
+	if err := c.kube.Patch(ctx, nc, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("setting the termination deadline of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
 }
 
 // rollback undoes a command: replacements deleted, candidates untainted
@@ -432,23 +466,29 @@ func (c *Controller) rollback(ctx context.Context, st *state, a *active, why str
 	return errors.Join(errs...)
 }
 
-// setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule. The patch
+// is under optimistic locking (the taint list is replaced whole), retried
+// on a conflict: other controllers change taints too (the node lifecycle
+// controller taints a node that turns NotReady, the very nodes repair
+// acts on).
 func (c *Controller) setTaint(ctx context.Context, n *corev1.Node, on bool) error {
-	cur := &corev1.Node{}
-	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	has := hasDisruptedTaint(cur)
-	if has == on {
-		return nil
-	}
-	base := cur.DeepCopy()
-	if on {
-		cur.Spec.Taints = append(cur.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	} else {
-		cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
-	}
-	if err := nodeclaimutil.Patch(ctx, c.kube, cur, base); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKeyFromObject(n), cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if hasDisruptedTaint(cur) == on {
+			return nil
+		}
+		base := cur.DeepCopy()
+		if on {
+			cur.Spec.Taints = append(cur.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+		} else {
+			cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+		}
+		return nodeclaimutil.Patch(ctx, c.kube, cur, base)
+	})
+	if err != nil {
 		return fmt.Errorf("%s the disrupted taint of node %s: %w", map[bool]string{true: "adding", false: "removing"}[on], n.Name, err)
 	}
 	return nil

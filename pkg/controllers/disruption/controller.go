@@ -61,6 +61,10 @@ type Options struct {
 	LowerBoundInterval time.Duration
 	// SpotToSpotConsolidation is the peer's feature gate.
 	SpotToSpotConsolidation bool
+	// NodeRepair (the peer's feature gate) replaces nodes whose conditions
+	// match one of the cloud provider's RepairPolicies past its toleration
+	// (reason Unhealthy).
+	NodeRepair bool
 	// PlacementGate installs the MutatingAdmissionPolicy PlacementName,
 	// which holds the new pods of the owners a command is recreating
 	// behind the scheduling gate GateName until they are nominated. Off
@@ -302,7 +306,7 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	} else {
 		var hold []planner.Command
 		for _, cmd := range c.fitting(st, plan) {
-			if cmd.Reason == planner.ReasonDrifted || c.opts.ValidationPeriod == 0 {
+			if cmd.Reason == planner.ReasonDrifted || cmd.Reason == planner.ReasonUnhealthy || c.opts.ValidationPeriod == 0 {
 				start = append(start, cmd)
 			} else {
 				hold = append(hold, cmd)

@@ -186,7 +186,9 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		return nil, nil, fmt.Errorf("listing NodePools: %w", err)
 	}
 	in := &planner.Input{Now: now, Pools: map[string]planner.PoolPolicy{}, Nodes: map[string]planner.NodeState{},
-		Options: planner.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, Engine: c.opts.Snapshot.Engine}}
+		RepairPolicies: c.cloud.RepairPolicies(),
+		Options: planner.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, NodeRepair: c.opts.NodeRepair,
+			Engine: c.opts.Snapshot.Engine}}
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if np.DeletionTimestamp != nil || !np.IsTrue(karpv1.ConditionTypeReady) ||
@@ -312,6 +314,7 @@ func (c *Controller) nodeState(n *corev1.Node, nc *karpv1.NodeClaim, now time.Ti
 		DoNotDisrupt: n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true",
 		MarkedForDeletion: n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil ||
 			hasDisruptedTaint(n) || nc.Annotations[CommandAnnotationKey] != "",
+		Conditions:   n.Status.Conditions,
 		InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
 		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey],
 		Zone:         nc.Labels[corev1.LabelTopologyZone],

@@ -204,3 +204,28 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 func Provisionable(pod *corev1.Pod) bool {
 	return pod.Status.NominatedNodeName == "" && snapshot.WaitsForCapacity(pod)
 }
+
+// IgnoredPod reports whether a pod refuses the nodes of every NodePool:
+// each of its required node affinity terms asks for karpenter.sh/nodepool
+// DoesNotExist (a pod kept off autoscaled nodes, such as a replica of the
+// controller itself). Such pods are counted in
+// karpenter_scheduler_ignored_pods_count; the plan gives them no node.
+func IgnoredPod(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for _, term := range terms {
+		refuses := false
+		for _, e := range term.MatchExpressions {
+			if e.Key == karpv1.NodePoolLabelKey && e.Operator == corev1.NodeSelectorOpDoesNotExist {
+				refuses = true
+			}
+		}
+		if !refuses {
+			return false
+		}
+	}
+	return len(terms) > 0
+}

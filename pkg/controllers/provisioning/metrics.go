@@ -33,6 +33,13 @@ type Metrics struct {
 	NominatedPods prometheus.Gauge
 	// Batches counts provisioning passes by outcome (solved, empty, error).
 	Batches *prometheus.CounterVec
+	// IgnoredPods is the number of pods waiting for capacity that the last
+	// pass left to other nodes because they refuse every NodePool's nodes
+	// (IgnoredPod), under the name the peer's v1.15 binary exports
+	// (karpenter_scheduler_ignored_pods_count) and the name its metrics
+	// reference page lists (karpenter_ignored_pod_count, IgnoredPodsAlias),
+	// so dashboards built on either find it.
+	IgnoredPods, IgnoredPodsAlias prometheus.Gauge
 }
 
 // NewMetrics builds the metrics and registers them in reg.
@@ -59,13 +66,21 @@ func NewMetrics(reg *metrics.Registry) (*Metrics, error) {
 			Namespace: metrics.Namespace, Subsystem: "provisioning", Name: "nominated_pods",
 			Help: "Pending pods nominated to NodeClaims that are still launching.",
 		}),
+		IgnoredPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.PeerNamespace, Subsystem: "scheduler", Name: "ignored_pods_count",
+			Help: "Pods waiting for capacity that the last provisioning pass ignored: they refuse the nodes of every NodePool.",
+		}),
+		IgnoredPodsAlias: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.PeerNamespace, Name: "ignored_pod_count",
+			Help: "The same as karpenter_scheduler_ignored_pods_count (the name the peer's metrics reference lists).",
+		}),
 		Batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "provisioning", Name: "batches_total",
 			Help: "Provisioning passes, by outcome (solved, empty, error).",
 		}, []string{metrics.LabelOutcome}),
 	}
 	if reg != nil {
-		if err := reg.Register(m.SchedulingDuration, m.QueueDepth, m.UnschedulablePods, m.PendingPods, m.NominatedPods, m.Batches); err != nil {
+		if err := reg.Register(m.SchedulingDuration, m.QueueDepth, m.UnschedulablePods, m.PendingPods, m.NominatedPods, m.Batches, m.IgnoredPods, m.IgnoredPodsAlias); err != nil {
 			return nil, err
 		}
 	}

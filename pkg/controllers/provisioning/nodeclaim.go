@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
@@ -34,6 +35,7 @@ const DefaultMaxInstanceTypes = 60
 //   - labels: the template's, karpenter.sh/nodepool, and every label the
 //     plan pins to one value (but not the planned hostname: the node's name
 //     is the cloud's);
+//   - an ownerReference to the NodePool (PoolOwner);
 //   - annotations: the template's, the NodePool hash and its version, and
 //     the creation reason;
 //   - requirements: the plan's (instance types In the cheapest maxTypes
@@ -108,9 +110,10 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: np.Name + "-",
-			Labels:       labels,
-			Annotations:  annotations,
+			GenerateName:    np.Name + "-",
+			Labels:          labels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{PoolOwner(np)},
 		},
 		Spec: karpv1.NodeClaimSpec{
 			Taints:                 append([]corev1.Taint(nil), planned.Taints...),
@@ -126,6 +129,17 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 		nc.Spec.NodeClassRef = &r
 	}
 	return nc
+}
+
+// PoolOwner is the ownerReference a NodeClaim carries to its NodePool, as
+// the peer writes it: deleting the NodePool lets the API server's garbage
+// collector delete its NodeClaims (blockOwnerDeletion: a foreground delete
+// of the pool waits for them).
+func PoolOwner(np *karpv1.NodePool) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: karpv1.GroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
+		BlockOwnerDeletion: ptr.To(true),
+	}
 }
 
 // truncateOptions cuts the options (cheapest first) to at most max with

@@ -262,6 +262,14 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 	}
 	p.metrics.PendingPods.Set(float64(v.waiting))
 	p.metrics.NominatedPods.Set(float64(v.nominated))
+	ignored := 0
+	for ref, pod := range v.pending {
+		if !v.evacuated[ref] && IgnoredPod(pod) {
+			ignored++
+		}
+	}
+	p.metrics.IgnoredPods.Set(float64(ignored))
+	p.metrics.IgnoredPodsAlias.Set(float64(ignored))
 	res := &Result{Pending: len(v.pending), Skipped: v.skipped}
 	if len(v.pending) == 0 {
 		p.metrics.Batches.WithLabelValues("empty").Inc()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -240,6 +241,10 @@ func TestNodeClaimFromTemplate(t *testing.T) {
 		if got.Spec.NodeClassRef == nil || *got.Spec.NodeClassRef != *np.Spec.Template.Spec.NodeClassRef {
 			t.Errorf("nodeClassRef %v", got.Spec.NodeClassRef)
 		}
+		if refs := got.OwnerReferences; len(refs) != 1 || refs[0].Kind != "NodePool" || refs[0].APIVersion != "karpenter.sh/v1" ||
+			refs[0].Name != np.Name || refs[0].UID != np.UID || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
+			t.Errorf("ownerReferences %+v, want the NodePool %s/%s with blockOwnerDeletion", refs, np.Name, np.UID)
+		}
 		if got.Spec.TerminationGracePeriod == nil || got.Spec.TerminationGracePeriod.Duration != time.Hour {
 			t.Errorf("terminationGracePeriod %v", got.Spec.TerminationGracePeriod)
 		}
@@ -295,6 +300,21 @@ func TestNodeClaimFromTemplate(t *testing.T) {
 			return holds(len(evs) == 1 && strings.Contains(evs[0].Note, "team-b-"), "events %v", evs)
 		})
 	}
+
+	// Deleting the NodePool deletes its NodeClaims through the API server's
+	// garbage collector (kube-controller-manager), as with the peer.
+	if err := f.env.Client.Delete(f.env.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("the NodePool's NodeClaims deleted with it", func() (bool, error) {
+		var live []string
+		for _, nc := range f.nodeClaims() {
+			if nc.Labels[karpv1.NodePoolLabelKey] == np.Name && nc.DeletionTimestamp.IsZero() {
+				live = append(live, nc.Name)
+			}
+		}
+		return holds(len(live) == 0, "NodeClaims not being deleted: %v", live)
+	})
 }
 
 func TestNoSecondLaunchForTheSamePods(t *testing.T) {
@@ -786,5 +806,42 @@ func TestHandoffWritesWhereOtherPodsCouldGo(t *testing.T) {
 			}
 		}
 		return false, errors.New("no pod carries a nomination written by the provisioner")
+	})
+}
+
+// TestPodsThatRefuseEveryPoolAreCountedAsIgnored: a pending pod whose
+// required node affinity asks for karpenter.sh/nodepool DoesNotExist gets
+// no node and is counted in karpenter_scheduler_ignored_pods_count (and
+// its alias karpenter_ignored_pod_count); the pod beside it is planned;
+// once the ignored pod is gone the count is 0.
+func TestPodsThatRefuseEveryPoolAreCountedAsIgnored(t *testing.T) {
+	f := setup(t, provisioning.Options{}, false)
+	f.readyPool(controllerstest.NodePool("default"))
+	refusing := f.createPods(1, "unmanaged-only", "100m", "64Mi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpDoesNotExist}},
+			}}},
+		}}
+	})[0]
+	web := f.createPods(1, "web", "100m", "64Mi", nil)[0]
+	res := f.provision()
+	if len(res.Created) != 1 || len(res.Plan.Unschedulable) != 1 {
+		t.Fatalf("created %d NodeClaims, %d pods unschedulable; want 1 and 1 (the refusing pod)", len(res.Created), len(res.Plan.Unschedulable))
+	}
+	for name, g := range map[string]prometheus.Gauge{"karpenter_scheduler_ignored_pods_count": f.m.IgnoredPods, "karpenter_ignored_pod_count": f.m.IgnoredPodsAlias} {
+		if v := metricstest.Value(t, g); v != 1 {
+			t.Errorf("%s = %v, want 1", name, v)
+		}
+	}
+	if provisioning.IgnoredPod(web) || !provisioning.IgnoredPod(refusing) {
+		t.Error("IgnoredPod does not tell the refusing pod from the other")
+	}
+	if err := f.env.Client.Delete(f.env.Context(), refusing); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Eventually("no pod ignored once it is gone", func() (bool, error) {
+		f.provision()
+		return metricstest.Value(t, f.m.IgnoredPods) == 0 && metricstest.Value(t, f.m.IgnoredPodsAlias) == 0, nil
 	})
 }

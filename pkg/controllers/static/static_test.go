@@ -58,7 +58,7 @@ func setup(t *testing.T, manual bool, mutate func(*karpv1.NodePool)) *fixture {
 		t.Fatal(err)
 	}
 	ctrls := []controllerstest.Controller{
-		readiness.New(kube, env.Clock, readiness.Options{StaticCapacity: true}),
+		readiness.NewController(kube, env.Clock, readiness.Options{StaticCapacity: true}),
 		lifecycle.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, env.Unavailable,
 			lifecycle.Options{LaunchTimeout: 24 * time.Hour, RegistrationTimeout: 24 * time.Hour}),
 		nctermination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),

@@ -69,24 +69,28 @@ func Transform(obj any) (any, error) {
 //     only project API data: secrets, config maps, projected and downward
 //     API volumes, such as the service account token every pod carries);
 //   - of the status: phase, the PodScheduled condition (the scheduler's
-//     reason and message, read by provisioning and the hand-off), the
-//     nominated node, start time, reason and QoS class; no other condition,
-//     no container statuses, IPs or resize state.
+//     reason and message, read by provisioning and the hand-off), of the
+//     Ready condition only its status and transition time (the pod
+//     metrics), the nominated node, start time, reason and QoS class; no
+//     other condition, no container statuses, IPs or resize state.
 func Pod(p *corev1.Pod) {
 	p.ManagedFields = nil
 	p.Spec.Containers = trimContainers(p.Spec.Containers)
 	p.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
 	p.Spec.EphemeralContainers = nil
 	p.Spec.Volumes = trimVolumes(p.Spec.Volumes)
-	var scheduled []corev1.PodCondition
+	var kept []corev1.PodCondition
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			scheduled = []corev1.PodCondition{c}
+		switch c.Type {
+		case corev1.PodScheduled:
+			kept = append(kept, c)
+		case corev1.PodReady:
+			kept = append(kept, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	p.Status = corev1.PodStatus{
 		Phase:             p.Status.Phase,
-		Conditions:        scheduled,
+		Conditions:        kept,
 		NominatedNodeName: p.Status.NominatedNodeName,
 		StartTime:         p.Status.StartTime,
 		Reason:            p.Status.Reason,

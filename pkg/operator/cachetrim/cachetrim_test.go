@@ -102,7 +102,9 @@ func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
 	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}})
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+	readyAt := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: readyAt, Reason: "x", Message: "containers with unready status: [app]"},
 		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "nginx", ImageID: "sha256:x"}}
 	p.Status.PodIPs, p.Status.HostIP = []corev1.PodIP{{IP: "10.0.0.1"}}, "10.0.0.2"
@@ -121,8 +123,11 @@ func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
 	if got := p.Spec.Volumes[len(p.Spec.Volumes)-1].Name; len(p.Spec.Volumes) != 4 || got != "host" {
 		t.Errorf("volumes %+v, want the four that constrain placement, not the token", p.Spec.Volumes)
 	}
-	if len(p.Status.Conditions) != 1 || p.Status.Conditions[0].Type != corev1.PodScheduled {
-		t.Errorf("conditions %+v, want PodScheduled only", p.Status.Conditions)
+	// PodScheduled whole; of Ready (the pod metrics) the status and
+	// transition time only.
+	wantReady := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readyAt}
+	if len(p.Status.Conditions) != 2 || p.Status.Conditions[0].Type != corev1.PodScheduled || p.Status.Conditions[1] != wantReady {
+		t.Errorf("conditions %+v, want PodScheduled and %+v", p.Status.Conditions, wantReady)
 	}
 }
 

@@ -293,15 +293,18 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePo
 // ProviderID formats the providerID of an instance.
 func ProviderID(zone, instanceID string) string { return "aws:///" + zone + "/" + instanceID }
 
-// ParseProviderID returns the instance id of an aws:///zone/id providerID.
+// ParseProviderID returns the instance id of a <provider>:///<zone>/<id>
+// providerID. The provider part is not checked (the peer reads any, so a
+// NodeClaim whose providerID names another provider is looked up by its
+// instance id, found missing and garbage-collected like any other).
 func ParseProviderID(providerID string) (string, error) {
-	rest, ok := strings.CutPrefix(providerID, "aws:///")
-	if !ok {
-		return "", fmt.Errorf("providerID %q does not start with aws:///", providerID)
+	provider, rest, ok := strings.Cut(providerID, ":///")
+	if !ok || provider == "" || strings.Contains(provider, "/") {
+		return "", fmt.Errorf("providerID %q is not <provider>:///<zone>/<instance-id>", providerID)
 	}
-	_, id, ok := strings.Cut(rest, "/")
-	if !ok || !strings.HasPrefix(id, "i-") || strings.Contains(id, "/") {
-		return "", fmt.Errorf("providerID %q is not aws:///<zone>/<instance-id>", providerID)
+	zone, id, ok := strings.Cut(rest, "/")
+	if !ok || zone == "" || !strings.HasPrefix(id, "i-") || strings.Contains(id, "/") {
+		return "", fmt.Errorf("providerID %q is not <provider>:///<zone>/<instance-id>", providerID)
 	}
 	return id, nil
 }

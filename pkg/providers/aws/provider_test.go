@@ -379,6 +379,12 @@ func TestGetListDelete(t *testing.T) {
 	if _, err := e.p.Get(e.ctx, "aws:///us-east-1a/i-0000000000000dead"); !cloudprovider.IsNodeClaimNotFound(err) {
 		t.Errorf("Get of an unknown instance = %v", err)
 	}
+	// Another provider's prefix: looked up by its instance id and found
+	// missing, so garbage collection deletes such a NodeClaim (the peer's
+	// regression suite writes "Provider:///AZ/i-...").
+	if _, err := e.p.Get(e.ctx, "Provider:///AZ/i-01234567890123456"); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Errorf("Get of another provider's providerID = %v, want NodeClaimNotFound", err)
+	}
 }
 
 func TestDrift(t *testing.T) {
@@ -660,6 +666,9 @@ func TestProviderIDRoundTrip(t *testing.T) {
 		{in: "aws:///us-east-1a/vol-1", wantErr: true},
 		{in: "gce://p/z/i", wantErr: true},
 		{in: "aws:///i-1", wantErr: true},
+		{in: "Provider:///AZ/i-01234567890123456", wantID: "i-01234567890123456"},
+		{in: ":///AZ/i-1", wantErr: true},
+		{in: "aws:////i-1", wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

@@ -79,8 +79,10 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, status *condi
 			wakeups = append(wakeups, deleteAt)
 		}
 		waiting[g] = append(waiting[g], p)
-		if !protected(p, now) {
+		if until, ok := protected(p, now); !ok {
 			evictable[g] = append(evictable[g], p)
+		} else if !until.IsZero() {
+			wakeups = append(wakeups, until) // evicted when its protection ends
 		}
 	}
 	for g := range numGroups {
@@ -137,16 +139,22 @@ func group(p *corev1.Pod) int {
 }
 
 // protected: the pod carries karpenter.sh/do-not-disrupt ("true", or a
-// duration counted from the pod's creation that has not elapsed).
-func protected(p *corev1.Pod, now time.Time) bool {
+// duration counted from the pod's start, as the peer counts it, that has
+// not elapsed), and until when (zero: indefinitely).
+func protected(p *corev1.Pod, now time.Time) (time.Time, bool) {
 	v, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]
 	if !ok || v == "false" {
-		return false
+		return time.Time{}, false
 	}
 	if d, err := time.ParseDuration(v); err == nil {
-		return now.Before(p.CreationTimestamp.Add(d))
+		start := p.CreationTimestamp.Time
+		if p.Status.StartTime != nil {
+			start = p.Status.StartTime.Time
+		}
+		until := start.Add(d)
+		return until, now.Before(until)
 	}
-	return true
+	return time.Time{}, true
 }
 
 func podGrace(p *corev1.Pod) time.Duration {

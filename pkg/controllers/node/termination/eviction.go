@@ -48,7 +48,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, p *corev1.Pod
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	}
 	err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
-	c.metrics.NodesEvictionRequests.WithLabelValues(statusCode(err)).Inc()
+	c.metrics.PodsEvictionRequests.WithLabelValues(statusCode(err)).Inc()
 	switch {
 	case err == nil:
 		// The cache may not show the pod terminating for a moment; hold

@@ -69,6 +69,10 @@ func TestDrainGroupsAndProtection(t *testing.T) {
 		{"do-not-disrupt for 30m, 40m old", corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			CreationTimestamp: metav1.NewTime(now.Add(-40 * time.Minute)),
 			Annotations:       map[string]string{karpv1.DoNotDisruptAnnotationKey: "30m"}}}, groupNonCritical, false, true},
+		{"do-not-disrupt for 30m, created 40m ago, started 10m ago", corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			CreationTimestamp: metav1.NewTime(now.Add(-40 * time.Minute)),
+			Annotations:       map[string]string{karpv1.DoNotDisruptAnnotationKey: "30m"}},
+			Status: corev1.PodStatus{StartTime: ptr.To(metav1.NewTime(now.Add(-10 * time.Minute)))}}, groupNonCritical, true, true},
 		{"mirror pod", corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, groupNonCritical, false, false},
 		{"succeeded", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, groupNonCritical, false, false},
 		{"failed", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, groupNonCritical, false, false},
@@ -78,7 +82,7 @@ func TestDrainGroupsAndProtection(t *testing.T) {
 			if g := group(&tt.pod); g != tt.group {
 				t.Errorf("group = %d, want %d", g, tt.group)
 			}
-			if p := protected(&tt.pod, now); p != tt.protected {
+			if _, p := protected(&tt.pod, now); p != tt.protected {
 				t.Errorf("protected = %v, want %v", p, tt.protected)
 			}
 			if d := drainable(&tt.pod); d != tt.drainable {

@@ -189,7 +189,7 @@ func TestDeleteNodeDrainsInOrderHonouringPDBs(t *testing.T) {
 	if c := nc.GetCondition(karpv1.ConditionTypeDrained); c == nil || c.Status != metav1.ConditionFalse || c.Reason != termination.ReasonDraining {
 		t.Errorf("Drained = %+v, want False/Draining", c)
 	}
-	if v := metricstest.Value(t, env.Metrics.NodesEvictionRequests.WithLabelValues("429")); v < 2 {
+	if v := metricstest.Value(t, env.Metrics.PodsEvictionRequests.WithLabelValues("429")); v < 2 {
 		t.Errorf("429 evictions = %v, want at least one per web pod", v)
 	}
 	if len(env.Cloud.Instances()) != 1 {
@@ -311,11 +311,51 @@ func TestTerminationGracePeriodDeletesProtectedPodsInTime(t *testing.T) {
 	}
 }
 
-func reconcileNode(t *testing.T, c *termination.Controller, node *corev1.Node) {
+func reconcileNode(t *testing.T, c *termination.Controller, node *corev1.Node) reconcile.Result {
 	t.Helper()
-	if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
+	res, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// TestDoNotDisruptDurationEndsTheWaitOnTime is the peer's DoNotDisrupt
+// grace-period spec: a pod annotated karpenter.sh/do-not-disrupt: "1m" on
+// a deleted NodeClaim stays for its minute, counted from the pod's start,
+// and the drain wakes when the minute ends to evict it (not at some later
+// periodic requeue).
+func TestDoNotDisruptDurationEndsTheWaitOnTime(t *testing.T) {
+	env, nodeTerm := setup(t, false, termination.Options{})
+	ns := env.Namespace()
+	nc, node := launch(t, env, controllerstest.NodeClaim("dnd", "team-a"))
+	p := controllerstest.Pod(ns, "short", node.Name)
+	p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "1m"}
+	p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+	runningPod(t, env, p)
+	if p.Status.StartTime == nil {
+		t.Fatal("the running pod has no status.startTime")
+	}
+	until := p.Status.StartTime.Add(time.Minute)
+
+	env.Delete(nc)
+	env.Eventually("Drained=False while the protected pod stays", func() (bool, error) {
+		if err := env.Get(nc); err != nil {
+			return false, err
+		}
+		c := nc.GetCondition(karpv1.ConditionTypeDrained)
+		return c != nil && c.Status == metav1.ConditionFalse, nil
+	})
+	env.Clock.SetTime(until.Add(-time.Second))
+	res := reconcileNode(t, nodeTerm, node)
+	if want := until.Sub(env.Clock.Now()); res.RequeueAfter != want {
+		t.Errorf("the drain asks to run again after %s, want %s (when the pod's minute ends)", res.RequeueAfter, want)
+	}
+	controllerstest.Consistently(t, 500*time.Millisecond, "the protected pod to stay before its minute ends", exists(env, p))
+	env.Clock.SetTime(until)
+	reconcileNode(t, nodeTerm, node)
+	env.EventuallyEventAbout(p, termination.ReasonEvicted)
+	env.Eventually("pod, node and NodeClaim to be gone", gone(env, p, node, nc))
 }
 
 // TestVolumeAttachmentsHoldTheInstance: the instance is terminated only

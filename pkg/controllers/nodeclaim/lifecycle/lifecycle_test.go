@@ -127,8 +127,9 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
 		t.Errorf("node finalizers %v", node.Finalizers)
 	}
-	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != got.UID {
-		t.Errorf("node owner references %v, want the NodeClaim", node.OwnerReferences)
+	if refs := node.OwnerReferences; len(refs) != 1 || refs[0].UID != got.UID || refs[0].Kind != "NodeClaim" ||
+		refs[0].APIVersion != "karpenter.sh/v1" || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
+		t.Errorf("node owner references %+v, want the NodeClaim with blockOwnerDeletion (as the peer writes it)", node.OwnerReferences)
 	}
 	keys := taintKeys(node)
 	if hasTaint(node, karpv1.UnregisteredNoExecuteTaint) || !slices.Contains(keys, userTaint.Key) || !slices.Contains(keys, startup.Key) {

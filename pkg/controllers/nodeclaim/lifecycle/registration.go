@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,11 +144,16 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		}
 	}
 	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
-	if !ownedBy(node, nc) {
+	// The owner reference as the peer writes it (blockOwnerDeletion true;
+	// nodes registered by earlier versions carried false and are corrected).
+	if i := ownerIndex(node, nc); i < 0 {
 		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
 			APIVersion: karpv1.GroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID,
-			BlockOwnerDeletion: ptr.To(false),
+			BlockOwnerDeletion: ptr.To(true),
 		})
+	} else if b := node.OwnerReferences[i].BlockOwnerDeletion; b == nil || !*b {
+		node.OwnerReferences = slices.Clone(node.OwnerReferences)
+		node.OwnerReferences[i].BlockOwnerDeletion = ptr.To(true)
 	}
 	if equality.Semantic.DeepEqual(base, node) {
 		return wait, nil
@@ -158,13 +164,8 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 	return wait, nil
 }
 
-func ownedBy(node *corev1.Node, nc *karpv1.NodeClaim) bool {
-	for _, o := range node.OwnerReferences {
-		if o.UID == nc.UID {
-			return true
-		}
-	}
-	return false
+func ownerIndex(node *corev1.Node, nc *karpv1.NodeClaim) int {
+	return slices.IndexFunc(node.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == nc.UID })
 }
 
 // hasTaint matches by key and effect, as the API server does.

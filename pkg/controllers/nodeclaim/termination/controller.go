@@ -105,6 +105,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return nodeclaimutil.RequeueOnConflict(client.IgnoreNotFound(err))
 	}
 	c.metrics.NodeClaimsTerminated.WithLabelValues(nodeclaimutil.NodePool(nc), nc.Labels[karpv1.CapacityTypeLabelKey], nc.Labels[corev1.LabelTopologyZone]).Inc()
+	// How long the instance took to go, from the first termination call
+	// (the condition's transition, kept in the cluster, so a restart in
+	// between still measures from the first call). Never-launched
+	// NodeClaims have no instance and no condition.
+	if cond := nc.GetCondition(karpv1.ConditionTypeInstanceTerminating); cond != nil && nc.Status.ProviderID != "" {
+		c.metrics.NodeClaimsInstanceTerminationDuration.WithLabelValues(nodeclaimutil.NodePool(nc)).
+			Observe(max(0, c.clock.Since(cond.LastTransitionTime.Time).Seconds()))
+	}
 	return reconcile.Result{}, nil
 }
 

@@ -12,6 +12,15 @@
 //	                      NodeClaimNotFound (InstanceTerminating=True)
 //	                 ──► drop the karpenter.sh/termination finalizer
 //
+// # Metrics
+//
+// karpenter_nodeclaims_terminated_total{nodepool,capacity_type,zone} when
+// the finalizer goes, and, for a launched NodeClaim,
+// karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}:
+// the time from the InstanceTerminating condition's transition (the first
+// Delete call; kept on the NodeClaim, so a restart in between does not
+// reset it) to the cloud reporting the instance gone.
+//
 // # Invariants
 //
 //   - The finalizer is released only after the cloud reports the instance

@@ -69,6 +69,18 @@ func TestDeletingANodeClaimWithoutANodeTerminatesItsInstance(t *testing.T) {
 				}
 				return true, nil
 			})
+			// An instance was terminated only if one was launched (the
+			// duration is observed just after the counter moves).
+			want := 0
+			if tt.launched {
+				want = 1
+			}
+			env.Eventually("the instance termination timed", func() (bool, error) {
+				if n := histogramCount(t, env, "team-a"); n != want {
+					return false, fmt.Errorf("instance termination durations observed = %d, want %d", n, want)
+				}
+				return true, nil
+			})
 		})
 	}
 }
@@ -109,5 +121,64 @@ func TestTerminationStampsTheDeadlineWhileTheNodeClaimIsHeld(t *testing.T) {
 	})
 	if nc.Finalizers[0] != "example.com/hold" {
 		t.Fatalf("finalizers %v", nc.Finalizers)
+	}
+}
+
+// histogramCount is the number of instance termination durations observed
+// for pool, read from a scrape of the registry.
+func histogramCount(t *testing.T, env *controllerstest.Env, pool string) int {
+	t.Helper()
+	fams, err := env.Metrics.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "karpenter_nodeclaims_instance_termination_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "nodepool" && l.GetValue() == pool {
+					return int(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestInstanceTerminationIsTimedFromTheFirstCall: a NodeClaim whose
+// instance termination began 45 s ago (the InstanceTerminating condition,
+// kept in the cluster: a controller restarted in between) and whose
+// instance is now gone observes 45 s in
+// karpenter_nodeclaims_instance_termination_duration_seconds.
+func TestInstanceTerminationIsTimedFromTheFirstCall(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	kube := env.Manager.GetClient()
+	env.Start(termination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics))
+	nc := controllerstest.NodeClaim("timed", "team-t")
+	nc.Finalizers = []string{karpv1.TerminationFinalizer}
+	env.Create(nc)
+	nc.Status.ProviderID = "fake:///timed"
+	began := env.Clock.Now().Add(-45 * time.Second)
+	nc.SetCondition(karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, termination.ReasonInstanceTerminating, "", began)
+	if err := env.Client.Status().Update(env.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	env.Delete(nc)
+	env.Eventually("the NodeClaim to be gone", func() (bool, error) { return env.NotFound(nc) })
+	env.Eventually("one duration observed", func() (bool, error) { return histogramCount(t, env, "team-t") == 1, nil })
+	fams, err := env.Metrics.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "karpenter_nodeclaims_instance_termination_duration_seconds" {
+			for _, m := range f.GetMetric() {
+				if got := m.GetHistogram().GetSampleSum(); m.GetLabel()[0].GetValue() == "team-t" && got != 45 {
+					t.Errorf("observed %v s, want 45", got)
+				}
+			}
+		}
 	}
 }

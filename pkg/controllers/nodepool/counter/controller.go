@@ -88,6 +88,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 			return fmt.Errorf("nodepool counter: the %T informer has no store", s.obj)
 		}
 	}
+	c.metrics.ClusterStateNodeCount.SetSource(c.nodeCount)
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	// A pool recount lists the pool's NodeClaims and Nodes: the NodeClaim
 	// and Node events of a burst of launches are coalesced into one
@@ -139,6 +140,28 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 			return nil
 		})).
 		Complete(c)
+}
+
+// nodeCount emits karpenter_cluster_state_node_count when it is scraped:
+// the distinct provider ids of every Node (its name when it has none) and
+// of every launched NodeClaim, read from the stores in place.
+func (c *Controller) nodeCount(emit metrics.Emit) {
+	nodes, claims := c.nodes.List(), c.claims.List()
+	ids := make(map[string]struct{}, len(nodes)+len(claims))
+	for _, o := range nodes {
+		n := o.(*corev1.Node)
+		id := n.Spec.ProviderID
+		if id == "" {
+			id = n.Name
+		}
+		ids[id] = struct{}{}
+	}
+	for _, o := range claims {
+		if id := o.(*karpv1.NodeClaim).Status.ProviderID; id != "" {
+			ids[id] = struct{}{}
+		}
+	}
+	emit(float64(len(ids)))
 }
 
 func poolKey(name string) reconcile.Request {
@@ -279,7 +302,7 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 	match := prometheus.Labels{metrics.LabelNodePool: np.Name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.NodePoolUsage, m.NodePoolLimit, m.NodePoolNodes, m.NodePoolCostPerHour, m.NodePoolInfo} {
+	}{m.NodePoolUsage, m.NodePoolLimit, m.NodePoolNodes, m.NodePoolCostPerHour, m.NodePoolCost, m.NodePoolInfo} {
 		v.DeletePartialMatch(match)
 	}
 	m.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"]).Set(1)
@@ -298,6 +321,7 @@ func (c *Controller) export(np *karpv1.NodePool, count Count) {
 		}
 	}
 	m.NodePoolCostPerHour.WithLabelValues(np.Name).Set(count.CostPerHour)
+	m.NodePoolCost.WithLabelValues(np.Name).Set(count.CostPerHour)
 }
 
 // nodeValues are l's values of names (zero when absent), as the per-node

@@ -1,6 +1,7 @@
 package counter_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -72,7 +73,7 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 	env.Start(
 		lifecycle.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, env.Unavailable, lifecycle.Options{}),
 		termination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),
-		readiness.NewController(kube, env.Clock),
+		readiness.NewController(kube, env.Clock, readiness.Options{}),
 		counter.NewController(kube, env.Metrics),
 	)
 	class := controllerstest.EC2NodeClass("default")
@@ -108,6 +109,7 @@ func TestKubectlShowsTheCountedPool(t *testing.T) {
 		"m5.large on-demand":  {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "m5.large")), 1},
 		"c5.xlarge on-demand": {metricstest.Value(t, env.Metrics.NodePoolNodes.WithLabelValues(np.Name, "on-demand", "c5.xlarge")), 1},
 		"cost per hour (USD)": {metricstest.Value(t, env.Metrics.NodePoolCostPerHour.WithLabelValues(np.Name)), 0.096 + 0.17},
+		"peer's cost (USD/h)": {metricstest.Value(t, env.Metrics.NodePoolCost.WithLabelValues(np.Name)), 0.096 + 0.17},
 		"info (team label)":   {metricstest.Value(t, env.Metrics.NodePoolInfo.WithLabelValues(np.Name, np.Spec.Template.Labels["team"])), 1},
 	}
 	// A node of the pool with a pod bound to it: its allocatable and the
@@ -221,4 +223,62 @@ func TestPodRequests(t *testing.T) {
 	if c, n := got[corev1.ResourceCPU], got[corev1.ResourcePods]; c.Cmp(q("2500m")) != 0 || n.Value() != 2 {
 		t.Fatalf("requests %v, want cpu 2500m (500m + max(250m, 2)) and 2 pods", got)
 	}
+}
+
+// TestClusterStateNodeCount: karpenter_cluster_state_node_count counts
+// every Node (a node without a provider id by its name) and every launched
+// NodeClaim, one per provider id: a NodeClaim and its Node count once, a
+// NodeClaim that has not launched not at all.
+func TestClusterStateNodeCount(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	env.Start(counter.NewController(env.Manager.GetClient(), env.Metrics))
+	// Other tests' objects may be left: start from what the API server
+	// holds, once the count agrees with it.
+	var base float64
+	env.Eventually("the count to agree with the API server", func() (bool, error) {
+		var nodes corev1.NodeList
+		var claims karpv1.NodeClaimList
+		if err := env.Client.List(env.Context(), &nodes); err != nil {
+			return false, err
+		}
+		if err := env.Client.List(env.Context(), &claims); err != nil {
+			return false, err
+		}
+		ids := map[string]bool{}
+		for _, n := range nodes.Items {
+			ids[cmp.Or(n.Spec.ProviderID, n.Name)] = true
+		}
+		for _, c := range claims.Items {
+			if c.Status.ProviderID != "" {
+				ids[c.Status.ProviderID] = true
+			}
+		}
+		base = float64(len(ids))
+		if v := metricstest.Value(t, env.Metrics.ClusterStateNodeCount); v != base {
+			return false, fmt.Errorf("count %v, API server %v", v, base)
+		}
+		return true, nil
+	})
+	launched := func(name, providerID string) {
+		nc := controllerstest.NodeClaim(name, "team-n")
+		env.Create(nc)
+		if providerID == "" {
+			return
+		}
+		nc.Status.ProviderID = providerID
+		if err := env.Client.Status().Update(env.Context(), nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launched(env.Prefix+"-joined", "fake:///joined")
+	launched(env.Prefix+"-launching", "fake:///launching")
+	launched(env.Prefix+"-not-launched", "")
+	env.Create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: env.Prefix + "-joined"}, Spec: corev1.NodeSpec{ProviderID: "fake:///joined"}})
+	env.Create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: env.Prefix + "-unmanaged"}})
+	env.Eventually("3 nodes in the count", func() (bool, error) {
+		if v := metricstest.Value(t, env.Metrics.ClusterStateNodeCount); v != base+3 {
+			return false, fmt.Errorf("count %v, want %v", v, base+3)
+		}
+		return true, nil
+	})
 }

@@ -22,7 +22,10 @@
 //     at launch-time prices, not a bill;
 //   - karpenter_nodes_allocatable and karpenter_nodes_total_pod_requests
 //     per node of a pool (node_name, nodepool, resource_type,
-//     capacity_type, instance_type, zone).
+//     capacity_type, instance_type, zone);
+//   - karpenter_cluster_state_node_count: the distinct provider ids of
+//     every Node (its name when it has none; managed or not) and every
+//     launched NodeClaim, counted from the informer stores when scraped.
 //
 // # Cost
 //

@@ -43,18 +43,16 @@ type Controller struct {
 
 // Options configure the controller.
 type Options struct {
+	// NodeRepair is the feature gate: on, a budget reason Unhealthy
+	// limits node repair; off, it limits nothing and is reported.
+	NodeRepair bool
 	// StaticCapacity (the feature gate) admits static pools (spec.replicas);
 	// off, such a pool gets ValidationSucceeded=False naming the gate.
 	StaticCapacity bool
 }
 
-// NewController returns the controller with the StaticCapacity gate off.
-func NewController(kube client.Client, clk clock.Clock) *Controller {
-	return New(kube, clk, Options{})
-}
-
-// New returns the controller configured by opts.
-func New(kube client.Client, clk clock.Clock, opts Options) *Controller {
+// NewController returns the controller.
+func NewController(kube client.Client, clk clock.Clock, opts Options) *Controller {
 	return &Controller{kube: kube, clock: clk, opts: opts}
 }
 
@@ -107,7 +105,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	np.SetCondition(karpv1.ConditionTypeNodeClassReady, status, reason, msg, now)
-	if unsupported := UnsupportedDisruption(np); len(unsupported) > 0 {
+	if unsupported := UnsupportedDisruption(np, c.opts.NodeRepair); len(unsupported) > 0 {
 		np.SetCondition(karpv1.ConditionTypeDisruptionSupported, metav1.ConditionFalse, ReasonUnsupported, strings.Join(unsupported, "; "), now)
 	} else {
 		np.ClearCondition(karpv1.ConditionTypeDisruptionSupported)
@@ -124,15 +122,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // UnsupportedDisruption lists the disruption fields and values of a pool
 // that dovetail accepts but does not act on, each naming its field. Today
-// that is a budget reason Unhealthy: dovetail does not repair unhealthy
-// nodes (the NodeRepair gate is refused), so such a budget limits nothing
-// dovetail does.
-func UnsupportedDisruption(np *karpv1.NodePool) []string {
+// that is a budget reason Unhealthy while node repair is off (the
+// NodeRepair gate, nodeRepair): no node is repaired, so such a budget
+// limits nothing.
+func UnsupportedDisruption(np *karpv1.NodePool, nodeRepair bool) []string {
+	if nodeRepair {
+		return nil
+	}
 	var out []string
 	for i, b := range np.Spec.Disruption.Budgets {
 		for j, r := range b.Reasons {
 			if r == karpv1.DisruptionReasonUnhealthy {
-				out = append(out, fmt.Sprintf("spec.disruption.budgets[%d].reasons[%d]: %q is not acted on: dovetail does not repair unhealthy nodes (no node repair), so this reason limits nothing", i, j, string(r)))
+				out = append(out, fmt.Sprintf("spec.disruption.budgets[%d].reasons[%d]: %q is not acted on: node repair is off (feature gate NodeRepair=false), so this reason limits nothing", i, j, string(r)))
 			}
 		}
 	}

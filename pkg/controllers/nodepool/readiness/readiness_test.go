@@ -42,7 +42,7 @@ func waitPool(t *testing.T, env *controllerstest.Env, np *karpv1.NodePool, cond 
 
 func TestNodePoolReadinessFollowsItsNodeClassAndValidation(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
-	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{}))
 
 	np := controllerstest.NodePool("team-a")
 	env.Create(np)
@@ -82,7 +82,7 @@ func TestNodePoolReadinessFollowsItsNodeClassAndValidation(t *testing.T) {
 
 func TestUnsupportedNodeClassKind(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
-	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{}))
 	np := controllerstest.NodePool("other-kind")
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "example.com", Kind: "GCENodeClass", Name: "x"}
 	env.Create(np)
@@ -94,7 +94,7 @@ func TestUnsupportedNodeClassKind(t *testing.T) {
 // without making it unready; removing it removes the condition.
 func TestUnsupportedDisruptionReason(t *testing.T) {
 	env := controllerstest.New(t, cp.RESTConfig())
-	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock))
+	env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{}))
 	class := controllerstest.EC2NodeClass("default")
 	env.Create(class)
 	setClassReady(t, env, class, true)
@@ -138,13 +138,26 @@ func contains(s, sub string) bool {
 	return false
 }
 
+// With NodeRepair on, the Unhealthy reason limits repair: nothing is
+// reported unsupported.
+func TestUnhealthyReasonSupportedWithNodeRepair(t *testing.T) {
+	np := controllerstest.NodePool("repair")
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnhealthy}}}
+	if got := readiness.UnsupportedDisruption(np, false); len(got) != 1 || !contains(got[0], "NodeRepair") {
+		t.Errorf("NodeRepair off: %q, want one entry naming the gate", got)
+	}
+	if got := readiness.UnsupportedDisruption(np, true); len(got) != 0 {
+		t.Errorf("NodeRepair on: %q, want nothing unsupported", got)
+	}
+}
+
 // A static pool (spec.replicas) is refused, naming the StaticCapacity gate,
 // while the gate is off, and valid (so Ready) with it on.
 func TestStaticPoolFollowsTheStaticCapacityGate(t *testing.T) {
 	for _, gate := range []bool{false, true} {
 		t.Run(map[bool]string{false: "off", true: "on"}[gate], func(t *testing.T) {
 			env := controllerstest.New(t, cp.RESTConfig())
-			env.Start(readiness.New(env.Manager.GetClient(), env.Clock, readiness.Options{StaticCapacity: gate}))
+			env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{StaticCapacity: gate}))
 			class := controllerstest.EC2NodeClass("default")
 			env.Create(class)
 			setClassReady(t, env, class, true)

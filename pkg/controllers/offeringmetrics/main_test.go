@@ -1,0 +1,17 @@
+package offeringmetrics_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
+)
+
+var cp *controlplane.ControlPlane
+
+// The controller lists NodePools and asks the (fake) cloud: the API server
+// suffices.
+func TestMain(m *testing.M) {
+	os.Exit(controlplanetest.Main(m, controlplane.Options{}, &cp))
+}
