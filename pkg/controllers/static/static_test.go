@@ -288,12 +288,11 @@ func TestStaticNodesNotConsolidated(t *testing.T) {
 	ncs := f.settled(2)
 	dyn := controllerstest.NodePool(f.env.Prefix + "-dyn")
 	f.env.Create(dyn)
-	now := time.Now()
-	dyn.SetCondition(karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "Valid", "", now)
-	dyn.SetCondition(karpv1.ConditionTypeNodeClassReady, metav1.ConditionTrue, "Ready", "", now)
-	if err := f.env.Client.Status().Update(f.env.Context(), dyn); err != nil {
-		t.Fatal(err)
-	}
+	// The readiness controller of the fixture makes it Ready.
+	f.env.Eventually("the dynamic pool Ready", func() (bool, error) {
+		err := f.env.Get(dyn)
+		return dyn.IsTrue(karpv1.ConditionTypeReady), err
+	})
 	loose := controllerstest.NodeClaim(f.env.Prefix+"-loose", dyn.Name)
 	f.env.Create(loose)
 	f.env.Eventually("the dynamic node initialized", func() (bool, error) {
