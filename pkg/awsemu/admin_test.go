@@ -34,6 +34,12 @@ func adminRequest(t *testing.T, e *awsemu.Emulator, method, path, host, auth, bo
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	return do(t, req)
+}
+
+// do sends req and returns its status and body.
+func do(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -142,13 +148,7 @@ func TestAWSAPIRefusesOtherHosts(t *testing.T) {
 		} else if c.body != "" {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return do(t, req)
 	}
 	for _, c := range calls {
 		for _, host := range []string{"evil.example:" + port, "emulator.example", "127.0.0.1", "127.0.0.1:1", "localhost.evil.example:" + port, "0.0.0.0:" + port} {

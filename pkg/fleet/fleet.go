@@ -11,6 +11,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/costrecord"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
 // Price sources.
@@ -69,16 +70,9 @@ func CapacityType(labels map[string]string) string {
 
 // Build returns the rows, nodes by name first, then launching NodeClaims.
 func Build(in Input) []Node {
-	byNode := map[string]*karpv1.NodeClaim{}
-	byProvider := map[string]*karpv1.NodeClaim{}
-	for _, nc := range in.NodeClaims {
-		if nc.Status.NodeName != "" {
-			byNode[nc.Status.NodeName] = nc
-		}
-		if nc.Status.ProviderID != "" {
-			byProvider[nc.Status.ProviderID] = nc
-		}
-	}
+	// A node's claim by providerID first; a claim naming a node whose
+	// providerID is another's matches nothing (never priced from it).
+	byNode := snapshot.NodeClaimsByNode(in.Nodes, in.NodeClaims)
 	podsOn := map[string][]*corev1.Pod{}
 	for _, p := range in.Pods {
 		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
@@ -89,9 +83,6 @@ func Build(in Input) []Node {
 	matched := map[*karpv1.NodeClaim]bool{}
 	for _, n := range in.Nodes {
 		nc := byNode[n.Name]
-		if nc == nil && n.Spec.ProviderID != "" {
-			nc = byProvider[n.Spec.ProviderID]
-		}
 		row := Node{Name: n.Name, Pool: n.Labels[karpv1.NodePoolLabelKey], InstanceType: n.Labels[corev1.LabelInstanceTypeStable],
 			CapacityType: CapacityType(n.Labels), Zone: n.Labels[corev1.LabelTopologyZone]}
 		if row.Pool == "" {

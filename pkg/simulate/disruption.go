@@ -55,10 +55,15 @@ const NominationHold = 20 * time.Second
 // Errors are InputErrors naming the object (a NodeClaim's unreadable
 // dovetail.sh annotations), or those of Input.
 func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Input, []string, error) {
-	cluster, warnings, err := m.cluster(opts.maxPods())
+	// A cluster file is a running cluster: a broken object (a NodePool
+	// whose EC2NodeClass is missing) is a warning and left out, as the
+	// controllers leave it out, not an error for the whole plan.
+	cluster, warnings, err := m.cluster(opts.maxPods(), false)
 	if err != nil {
 		return nil, warnings, err
 	}
+	cluster, notices := snapshot.LeaveOutBroken(cluster)
+	warnings = append(warnings, notices...)
 	in, err := m.build(cluster, opts)
 	if err != nil {
 		return nil, warnings, err

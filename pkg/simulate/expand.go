@@ -52,7 +52,7 @@ const (
 // Before making any pod it counts them: more than DefaultMaxPods is an
 // InputError naming the document that goes over (see Options.MaxPods).
 func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error) {
-	return m.cluster(DefaultMaxPods)
+	return m.cluster(DefaultMaxPods, true)
 }
 
 // PodCount is how many pods Cluster makes: the listed pods, the workloads'
@@ -116,7 +116,7 @@ func (m *Manifests) countPods(limit int) (int, *InputError) {
 	return total, nil
 }
 
-func (m *Manifests) cluster(maxPods int) (c *snapshot.Cluster, warnings []string, err error) {
+func (m *Manifests) cluster(maxPods int, strictRefs bool) (c *snapshot.Cluster, warnings []string, err error) {
 	total, ie := m.countPods(maxPods)
 	if ie != nil {
 		return nil, nil, InputErrors{ie}
@@ -134,7 +134,7 @@ func (m *Manifests) cluster(maxPods int) (c *snapshot.Cluster, warnings []string
 
 	for _, np := range m.NodePools {
 		ref := np.Spec.Template.Spec.NodeClassRef
-		if ref == nil {
+		if ref == nil || !strictRefs {
 			continue
 		}
 		if _, ok := m.origins[ObjectKey{Kind: "EC2NodeClass", Name: ref.Name}]; !ok {

@@ -62,7 +62,7 @@ func FuzzExpand(f *testing.F) {
 			}
 			return
 		}
-		c, _, err := m.cluster(fuzzMaxPods)
+		c, _, err := m.cluster(fuzzMaxPods, true)
 		if err != nil {
 			if !errors.Is(err, ErrBadInput) {
 				t.Fatalf("expand: not a bad-input error: %v", err)

@@ -233,3 +233,27 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestReadPeerNodeClaim: a NodeClaim the peer created carries its
+// EC2NodeClass as a karpenter.k8s.aws/ec2nodeclass requirement, which the
+// peer's CRD (and ours) allows; another unknown key of that domain is
+// refused.
+func TestReadPeerNodeClaim(t *testing.T) {
+	claim := `apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: peer-1}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+  - {key: karpenter.sh/nodepool, operator: In, values: [default]}
+  - {key: KEY, operator: In, values: [default]}
+`
+	m := &simulate.Manifests{}
+	if err := m.Read("claim.yaml", []byte(strings.Replace(claim, "KEY", "karpenter.k8s.aws/ec2nodeclass", 1))); err != nil {
+		t.Fatalf("the peer's NodeClaim is refused: %v", err)
+	}
+	err := (&simulate.Manifests{}).Read("claim.yaml", []byte(strings.Replace(claim, "KEY", "karpenter.k8s.aws/instance-colour", 1)))
+	if err == nil || !strings.Contains(err.Error(), "well-known") {
+		t.Errorf("an unknown karpenter.k8s.aws key: %v, want refused", err)
+	}
+}

@@ -114,7 +114,7 @@ type Unschedulable struct {
 // Errors about the input wrap ErrBadInput and name the file and document
 // of the object at fault; other errors are internal.
 func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
-	cluster, warnings, err := m.cluster(opts.maxPods())
+	cluster, warnings, err := m.cluster(opts.maxPods(), true)
 	if err != nil {
 		return nil, warnings, err
 	}

@@ -129,12 +129,7 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 	}
 
 	// Nodes.
-	claimOf := make(map[string]*karpv1.NodeClaim, len(c.NodeClaims))
-	for _, nc := range c.NodeClaims {
-		if nc.Status.NodeName != "" {
-			claimOf[nc.Status.NodeName] = nc
-		}
-	}
+	claimOf := NodeClaimsByNode(c.Nodes, c.NodeClaims) // prices a node from its own claim only
 	nodeIdx := make(map[string]int, len(c.Nodes))
 	providerIDs := make(map[string]bool, len(c.Nodes))
 	for _, n := range c.Nodes {

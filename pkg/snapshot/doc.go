@@ -36,5 +36,8 @@
 // Every NodePool must reference an EC2NodeClass present in the snapshot, or
 // Build fails with a *NodeClassNotFoundError naming both. Errors about one
 // object are *InvalidObjectError values with field paths rooted at that
-// object. See ExampleBuild.
+// object; the tools call LeaveOutBroken first, which leaves such objects
+// out with a notice, as the controllers do. A node's NodeClaim (for its
+// price) is NodeClaimsByNode's: by providerID first, never a claim whose
+// status contradicts the node's. See ExampleBuild.
 package snapshot

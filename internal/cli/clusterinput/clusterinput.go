@@ -148,7 +148,13 @@ func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
 			zones = append(zones, z.Name)
 		}
 	}
-	in, err := snapshot.Build(out.Cluster, snapshot.NewCatalogSource(cat, out.Region, zones), snapshot.Options{Region: out.Region})
+	// A broken object (a NodePool whose EC2NodeClass is missing) is
+	// reported and left out, as the controllers do; the rest is answered.
+	usable, notices := snapshot.LeaveOutBroken(out.Cluster)
+	for _, n := range notices {
+		cmdutil.Warn(opts.Stderr, n)
+	}
+	in, err := snapshot.Build(usable, snapshot.NewCatalogSource(cat, out.Region, zones), snapshot.Options{Region: out.Region})
 	if err != nil {
 		return nil, cmdutil.BadInputf("%s: %v", out.Where, err)
 	}

@@ -335,6 +335,34 @@ func TestExplainOnTheRealControlPlane(t *testing.T) {
 			t.Logf("$ dovetail explain %s %s\n%s", args[0], args[1], stdout.String())
 		}
 	})
+	// Issue 34 item 3: a NodePool whose EC2NodeClass is missing is reported
+	// and left out; every question about the rest is still answered.
+	t.Run("a broken NodePool is reported, the rest answered", func(t *testing.T) {
+		c, err := client.New(cp.RESTConfig(), client.Options{Scheme: controllerstest.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := controllerstest.NodePool("broken")
+		broken.Spec.Template.Spec.NodeClassRef = controllerstest.NodeClassRef("missing")
+		if err := c.Create(context.Background(), broken); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Delete(context.Background(), broken) }()
+		for _, args := range [][2]string{{"pod", ns + "/planned"}, {"nodeclaim", "limited-abc12"}} {
+			var stdout, stderr bytes.Buffer
+			cmd := explain.NewCmd(nil)
+			cmd.SetOut(&stdout)
+			cmd.SetErr(&stderr)
+			cmd.SetArgs([]string{args[0], args[1], "--kubeconfig", cp.KubeconfigPath(), "-o", "json"})
+			if err := cmd.ExecuteContext(context.Background()); err != nil {
+				t.Fatalf("explain %s %s with a broken NodePool: %v (exit %d)", args[0], args[1], err, cmdutil.ExitCode(err))
+			}
+			if !strings.Contains(stderr.String(), "warning: NodePool broken left out: its EC2NodeClass missing does not exist") || stdout.Len() == 0 {
+				t.Errorf("explain %s %s: stderr %q, %d bytes of output; want the broken pool reported and an answer", args[0], args[1], stderr.String(), stdout.Len())
+			}
+		}
+	})
+
 	t.Run("bad references", func(t *testing.T) {
 		for _, args := range [][2]string{{"pod", ns + "/missing"}, {"pod", "no-namespace"}, {"nodeclaim", "missing"}} {
 			_, err := run(t, args[0], args[1])

@@ -20,10 +20,15 @@
 // requirements instead), and everything outside the template (weight,
 // limits, disruption), which governs the pool, not its nodes.
 //
-// The hash is FNV-64a over a canonical JSON encoding (sorted map keys,
-// sorted taints, durations in seconds), written in decimal. Version names
-// this scheme: when it changes, NodeClaims with the old version get the new
-// hash instead of being marked drifted.
+// The hash is the peer's: github.com/mitchellh/hashstructure/v2 (format
+// v2; slices as sets, zero values and nil pointers left out) of the template
+// in the peer's Go shape (package internal/peershape), written in decimal,
+// with the peer's Version, so a NodeClaim stamped by either controller reads
+// the same to the other and a switch between them drifts nothing
+// (TestHashIsThePeers holds it to values the peer computed). Version names
+// this scheme: when it changes, NodeClaims with another version get the new
+// hash instead of being marked drifted. A taint's timeAdded is hashed too,
+// as the peer hashes it.
 //
 // # Invariants
 //

@@ -14,5 +14,5 @@ func ExampleHash() {
 	fmt.Println(hash.Annotations(a)[karpv1.NodePoolHashVersionAnnotationKey])
 	// Output:
 	// 720h and 43200m hash alike: true
-	// v1
+	// v3
 }

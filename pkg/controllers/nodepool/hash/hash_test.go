@@ -1,12 +1,15 @@
 package hash_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
@@ -52,7 +55,8 @@ func TestHashChangesExactlyWithTheCoveredFields(t *testing.T) {
 			ts := np.Spec.Template.Spec.Taints
 			ts[0], ts[1] = ts[1], ts[0]
 		}, false},
-		{"taint timeAdded", func(np *karpv1.NodePool) { now := metav1.Now(); np.Spec.Template.Spec.Taints[0].TimeAdded = &now }, false},
+		// The peer hashes a taint's timeAdded too.
+		{"taint timeAdded", func(np *karpv1.NodePool) { now := metav1.Now(); np.Spec.Template.Spec.Taints[0].TimeAdded = &now }, true},
 		{"expireAfter respelled", func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("719h60m")
 		}, false},
@@ -81,5 +85,50 @@ func TestHashDoesNotModifyItsInput(t *testing.T) {
 	_ = hash.Hash(np)
 	if np.Spec.Template.Spec.Taints[0].Key != before.Spec.Template.Spec.Taints[0].Key {
 		t.Fatal("Hash reordered the caller's taints")
+	}
+}
+
+// TestHashIsThePeers: the hash and version of each NodePool in
+// testdata/nodepools.yaml are those the peer (sigs.k8s.io/karpenter
+// v1.15.0, NodePool.Hash and NodePoolHashVersion) computed for the same
+// documents, listed in testdata/peer-hashes.txt, so a NodeClaim stamped by
+// either controller means the same to the other. The list was made once by
+// a scratch program outside this repository, built against the peer's module
+// from the Go module proxy, that read nodepools.yaml into the peer's NodePool
+// type and printed NodePool.Hash() and NodePoolHashVersion for each.
+func TestHashIsThePeers(t *testing.T) {
+	docs, err := os.ReadFile("testdata/nodepools.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/peer-hashes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := map[string][2]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("peer-hashes.txt: line %q is not <name> <hash> <version>", line)
+		}
+		peer[f[0]] = [2]string{f[1], f[2]}
+	}
+	n := 0
+	for _, doc := range strings.Split(string(docs), "\n---\n") {
+		var np karpv1.NodePool
+		if err := yaml.UnmarshalStrict([]byte(doc), &np); err != nil {
+			t.Fatalf("nodepools.yaml: %v", err)
+		}
+		p, ok := peer[np.Name]
+		if !ok {
+			t.Fatalf("no peer hash for NodePool %s", np.Name)
+		}
+		if got := hash.Hash(&np); got != p[0] || hash.Version != p[1] {
+			t.Errorf("NodePool %s: hash %s version %s, the peer's %s %s", np.Name, got, hash.Version, p[0], p[1])
+		}
+		n++
+	}
+	if n != len(peer) || n < 5 {
+		t.Fatalf("%d NodePools checked, %d peer hashes", n, len(peer))
 	}
 }
