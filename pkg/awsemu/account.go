@@ -70,6 +70,12 @@ type Instance struct {
 	SpotRequestID      string          `json:"spotRequestId,omitempty"`
 	// StateReason explains the last transition (e.g. a spot interruption).
 	StateReason string `json:"stateReason,omitempty"`
+	// ScheduledEvents are the events EC2 scheduled for the instance
+	// (ScheduleEvent); SystemImpaired and InstanceImpaired fail its status
+	// checks (SetStatusCheck).
+	ScheduledEvents  []ScheduledEvent `json:"scheduledEvents,omitempty"`
+	SystemImpaired   bool             `json:"systemImpaired,omitempty"`
+	InstanceImpaired bool             `json:"instanceImpaired,omitempty"`
 }
 
 // MetadataOptions are an instance's IMDS settings.
@@ -99,6 +105,7 @@ func (in *Instance) clone() Instance {
 	c.Tags = cloneTags(in.Tags)
 	c.SecurityGroupIDs = append([]string(nil), in.SecurityGroupIDs...)
 	c.BlockDevices = append([]BlockDevice(nil), in.BlockDevices...)
+	c.ScheduledEvents = append([]ScheduledEvent(nil), in.ScheduledEvents...)
 	return c
 }
 

@@ -235,6 +235,33 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 			reply(http.StatusOK, e.Faults())
 		}
+	case "faults/event":
+		var er ScheduleEventRequest
+		if method(http.MethodPost) && decode(&er) {
+			var in time.Duration
+			if er.In != "" {
+				d, err := time.ParseDuration(er.In)
+				if err != nil {
+					fail(http.StatusBadRequest, "in %q: %v", er.In, err)
+					return
+				}
+				in = d
+			}
+			if _, err := e.ScheduleEvent(er.Target, er.Code, in); err != nil {
+				fail(adminTargetStatus(err), "%v", err)
+				return
+			}
+			reply(http.StatusOK, e.Faults())
+		}
+	case "faults/status-check":
+		var sr StatusCheckRequest
+		if method(http.MethodPost) && decode(&sr) {
+			if err := e.SetStatusCheck(sr.Target, sr.Check, sr.Status); err != nil {
+				fail(adminTargetStatus(err), "%v", err)
+				return
+			}
+			reply(http.StatusOK, e.Faults())
+		}
 	case "fleets":
 		if method(http.MethodGet) {
 			reply(http.StatusOK, e.FleetRequests())
@@ -247,15 +274,11 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case "interrupt":
 		var ir InterruptRequest
 		if method(http.MethodPost) && decode(&ir) {
-			err := e.Interrupt(ir.Target, ir.Kind)
-			switch {
-			case err == nil:
-				reply(http.StatusOK, map[string]bool{"ok": true})
-			case errors.Is(err, ErrUnknownTarget):
-				fail(http.StatusNotFound, "%v", err)
-			default:
-				fail(http.StatusBadRequest, "%v", err)
+			if err := e.Interrupt(ir.Target, ir.Kind); err != nil {
+				fail(adminTargetStatus(err), "%v", err)
+				return
 			}
+			reply(http.StatusOK, map[string]bool{"ok": true})
 		}
 	case "instances":
 		if method(http.MethodGet) {
@@ -270,6 +293,15 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(http.StatusNotFound, "unknown admin path %s", r.URL.Path)
 	}
+}
+
+// adminTargetStatus is the admin API's status for an error about an
+// instance: 404 for an unknown one, 400 otherwise.
+func adminTargetStatus(err error) int {
+	if errors.Is(err, ErrUnknownTarget) {
+		return http.StatusNotFound
+	}
+	return http.StatusBadRequest
 }
 
 // AdminClient talks to a running emulator's admin API (for `dovetail local
@@ -399,6 +431,26 @@ func (c *AdminClient) ClearFaults(ctx context.Context) (Faults, error) {
 func (c *AdminClient) Faults(ctx context.Context) (Faults, error) {
 	var f Faults
 	err := c.do(ctx, http.MethodGet, "faults", nil, &f)
+	return f, err
+}
+
+// ScheduleEvent schedules an event for an instance (see
+// Emulator.ScheduleEvent); in 0 means DefaultEventLead.
+func (c *AdminClient) ScheduleEvent(ctx context.Context, target, code string, in time.Duration) (Faults, error) {
+	req := ScheduleEventRequest{Target: target, Code: code}
+	if in != 0 {
+		req.In = in.String()
+	}
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/event", req, &f)
+	return f, err
+}
+
+// SetStatusCheck sets an instance's system or instance status check (see
+// Emulator.SetStatusCheck).
+func (c *AdminClient) SetStatusCheck(ctx context.Context, target, check, status string) (Faults, error) {
+	var f Faults
+	err := c.do(ctx, http.MethodPost, "faults/status-check", StatusCheckRequest{Target: target, Check: check, Status: status}, &f)
 	return f, err
 }
 

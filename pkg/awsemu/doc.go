@@ -73,7 +73,9 @@
 //
 // Calls records every API call (as an IAM action such as ec2:CreateFleet)
 // with its error code; InjectICE, SetThrottle and ClearFaults inject
-// faults; Interrupt puts EventBridge-format interruption messages on the
+// faults; ScheduleEvent and SetStatusCheck set the scheduled events and
+// failed status checks DescribeInstanceStatus reports; AddSubnet and
+// ReserveAddresses shape the subnets (tests); Interrupt puts EventBridge-format interruption messages on the
 // queue; Instances and Subscribe expose instance state. The same controls
 // are served as JSON under /_dovetail/ for `dovetail local fault` and
 // `dovetail local interrupt` (see AdminClient), guarded by a bearer token

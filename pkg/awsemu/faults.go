@@ -32,6 +32,9 @@ type Faults struct {
 	Denied []string `json:"denied"`
 	// Capacity are the spare-capacity rules set (see CapacityRule).
 	Capacity []CapacityRule `json:"capacity"`
+	// Instances are the instances with scheduled events or failed status
+	// checks (ScheduleEvent, SetStatusCheck), in launch order.
+	Instances []InstanceFaults `json:"instances,omitempty"`
 }
 
 type faultState struct {
@@ -102,13 +105,15 @@ func (e *Emulator) SetThrottle(fraction float64, seed int64) {
 	e.faults.rng = rand.New(rand.NewPCG(uint64(seed), 0x7468726f))
 }
 
-// ClearFaults removes every injected fault (ICE rules, throttling and
-// capacity rules: spare capacity goes back to the seeded model).
+// ClearFaults removes every injected fault (ICE rules, throttling,
+// capacity rules: spare capacity goes back to the seeded model, scheduled
+// events and failed status checks).
 func (e *Emulator) ClearFaults() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.faults = faultState{}
 	e.capacity = nil
+	e.clearInstanceFaults()
 }
 
 // Faults returns the injected faults.
@@ -121,6 +126,7 @@ func (e *Emulator) Faults() Faults {
 		ThrottleSeed:     e.faults.seed,
 		Capacity:         append([]CapacityRule{}, e.capacity...),
 		Denied:           sortedKeys(e.faults.denied),
+		Instances:        e.instanceFaults(),
 	}
 }
 

@@ -11,11 +11,12 @@ import (
 // applied only if the instance is still in the state the timer expects,
 // so a stale timer is harmless.
 const (
-	timerBoot          = iota // pending -> running
-	timerShutdown             // shutting-down -> terminated
-	timerStop                 // stopping -> stopped
-	timerExpire               // terminated -> removed from DescribeInstances
-	timerSpotTerminate        // spot interruption notice over -> shutting-down
+	timerBoot           = iota // pending -> running
+	timerShutdown              // shutting-down -> terminated
+	timerStop                  // stopping -> stopped
+	timerExpire                // terminated -> removed from DescribeInstances
+	timerSpotTerminate         // spot interruption notice over -> shutting-down
+	timerScheduledEvent        // a scheduled event starts (instancestatus.go)
 )
 
 type timerEntry struct {
@@ -96,6 +97,8 @@ func (e *Emulator) fire(t timerEntry, now time.Time) {
 			}
 			e.compactOrder()
 		}
+	case timerScheduledEvent:
+		e.fireScheduledEvents(in, now)
 	case timerSpotTerminate:
 		if in.State != StateShuttingDown && in.State != StateTerminated {
 			e.beginTermination(in, "Server.SpotInstanceTermination: Spot instance termination", now)

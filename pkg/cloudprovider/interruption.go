@@ -41,6 +41,9 @@ type InterruptionEvent struct {
 	InstanceIDs []string
 	// Time is when the cloud raised the event (zero when unknown).
 	Time time.Time
+	// NotBefore is when a scheduled change starts: the instance is
+	// stopped, retired or rebooted from then on (zero when unknown).
+	NotBefore time.Time
 	// Malformed is set when the event could not be read; the other fields
 	// but ID and Receipt are then empty.
 	Malformed error
@@ -66,4 +69,16 @@ type InterruptionQueue interface {
 	Receive(ctx context.Context) ([]InterruptionEvent, error)
 	// Delete removes a handled event.
 	Delete(ctx context.Context, e InterruptionEvent) error
+}
+
+// ScheduledEvents is where a cloud reports, when asked, the changes it has
+// scheduled for running instances (a retirement, a stop, a reboot). The
+// interruption controller polls it through this interface only and acts
+// on each event as on a scheduled change from the queue.
+type ScheduledEvents interface {
+	// ScheduledEvents returns the events scheduled now and not yet done,
+	// of kind InterruptionScheduledChange, each with its cloud's id (stable
+	// across polls), State the cloud's code for the change, NotBefore, and
+	// the affected instances.
+	ScheduledEvents(ctx context.Context) ([]InterruptionEvent, error)
 }

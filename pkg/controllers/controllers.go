@@ -110,6 +110,9 @@ type Deps struct {
 	// InterruptionQueue is the cloud's interruption queue; nil turns queue
 	// polling off (the rebalance reconciler still runs).
 	InterruptionQueue interruption.Queue
+	// ScheduledEvents are the cloud's scheduled changes of instances,
+	// polled by the interruption controller; nil turns the polling off.
+	ScheduledEvents cloudprovider.ScheduledEvents
 }
 
 // Config holds the controllers' tunables, already resolved from the
@@ -193,7 +196,8 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 
 		// Interruption: replaces nodes the cloud is taking back (through
 		// provisioning's Replace), then deletes their NodeClaims.
-		interruption.New(d.Client, d.InterruptionQueue, prov, d.Clock, d.Recorder, interruptionMetrics, d.Unavailable),
+		interruption.New(d.Client, d.InterruptionQueue, prov, d.Clock, d.Recorder, interruptionMetrics, d.Unavailable).
+			WithScheduledEvents(interruption.ScheduledEventsOptions{Source: d.ScheduledEvents}),
 
 		// Consolidation and drift replacement: executes the planner's
 		// commands, launching replacements as provisioning builds them.

@@ -51,6 +51,9 @@ type Cloud struct {
 	// InterruptionQueue is the interruption queue (Options.InterruptionQueue
 	// resolved by the cloud); nil turns interruption polling off.
 	InterruptionQueue interruption.Queue
+	// ScheduledEvents are the cloud's scheduled changes of instances (on
+	// AWS, DescribeInstanceStatus events); nil turns their polling off.
+	ScheduledEvents cloudprovider.ScheduledEvents
 	// Collectors are the cloud's own metrics, served with the operator's.
 	Collectors []prometheus.Collector
 }
@@ -211,6 +214,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 		Metrics:           op.Metrics,
 		Unavailable:       op.Unavailable,
 		InterruptionQueue: op.Cloud.InterruptionQueue,
+		ScheduledEvents:   op.Cloud.ScheduledEvents,
 	}, ControllerConfig(opts))
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,49 +241,11 @@ func TestRebalanceReplacementReadyBeforeCordon(t *testing.T) {
 	s.waitRunning(2, 2*time.Minute)
 	node, old := s.busiestNode("web")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var mu sync.Mutex
-	var readyRV, cordonRV int64
-	var readyAt, cordonAt time.Time
-	ncWatch, err := watchClient.Watch(ctx, &karpv1.NodeClaimList{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ncWatch.Stop()
-	nodeWatch, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nodeWatch.Stop()
-	go func() {
-		for ev := range ncWatch.ResultChan() {
-			nc, ok := ev.Object.(*karpv1.NodeClaim)
-			if !ok || nc.Name == old.Name || !nc.IsTrue(karpv1.ConditionTypeInitialized) {
-				continue
-			}
-			rv, _ := strconv.ParseInt(nc.ResourceVersion, 10, 64)
-			mu.Lock()
-			if readyRV == 0 {
-				readyRV, readyAt = rv, time.Now()
-			}
-			mu.Unlock()
-		}
-	}()
-	go func() {
-		for ev := range nodeWatch.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok || !n.Spec.Unschedulable {
-				continue
-			}
-			rv, _ := strconv.ParseInt(n.ResourceVersion, 10, 64)
-			mu.Lock()
-			if cordonRV == 0 {
-				cordonRV, cordonAt = rv, time.Now()
-			}
-			mu.Unlock()
-		}
-	}()
+	ready := watchFirst(t, &karpv1.NodeClaimList{}, nil, func(_ watch.EventType, o client.Object) bool {
+		nc := o.(*karpv1.NodeClaim)
+		return nc.Name != old.Name && nc.IsTrue(karpv1.ConditionTypeInitialized)
+	})
+	cordon := watchCordon(t, node)
 
 	if err := emu().Interrupt(node, awsemu.KindRebalance); err != nil {
 		t.Fatal(err)
@@ -291,8 +254,8 @@ func TestRebalanceReplacementReadyBeforeCordon(t *testing.T) {
 		return notFound(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: old.Name}})
 	})
 	s.waitRunning(2, 2*time.Minute)
-	mu.Lock()
-	defer mu.Unlock()
+	readyRV, readyAt, _ := ready()
+	cordonRV, cordonAt, _ := cordon()
 	if readyRV == 0 || cordonRV == 0 {
 		t.Fatalf("saw replacement initialized at rv %d and cordon at rv %d; want both", readyRV, cordonRV)
 	}
@@ -314,4 +277,98 @@ func notFound(obj client.Object) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("reading %s: %w", obj.GetName(), err)
+}
+
+// TestScheduledRetirementReplacesBeforeDrain: EC2 schedules the retirement
+// of a node's instance (reported only by DescribeInstanceStatus, no queue
+// message); the controller's poll finds it, a replacement NodeClaim is
+// created before the old node is cordoned and drained, and the old
+// NodeClaim is gone well before the retirement starts. The two moments
+// come from watches, ordered by the API server's resourceVersions.
+func TestScheduledRetirementReplacesBeforeDrain(t *testing.T) {
+	s := newScenario(t)
+	s.pool("retire", nil)
+	s.deployment("retire", 2, "500m", "512Mi", func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"e2e": "retire"}
+	})
+	s.waitRunning(2, 2*time.Minute)
+	node, old := s.busiestNode("retire")
+
+	created := watchFirst(t, &karpv1.NodeClaimList{}, nil, func(typ watch.EventType, o client.Object) bool {
+		return typ == watch.Added && o.GetAnnotations()[nodeclaimutil.CreationReasonAnnotationKey] == provisioning.ReasonInterruption
+	})
+	cordon := watchCordon(t, node)
+
+	const lead = 30 * time.Minute
+	ev, err := emu().ScheduleEvent(node, awsemu.EventInstanceRetirement, lead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller polls every minute.
+	eventually(t, 3*time.Minute, "the retiring NodeClaim gone", func() (bool, error) {
+		return notFound(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: old.Name}})
+	})
+	if now := time.Now(); !now.Before(ev.NotBefore) {
+		t.Errorf("the NodeClaim went at %v, not before the retirement's start %v", now, ev.NotBefore)
+	}
+	s.waitRunning(2, 2*time.Minute)
+	replacementRV, _, replacement := created()
+	cordonRV, _, _ := cordon()
+	if replacementRV == 0 || cordonRV == 0 {
+		t.Fatalf("saw the replacement created at rv %d and the cordon at rv %d; want both", replacementRV, cordonRV)
+	}
+	t.Logf("replacement %s created at rv %d, old node %s cordoned at rv %d", replacement, replacementRV, node, cordonRV)
+	if replacementRV >= cordonRV {
+		t.Errorf("the retiring node was cordoned (rv %d) before its replacement was created (rv %d)", cordonRV, replacementRV)
+	}
+	evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", old.Name, interruption.ReasonScheduledChange)
+	if len(evs) == 0 || !strings.Contains(evs[0].Note, awsemu.EventInstanceRetirement) {
+		t.Errorf("events %s on NodeClaim %s: %+v; want one naming %s", interruption.ReasonScheduledChange, old.Name, evs, awsemu.EventInstanceRetirement)
+	}
+	if err := consistent(t); err != nil {
+		t.Error(err)
+	}
+}
+
+// watchFirst watches objects of list's kind (those matching opts) from
+// now and returns a function reading the first event match accepts: its
+// resourceVersion (0 before any), when it was seen and the object's name.
+func watchFirst(t *testing.T, list client.ObjectList, opts []client.ListOption, match func(watch.EventType, client.Object) bool) func() (int64, time.Time, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	w, err := watchClient.Watch(ctx, list, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var rv int64
+	var at time.Time
+	var name string
+	go func() {
+		for ev := range w.ResultChan() {
+			o, ok := ev.Object.(client.Object)
+			if !ok || !match(ev.Type, o) {
+				continue
+			}
+			v, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+			mu.Lock()
+			if rv == 0 {
+				rv, at, name = v, time.Now(), o.GetName()
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() (int64, time.Time, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return rv, at, name
+	}
+}
+
+// watchCordon watches a node from now until it is marked unschedulable.
+func watchCordon(t *testing.T, node string) func() (int64, time.Time, string) {
+	return watchFirst(t, &corev1.NodeList{}, []client.ListOption{client.MatchingFields{"metadata.name": node}},
+		func(_ watch.EventType, o client.Object) bool { return o.(*corev1.Node).Spec.Unschedulable })
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/operator"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws"
+	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/instancestatus"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
 )
 
@@ -78,7 +79,10 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 		if err != nil {
 			return operator.Cloud{}, err
 		}
-		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver(), Collectors: p.Collectors()}
+		cloud := operator.Cloud{Provider: p, NodeClassResolver: p.Resolver(), Collectors: p.Collectors(),
+			// Scheduled retirements, stops and reboots (DescribeInstanceStatus),
+			// polled with or without an interruption queue, as the peer does.
+			ScheduledEvents: &instancestatus.Events{EC2: p.Clients().EC2}}
 		if name := opts.Operator.InterruptionQueue; name != "" {
 			// Messages about another account (the queue URL's) or region
 			// (the SDK's) are logged, counted and ignored.

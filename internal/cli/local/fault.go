@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,11 +22,15 @@ type FaultOptions struct {
 	Dir  string
 	Kind string // ice, throttle, capacity, clear
 
-	InstanceType, Zone, CapacityType string  // ice
-	Fraction                         float64 // throttle
-	Seed                             int64   // throttle
-	Spare                            int     // capacity (with the ice fields)
-	Action                           string  // deny
+	InstanceType, Zone, CapacityType string        // ice
+	Fraction                         float64       // throttle
+	Seed                             int64         // throttle
+	Spare                            int           // capacity (with the ice fields)
+	Action                           string        // deny
+	Target                           string        // event, status-check: instance id, node name or provider id
+	Code                             string        // event
+	In                               time.Duration // event
+	Check, Status                    string        // status-check
 
 	Stdout io.Writer
 }
@@ -38,7 +44,8 @@ func NewCmdFault(runF func(context.Context, *FaultOptions) error) *cobra.Command
 		Long: `Inject faults into the AWS emulator of a running ` + "`dovetail local up`" + `:
 insufficient capacity for launches, throttling of API calls, the spare
 capacity of offerings (what price-capacity-optimized spot launches choose
-by), or clear them.
+by), scheduled events and failed status checks of instances (what EC2
+DescribeInstanceStatus reports), or clear them.
 The emulator's address is read from DIR/aws.env. The faults in force are
 printed as JSON on stdout.
 
@@ -143,6 +150,61 @@ live spot prices.`,
 	}
 	denyCmd.Flags().StringVar(&deny.Action, "action", "", "the action to deny, as IAM names it (required)")
 
+	evt := &FaultOptions{Kind: "event"}
+	evtCmd := &cobra.Command{
+		Use:   "event INSTANCE_OR_NODE --code " + strings.Join(awsemu.EventCodes(), "|") + " [--in DURATION]",
+		Short: "Schedule an EC2 event (retirement, stop, reboot, maintenance) for an instance",
+		Long: `Schedule an event for an instance, as EC2 does before retiring, stopping or
+rebooting it: DescribeInstanceStatus reports it (with its code, description
+and start) until it starts, --in from now (default 336h, two weeks); then an
+instance-stop or instance-retirement stops the instance and the event reads
+"[Completed]". INSTANCE_OR_NODE is an instance id (i-...), a node name or a
+provider id (aws:///ZONE/ID).`,
+		Example: `  dovetail local fault event ip-10-0-1-23.ec2.internal --code instance-retirement
+  dovetail local fault event i-0123456789abcdef0 --code system-reboot --in 1h`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.BadInputf("%s takes one INSTANCE_OR_NODE, got %d arguments\nSee '%s --help'", cmd.CommandPath(), len(args), cmd.CommandPath())
+			}
+			evt.Target = args[0]
+			if !slices.Contains(awsemu.EventCodes(), evt.Code) {
+				return cmdutil.BadInputf("--code %q: valid codes are %s", evt.Code, strings.Join(awsemu.EventCodes(), ", "))
+			}
+			if evt.In < 0 {
+				return cmdutil.BadInputf("--in %v: must not be negative", evt.In)
+			}
+			return run(cmd, evt)
+		},
+	}
+	evtCmd.Flags().StringVar(&evt.Code, "code", "", "event code: "+strings.Join(awsemu.EventCodes(), ", ")+" (required)")
+	evtCmd.Flags().DurationVar(&evt.In, "in", 0, "how long from now the event starts (default 336h)")
+
+	chk := &FaultOptions{Kind: "status-check"}
+	chkCmd := &cobra.Command{
+		Use:   "status-check INSTANCE_OR_NODE --check system|instance [--status impaired|ok]",
+		Short: "Fail (or pass again) an instance's system or instance status check",
+		Long: `Set the result of a running instance's status check as DescribeInstanceStatus
+reports it: impaired (reachability failed) or ok (passed, the default
+answer).`,
+		Example: `  dovetail local fault status-check ip-10-0-1-23.ec2.internal --check system
+  dovetail local fault status-check i-0123456789abcdef0 --check instance --status ok`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.BadInputf("%s takes one INSTANCE_OR_NODE, got %d arguments\nSee '%s --help'", cmd.CommandPath(), len(args), cmd.CommandPath())
+			}
+			chk.Target = args[0]
+			if chk.Check != "system" && chk.Check != "instance" {
+				return cmdutil.BadInputf("--check %q: valid checks are instance, system", chk.Check)
+			}
+			if chk.Status != "impaired" && chk.Status != "ok" {
+				return cmdutil.BadInputf("--status %q: valid statuses are impaired, ok", chk.Status)
+			}
+			return run(cmd, chk)
+		},
+	}
+	chkCmd.Flags().StringVar(&chk.Check, "check", "", "the check: system or instance (required)")
+	chkCmd.Flags().StringVar(&chk.Status, "status", "impaired", "impaired or ok")
+
 	clr := &FaultOptions{Kind: "clear"}
 	clrCmd := &cobra.Command{
 		Use:   "clear",
@@ -150,8 +212,8 @@ live spot prices.`,
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd, clr) },
 	}
-	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, denyCmd, clrCmd} {
-		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, denyCmd: deny, clrCmd: clr}[c]
+	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, denyCmd, evtCmd, chkCmd, clrCmd} {
+		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, denyCmd: deny, evtCmd: evt, chkCmd: chk, clrCmd: clr}[c]
 		c.Flags().StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory of the running local stack")
 		cmd.AddCommand(c)
 	}
@@ -173,6 +235,10 @@ func faultRun(ctx context.Context, opts *FaultOptions) error {
 		f, err = admin.SetCapacity(ctx, awsemu.CapacityRule{InstanceType: opts.InstanceType, Zone: opts.Zone, CapacityType: opts.CapacityType, Spare: opts.Spare})
 	case "deny":
 		f, err = admin.DenyAction(ctx, opts.Action)
+	case "event":
+		f, err = admin.ScheduleEvent(ctx, opts.Target, opts.Code, opts.In)
+	case "status-check":
+		f, err = admin.SetStatusCheck(ctx, opts.Target, opts.Check, opts.Status)
 	case "clear":
 		f, err = admin.ClearFaults(ctx)
 	default:

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -177,11 +178,11 @@ func mustContain(t *testing.T, s, sub string) {
 	}
 }
 
-func TestInterruptCommand(t *testing.T) {
-	e, dir := emulatorDir(t)
+// launchInstance launches one m5.large spot instance through the SDK.
+func launchInstance(t *testing.T, e *awsemu.Emulator) awsemu.Instance {
+	t.Helper()
 	ctx := context.Background()
-	cfg := e.AWSConfig()
-	c := ec2.NewFromConfig(cfg)
+	c := ec2.NewFromConfig(e.AWSConfig())
 	img := e.SSMParameters()["/aws/service/eks/optimized-ami/1.37/amazon-linux-2023/x86_64/standard/recommended/image_id"]
 	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("cli"),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(img)}}); err != nil {
@@ -203,6 +204,14 @@ func TestInterruptCommand(t *testing.T) {
 		t.Fatalf("CreateFleet: %v", err)
 	}
 	in, _ := e.Instance(out.Instances[0].InstanceIds[0])
+	return in
+}
+
+func TestInterruptCommand(t *testing.T) {
+	e, dir := emulatorDir(t)
+	ctx := context.Background()
+	cfg := e.AWSConfig()
+	in := launchInstance(t, e)
 
 	stdout, stderr, code := runDovetail(t, "local", "interrupt", in.PrivateDNSName, "--kind", "rebalance", "--dir", dir)
 	if code != 0 {
@@ -243,5 +252,71 @@ func TestInterruptCommand(t *testing.T) {
 	}
 	if _, _, code := runDovetail(t, "local", "interrupt", "--kind", "rebalance", "--dir", dir); code != cmdutil.ExitBadInput {
 		t.Errorf("no target: exit %d", code)
+	}
+}
+
+func TestEventAndStatusCheckCommands(t *testing.T) {
+	e, dir := emulatorDir(t)
+	ctx := context.Background()
+	c := ec2.NewFromConfig(e.AWSConfig())
+	in := launchInstance(t, e)
+	statusOf := func(name, value string) []ec2types.InstanceStatus {
+		t.Helper()
+		out, err := c.DescribeInstanceStatus(ctx, &ec2.DescribeInstanceStatusInput{IncludeAllInstances: aws.Bool(true),
+			Filters: []ec2types.Filter{{Name: aws.String(name), Values: []string{value}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.InstanceStatuses
+	}
+	before := time.Now()
+	stdout, stderr, code := runDovetail(t, "local", "fault", "event", in.PrivateDNSName, "--code", "instance-retirement", "--in", "3h", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("fault event: exit %d: %s %s", code, stdout, stderr)
+	}
+	var printed awsemu.Faults
+	if err := json.Unmarshal([]byte(stdout), &printed); err != nil || len(printed.Instances) != 1 || printed.Instances[0].InstanceID != in.ID {
+		t.Errorf("stdout %q: %v", stdout, err)
+	}
+	st := statusOf("event.code", "instance-retirement")
+	if len(st) != 1 || aws.ToString(st[0].InstanceId) != in.ID || len(st[0].Events) != 1 {
+		t.Fatalf("after fault event: %+v", st)
+	}
+	// The start is 3 hours away on the emulator's clock (not scaled).
+	if nb := st[0].Events[0].NotBefore; nb == nil || nb.Before(before.Add(3*time.Hour-time.Minute)) || nb.After(time.Now().Add(3*time.Hour+time.Minute)) {
+		t.Errorf("event starts %v, want about 3h from %v", st[0].Events[0].NotBefore, before)
+	}
+	if _, stderr, code := runDovetail(t, "local", "fault", "status-check", in.ID, "--check", "system", "--dir", dir); code != 0 {
+		t.Fatalf("fault status-check: exit %d: %s", code, stderr)
+	}
+	if st := statusOf("system-status.status", "impaired"); len(st) != 1 || aws.ToString(st[0].InstanceId) != in.ID {
+		t.Errorf("after fault status-check: %+v", st)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad code", []string{"local", "fault", "event", in.ID, "--code", "meteor"}, cmdutil.ExitBadInput, "instance-retirement"},
+		{"no target", []string{"local", "fault", "event", "--code", "instance-stop"}, cmdutil.ExitBadInput, "INSTANCE_OR_NODE"},
+		{"negative start", []string{"local", "fault", "event", in.ID, "--code", "instance-stop", "--in", "-1h"}, cmdutil.ExitBadInput, "--in"},
+		{"unknown instance", []string{"local", "fault", "event", "i-0000000000000000f", "--code", "instance-stop"}, cmdutil.ExitError, "i-0000000000000000f"},
+		{"bad check", []string{"local", "fault", "status-check", in.ID, "--check", "disk"}, cmdutil.ExitBadInput, "--check"},
+		{"bad status", []string{"local", "fault", "status-check", in.ID, "--check", "system", "--status", "meh"}, cmdutil.ExitBadInput, "--status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runDovetail(t, append(tc.args, "--dir", dir)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
+			}
+			mustContain(t, stderr, tc.want)
+		})
+	}
+	if _, stderr, code := runDovetail(t, "local", "fault", "clear", "--dir", dir); code != 0 {
+		t.Fatalf("fault clear: exit %d: %s", code, stderr)
+	}
+	if st := statusOf("event.code", "*"); len(st) != 0 {
+		t.Errorf("events after fault clear: %+v", st)
 	}
 }

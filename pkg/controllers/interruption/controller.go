@@ -68,6 +68,7 @@ type Controller struct {
 	recorder    events.EventRecorder
 	metrics     *Metrics
 	unavailable *unavailable.Cache
+	scheduled   ScheduledEventsOptions
 	log         logr.Logger
 }
 
@@ -89,12 +90,18 @@ func (c *Controller) Name() string { return "interruption" }
 // NeedLeaderElection: only the leader polls the queue.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
-// Register adds the queue poller (when there is a queue) and the rebalance
-// reconciler to the manager.
+// Register adds the queue poller (when there is a queue), the scheduled
+// events poller (when there is a source) and the rebalance reconciler to
+// the manager.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	c.log = mgr.GetLogger().WithName(c.Name())
 	if err := (&rebalancer{c: c}).register(ctx, mgr); err != nil {
 		return err
+	}
+	if c.scheduled.Source != nil {
+		if err := mgr.Add(&scheduledPoller{c: c, seen: map[string]bool{}}); err != nil {
+			return err
+		}
 	}
 	if c.queue == nil {
 		return nil
@@ -236,6 +243,9 @@ func disruptiveEvent(msg *cloudprovider.InterruptionEvent, id string) (reason, n
 	case cloudprovider.InterruptionSpot:
 		return ReasonSpotInterrupted, fmt.Sprintf("Spot interruption warning for %s: replacing the node, then draining it", id)
 	case cloudprovider.InterruptionScheduledChange:
+		if msg.State != "" && !msg.NotBefore.IsZero() {
+			return ReasonScheduledChange, fmt.Sprintf("Scheduled %s of %s from %s: replacing the node, then draining it", msg.State, id, msg.NotBefore.UTC().Format(time.RFC3339))
+		}
 		return ReasonScheduledChange, fmt.Sprintf("Scheduled maintenance of %s: replacing the node, then draining it", id)
 	}
 	if msg.Kind == cloudprovider.InterruptionStopping {

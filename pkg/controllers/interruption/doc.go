@@ -21,6 +21,11 @@
 //	                                  no:  record an event only (the peer's behaviour)
 //	    ──Delete──▶ queue
 //
+//	scheduled events (cloudprovider.ScheduledEvents; on AWS
+//	DescribeInstanceStatus), polled every minute by the leader:
+//	    retirement, stop, reboot of an owned instance ─▶ as a scheduled change
+//	    (each event id once per process; the ids of the last poll are kept)
+//
 // # Why replace before draining
 //
 // The fastest way to get the pods Running again is to start the new node

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,7 +54,11 @@ type fixture struct {
 // setup runs provisioning, the NodeClaim lifecycle, termination and the
 // interruption controller with the fake cloud, and the emulator's SQS queue
 // as the interruption queue (messages are sent to it through the SDK).
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T) *fixture { return setupWith(t, nil) }
+
+// setupWith is setup with the controller also polling scheduled events
+// from src (when not nil).
+func setupWith(t *testing.T, src cloudprovider.ScheduledEvents) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	emu, err := awsemu.Start(ctx, awsemu.Options{ClusterName: "test", Seed: 1})
@@ -81,7 +87,8 @@ func setup(t *testing.T) *fixture {
 			lifecycle.Options{LaunchTimeout: 24 * time.Hour, RegistrationTimeout: 24 * time.Hour}),
 		nctermination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics),
 		nodetermination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, nodetermination.Options{}),
-		interruption.New(kube, q.Events(), prov, env.Clock, env.Recorder(), im, env.Unavailable),
+		interruption.New(kube, q.Events(), prov, env.Clock, env.Recorder(), im, env.Unavailable).
+			WithScheduledEvents(interruption.ScheduledEventsOptions{Source: src}),
 	)
 	env.StartKubelet(controllerstest.KubeletOptions{})
 	return &fixture{t: t, env: env, emu: emu, sqs: client, m: im, ns: env.Namespace()}
@@ -368,5 +375,90 @@ func TestMalformedAndForeignMessagesAreDeleted(t *testing.T) {
 	}
 	if n := metricstest.Count(f.m.Actions); n != 0 {
 		t.Errorf("%d actions taken on messages about no NodeClaim", n)
+	}
+}
+
+// scheduledEvents is an in-memory cloudprovider.ScheduledEvents: what the
+// cloud reports as scheduled, and how often it was asked.
+type scheduledEvents struct {
+	mu    sync.Mutex
+	evs   []cloudprovider.InterruptionEvent
+	polls int
+}
+
+func (s *scheduledEvents) ScheduledEvents(context.Context) ([]cloudprovider.InterruptionEvent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.polls++
+	return slices.Clone(s.evs), nil
+}
+
+func (s *scheduledEvents) set(evs ...cloudprovider.InterruptionEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evs = evs
+}
+
+func (s *scheduledEvents) polled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
+// A scheduled retirement of an owned instance, reported by the cloud's
+// scheduled events rather than the queue, replaces the node before it is
+// drained, once, however many polls report it again; one of an instance
+// no NodeClaim owns changes nothing.
+func TestScheduledRetirementReplacesThenDrains(t *testing.T) {
+	src := &scheduledEvents{}
+	f := setupWith(t, src)
+	f.readyPool(controllerstest.NodePool("default"))
+	f.deploy("web", 2)
+	before := f.claims()
+	if len(before) != 2 {
+		t.Fatalf("%d NodeClaims, want 2 (one per pod): %s", len(before), describe(before))
+	}
+	victim := before[0]
+	src.set(
+		cloudprovider.InterruptionEvent{ID: "instance-event-1", Kind: cloudprovider.InterruptionScheduledChange, State: "instance-retirement",
+			NotBefore: f.env.Clock.Now().Add(24 * time.Hour), InstanceIDs: []string{instanceID(&victim)}},
+		cloudprovider.InterruptionEvent{ID: "instance-event-2", Kind: cloudprovider.InterruptionScheduledChange, State: "instance-stop",
+			NotBefore: f.env.Clock.Now().Add(24 * time.Hour), InstanceIDs: []string{"i-0fffffffffffffff0"}},
+	)
+	// Replacement first: while the victim's node is not cordoned yet, no
+	// replacement may be missing once it is.
+	f.env.Eventually("the victim's node cordoned", func() (bool, error) {
+		f.env.Clock.Step(time.Minute) // the next poll
+		node := &corev1.Node{}
+		if err := f.env.Client.Get(f.env.Context(), client.ObjectKey{Name: victim.Status.NodeName}, node); err != nil {
+			return client.IgnoreNotFound(err) == nil, client.IgnoreNotFound(err)
+		}
+		if !node.Spec.Unschedulable {
+			return false, nil
+		}
+		for _, nc := range f.claims() {
+			if nc.Annotations[nodeclaimutil.CreationReasonAnnotationKey] == provisioning.ReasonInterruption {
+				return true, nil
+			}
+		}
+		t.Fatal("the victim's node was cordoned with no replacement NodeClaim")
+		return false, nil
+	})
+	f.env.Eventually("the victim NodeClaim gone", func() (bool, error) {
+		return f.env.NotFound(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: victim.Name}})
+	})
+	f.waitRunning("web", 2, nil)
+	f.env.EventuallyEvent("NodeClaim", victim.Name, interruption.ReasonScheduledChange)
+	// More polls report the same event: nothing more is done.
+	polls := src.polled()
+	f.env.Eventually("three more polls", func() (bool, error) {
+		f.env.Clock.Step(time.Minute)
+		return src.polled() >= polls+3, nil
+	})
+	if v := metricstest.Value(t, f.m.Actions.WithLabelValues("replace")); v != 1 {
+		t.Errorf("replace actions = %v, want 1 (one owned instance, reported %d times)", v, src.polled())
+	}
+	if n := len(f.claims()); n != 2 {
+		t.Errorf("%d NodeClaims after the retirement, want 2: %s", n, describe(f.claims()))
 	}
 }

@@ -17,7 +17,8 @@
 //	batcher              the generic request batcher
 //	sdk                  clients and the retry policy
 //	iampolicy            the controller's IAM policies and an evaluator
-//	interruption/...     EventBridge message parsing, SQS queue wrapper
+//	interruption/...     EventBridge message parsing, SQS queue wrapper,
+//	                     DescribeInstanceStatus scheduled events
 //
 // # A launch
 //
@@ -26,10 +27,14 @@
 //	      nodeclaim tag first, and adopted if found (idempotent.go)
 //	  --> PlanLaunch: compatible types, capacity type, cheapest 60
 //	  --> user data + launch template per image (reused by content hash)
+//	  --> per zone the subnet with the most free addresses (subnets.go:
+//	      last DescribeSubnets count less launches in flight and since)
 //	  --> CreateFleet instant, capacity 1, tagged with the NodeClaim's name,
 //	      client token from its UID and the request (batched with
 //	      identical launches)
-//	  --> insufficient-capacity errors mark offerings unavailable (3 min)
+//	  --> InsufficientFreeAddressesInSubnet: again in the zone's next
+//	      subnet; insufficient-capacity errors mark offerings unavailable
+//	      (3 min)
 //	  --> the instance as launched is remembered for drift checks
 //	  --> NodeClaim with providerID, labels, capacity, allocatable, image,
 //	      node class hash annotations

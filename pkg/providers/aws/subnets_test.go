@@ -9,10 +9,10 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 )
 
-// twoSubnets adds two /28 subnets (11 free addresses each) in the zone of
-// the env's first subnet, tagged for a class of their own, and returns the
-// zone, the subnets' ids in id order and that class (not yet resolved when
-// resolveLater).
+// twoSubnets adds two subnets with the given CIDRs in the zone of the
+// env's first subnet, tagged for a class of their own, and returns the
+// zone, the subnets' ids in id order and the spec of a class selecting just
+// them.
 func twoSubnets(t *testing.T, e *env, cidr1, cidr2 string) (zone, low, high string, spec awsv1.EC2NodeClassSpec) {
 	t.Helper()
 	zone = e.class.Status.Subnets[0].Zone
@@ -123,4 +123,3 @@ func countCalls(e *env, action string) int {
 	}
 	return n
 }
-

@@ -9,56 +9,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
-	"github.com/dovetail-sh/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/messages"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/interruption/queue"
-	"github.com/dovetail-sh/dovetail/pkg/providers/aws/launchtemplate"
-	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
 )
-
-// launch starts n on-demand m5.large instances through the provider's own
-// packages and returns their ids.
-func launch(t *testing.T, e *awsemu.Emulator, n int) []string {
-	t.Helper()
-	ctx := context.Background()
-	c := awstest.Clients(e)
-	r := &nodeclass.Resolver{EC2: c.EC2, SSM: c.SSM, IAM: c.IAM, ClusterName: awstest.ClusterName, Region: e.Options().Region, KubernetesVersion: e.Options().KubernetesVersion}
-	disc := map[string]string{"karpenter.sh/discovery": awstest.ClusterName}
-	nc, err := r.Resolve(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: awsv1.EC2NodeClassSpec{
-		SubnetSelectorTerms: []awsv1.SubnetSelectorTerm{{Tags: disc}}, SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: disc}},
-		AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, Role: "KarpenterNodeRole-" + awstest.ClusterName,
-	}})
-	if err != nil || !nc.IsTrue(awsv1.ConditionTypeReady) {
-		t.Fatalf("resolving: %v %+v", err, nc.Status.Conditions)
-	}
-	tpl, err := launchtemplate.NewProvider(c.EC2, awstest.ClusterName).Ensure(ctx, launchtemplate.Content{
-		ImageID: nc.Status.AMIs[0].ID, SecurityGroupIDs: []string{nc.Status.SecurityGroups[0].ID}, InstanceProfile: nc.Status.InstanceProfile,
-		HTTPEndpoint: "enabled", HTTPProtocolIPv6: "disabled", HTTPPutResponseHopLimit: 1, HTTPTokens: "required",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	p := instance.New(bctx, instance.Options{EC2: c.EC2})
-	var ids []string
-	for range n {
-		res, err := p.Launch(ctx, &instance.LaunchRequest{CapacityType: "on-demand", Tags: map[string]string{"kubernetes.io/cluster/" + awstest.ClusterName: "owned"},
-			Configs: []instance.LaunchConfig{{LaunchTemplateName: tpl.Name, Overrides: []instance.Override{
-				{InstanceType: "m5.large", SubnetID: nc.Status.Subnets[0].ID, Zone: nc.Status.Subnets[0].Zone}}}}})
-		if err != nil || res.Instance == nil {
-			t.Fatalf("launch: %v %+v", err, res)
-		}
-		ids = append(ids, res.Instance.ID)
-	}
-	return ids
-}
 
 // TestEmulatorInterruptions raises every interruption kind the emulator
 // knows on its own instance, then receives and parses the queue's
@@ -66,7 +23,7 @@ func launch(t *testing.T, e *awsemu.Emulator, n int) []string {
 // this checks the parser against a second implementation of the format.
 func TestEmulatorInterruptions(t *testing.T) {
 	e, _ := awstest.Start(t, awsemu.Options{Seed: 5})
-	ids := launch(t, e, 5)
+	ids := awstest.Launch(t, e, 5)
 	want := map[string]struct {
 		kind  messages.Kind
 		state string
@@ -177,7 +134,7 @@ func TestToEvent(t *testing.T) {
 // deleted and not returned; the controller's own come through.
 func TestForeignMessagesAreIgnored(t *testing.T) {
 	e, _ := awstest.Start(t, awsemu.Options{Seed: 3})
-	ids := launch(t, e, 1)
+	ids := awstest.Launch(t, e, 1)
 	var logged []string
 	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
 	q := queue.New(awstest.Clients(e).SQS, awstest.ClusterName, queue.Options{WaitSeconds: 1, Log: log})
