@@ -209,8 +209,8 @@ func TestNodeBootsWithTheUserDataAndGoesAway(t *testing.T) {
 		"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
 		"metadata": map[string]any{"name": "default-boot1"},
 		"spec": map[string]any{
-			"nodeClassRef":  map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-			"requirements":  []any{},
+			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+			"requirements": []any{},
 			"startupTaints": []any{map[string]any{"key": "example.com/agent-not-ready", "effect": "NoSchedule"},
 				map[string]any{"key": "dedicated", "value": "b", "effect": "NoSchedule"}},
 		},
