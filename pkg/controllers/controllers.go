@@ -32,6 +32,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/offerings"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/podmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/static"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
@@ -67,6 +68,7 @@ var (
 	_ Controller = (*cost.Controller)(nil)
 	_ Controller = (*offerings.Controller)(nil)
 	_ Controller = (*nodeoverlay.Controller)(nil)
+	_ Controller = (*static.Controller)(nil)
 	_ Controller = (*offeringmetrics.Controller)(nil)
 	_ Controller = (*podmetrics.Controller)(nil)
 
@@ -84,6 +86,7 @@ var (
 	_ reconcile.Reconciler = (*cost.Controller)(nil)
 	_ reconcile.Reconciler = (*offerings.Controller)(nil)
 	_ reconcile.Reconciler = (*nodeoverlay.Controller)(nil)
+	_ reconcile.Reconciler = (*static.Controller)(nil)
 	_ reconcile.Reconciler = (*offeringmetrics.Controller)(nil)
 )
 
@@ -140,6 +143,10 @@ type Config struct {
 	// spot node is only deleted or replaced by on-demand capacity. Read by
 	// the disruption controller.
 	SpotToSpotConsolidation bool
+	// StaticCapacity (feature gate StaticCapacity) runs static NodePools
+	// (spec.replicas) with the static controller; off, such a pool gets
+	// ValidationSucceeded=False from the readiness controller and no nodes.
+	StaticCapacity bool
 	// NodeRepair (feature gate NodeRepair) replaces nodes whose conditions
 	// match one of the cloud provider's repair policies past its
 	// toleration (the disruption controller, reason Unhealthy).
@@ -161,11 +168,16 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interruption metrics: %w", err)
 	}
+	// The one shape of a NodeClaim made outside provisioning (disruption's
+	// replacements, static pools' nodes).
+	newNodeClaim := func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
+		return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
+	}
 	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, cfg.Provisioning)
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
 		hash.NewController(d.Client),
-		readiness.NewController(d.Client, d.Clock, readiness.Options{NodeRepair: cfg.NodeRepair}),
+		readiness.NewController(d.Client, d.Clock, readiness.Options{NodeRepair: cfg.NodeRepair, StaticCapacity: cfg.StaticCapacity}),
 		counter.NewController(d.Client, d.Metrics),
 		// NodeOverlays: marked Ready=False/NotSupported (not applied yet).
 		nodeoverlay.NewController(d.Client, d.Clock),
@@ -195,13 +207,21 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		// Consolidation and drift replacement: executes the planner's
 		// commands, launching replacements as provisioning builds them.
 		disruption.New(d.Client, cloud("disruption"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
-			func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
-				return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
-			}, disruptionOptions(cfg)),
+			newNodeClaim, disruptionOptions(cfg)),
 
 		// The peer's pod and offering metrics (they write nothing).
 		podmetrics.NewController(d.Metrics),
 		offeringmetrics.NewController(d.Client, cloud("cloudprovider.metrics"), d.Unavailable, d.Metrics, offeringmetrics.Options{}),
+	}
+	if cfg.StaticCapacity {
+		// Static NodePools kept at spec.replicas, counted from the API
+		// server (the APIReader), never from the cache.
+		live := d.APIReader
+		if live == nil {
+			live = d.Client
+		}
+		out = append(out, static.New(d.Client, live, cloud("nodepool.static"), d.Clock, d.Recorder, d.Unavailable,
+			newNodeClaim, static.Options{Snapshot: disruptionOptions(cfg).Snapshot}))
 	}
 	if d.APIReader != nil && cfg.CostNamespace != "" {
 		// What the fleet costs, hour by hour, kept in the cluster.

@@ -52,6 +52,9 @@ const (
 	// CodeDestination: an earlier command of this pass moves pods onto it;
 	// it is not disrupted in the same pass (its pods would move twice).
 	CodeDestination Code = "Destination"
+	// CodeStaticPool: the node belongs to a static pool (spec.replicas),
+	// whose nodes are not consolidated; only drift replaces them.
+	CodeStaticPool Code = "StaticPool"
 	// CodeRepairTolerating: a condition matches a repair policy, but has
 	// not lasted its toleration yet.
 	CodeRepairTolerating Code = "UnhealthyWithinToleration"
@@ -74,6 +77,6 @@ func Codes() []Code {
 	return []Code{CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeNominated, CodeNodeDoNotDisrupt,
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
-		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination,
+		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool,
 		CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeNotCandidate}
 }

@@ -318,12 +318,7 @@ func (p *planner) costs(n *cnode) {
 }
 
 func (p *planner) lifetimeLeft(n *cnode) float64 {
-	ea := n.policy.ExpireAfter
-	if ea == nil || *ea <= 0 || n.st.Created.IsZero() {
-		return 1
-	}
-	left := n.st.Created.Add(*ea).Sub(p.now)
-	return math.Max(0, math.Min(1, float64(left)/float64(*ea)))
+	return lifeLeft(n.st.Created, p.now, n.policy.ExpireAfter)
 }
 
 // pdbsOf counts the node's pods per PDB.
@@ -531,6 +526,11 @@ func (p *planner) pdbBlock(counts map[int]int) (int, bool) {
 // doNotDisrupt reports whether the pod blocks voluntary disruption now,
 // and until when (zero: indefinitely).
 func (p *planner) doNotDisrupt(pod *corev1.Pod) (time.Time, bool) {
+	return doNotDisruptAt(pod, p.now)
+}
+
+// doNotDisruptAt is doNotDisrupt at now.
+func doNotDisruptAt(pod *corev1.Pod, now time.Time) (time.Time, bool) {
 	v, ok := pod.Annotations[DoNotDisruptAnnotation]
 	if !ok {
 		return time.Time{}, false
@@ -549,7 +549,7 @@ func (p *planner) doNotDisrupt(pod *corev1.Pod) (time.Time, bool) {
 		start = pod.Status.StartTime.Time
 	}
 	until := start.Add(d)
-	return until, until.After(p.now)
+	return until, until.After(now)
 }
 
 // placedOn reports whether the base plan puts a pending pod on node.
@@ -569,7 +569,7 @@ func (p *planner) empty() error {
 	byPool := map[string][]*cnode{}
 	var pools []string
 	for _, n := range p.nodes {
-		if n.kept != nil || n.done || len(n.pods) > 0 {
+		if n.kept != nil || n.done || len(n.pods) > 0 || n.policy.Static {
 			continue
 		}
 		left, ok := p.consolidateLeft(n)
@@ -705,7 +705,14 @@ func (p *planner) drift() error {
 func (p *planner) underutilized() error {
 	var cands []*cnode
 	for _, n := range p.nodes {
-		if n.done || n.kept != nil || len(n.pods) == 0 {
+		if n.done || n.kept != nil {
+			continue
+		}
+		if n.policy.Static {
+			p.keep(n, CodeStaticPool, "pool %s is static (spec.replicas): its nodes are not consolidated", n.pool)
+			continue
+		}
+		if len(n.pods) == 0 {
 			continue
 		}
 		switch n.policy.ConsolidationPolicy {

@@ -67,6 +67,10 @@ type PoolPolicy struct {
 	// ExpireAfter is the node lifetime (nil: Never); the planner uses it
 	// for disruption cost and reports nodes that expire soon.
 	ExpireAfter *time.Duration
+	// Static marks a static pool (spec.replicas): its nodes are never
+	// consolidated (Empty, Underutilized), only replaced when drifted; its
+	// count is the static controller's.
+	Static bool
 }
 
 // Budget is one NodePool disruption budget.

@@ -251,6 +251,7 @@ func ControllerConfig(opts Options) controllers.Config {
 		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
 		NodeRepair:               opts.FeatureGates[NodeRepairGate],
 		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
+		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
 	}
 }
 

@@ -268,9 +268,9 @@ var Gates = map[string]Gate{
 	"NodeOverlay": {Default: false, RefuseOn: true,
 		On:  "not implemented: NodeOverlays are installed and validated but not applied (docs/api.md)",
 		Off: "NodeOverlays are ignored, as the peer ignores them with the gate off"},
-	"StaticCapacity": {Default: false, RefuseOn: true,
-		On:  "not implemented: NodePool spec.replicas (static capacity) is not acted on",
-		Off: "NodePools provision for pending pods only"},
+	StaticCapacityGate: {Default: false,
+		On:  "a NodePool with spec.replicas keeps exactly that many nodes within limits.nodes (controllers.Config.StaticCapacity)",
+		Off: "NodePools provision for pending pods only; a NodePool with spec.replicas gets ValidationSucceeded=False and no nodes"},
 	"CapacityBuffer": {Default: false, RefuseOn: true,
 		On:  "not implemented: CapacityBuffers are installed and validated but not provisioned (docs/api.md)",
 		Off: "CapacityBuffers are ignored, as the peer ignores them with the gate off; no headroom is provisioned ahead of pending pods"},
@@ -307,6 +307,9 @@ const SpotToSpotConsolidationGate = "SpotToSpotConsolidation"
 // kube-scheduler (provisioning.Options.DisableHandoff when off).
 const SchedulerHandoffGate = "SchedulerHandoff"
 
+// StaticCapacityGate names the gate of static NodePools (spec.replicas;
+// controllers.Config.StaticCapacity).
+const StaticCapacityGate = "StaticCapacity"
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).
 const NodeRepairGate = "NodeRepair"

@@ -10,11 +10,12 @@ import (
 // DisruptionPolicy converts a NodePool's disruption settings (and its
 // template's expireAfter) for the disruption planner, applying the API's
 // defaults to fields left unset (consolidateAfter 0s, expireAfter 720h;
-// budgets stay nil, the planner's default of 10%). The controller and
+// budgets stay nil, the planner's default of 10%); a pool with
+// spec.replicas is Static (never consolidated). The controller and
 // simulate share it.
 func DisruptionPolicy(np *karpv1.NodePool) disruption.PoolPolicy {
 	d := np.Spec.Disruption
-	pp := disruption.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy)}
+	pp := disruption.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy), Static: np.Spec.Replicas != nil}
 	switch ca := d.ConsolidateAfter; {
 	case ca.IsZero():
 		pp.ConsolidateAfter = new(time.Duration) // the default, 0s

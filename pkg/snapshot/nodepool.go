@@ -16,9 +16,10 @@ import (
 
 // Unsupported reasons put in engine.NodePool.UnsupportedReason.
 //
-// ReasonStaticPool: a NodePool with spec.replicas (a static pool) is
-// accepted but gets no nodes from dovetail.
-const ReasonStaticPool = "static NodePools (spec.replicas) are not supported yet: this pool gets no nodes"
+// ReasonStaticPool: a NodePool with spec.replicas (a static pool) gets no
+// nodes for pending pods: its count is spec.replicas, kept by the static
+// controller. Pods may still be placed on its existing nodes.
+const ReasonStaticPool = "static NodePool (spec.replicas): it launches nodes to keep its replica count, not for pending pods"
 
 const (
 	// ReasonWindows is given to pools whose node class uses a Windows AMI

@@ -48,11 +48,13 @@ type NodePoolSpec struct {
 	// +required
 	Template NodeClaimTemplate `json:"template"`
 
-	// Replicas asks for a static pool of exactly this many nodes (the
-	// peer's alpha StaticCapacity). Accepted so that the peer's manifests
-	// apply, but NOT SUPPORTED: dovetail does not run static pools, and a
-	// pool with replicas gets ValidationSucceeded=False (so Ready=False)
-	// and no nodes. The scale subresource maps to it.
+	// Replicas makes the pool static: it keeps exactly this many
+	// NodeClaims whatever the pods, within limits.nodes, and provisions
+	// nothing for pending pods (the peer's alpha StaticCapacity). It needs
+	// the StaticCapacity feature gate; with the gate off the pool gets
+	// ValidationSucceeded=False (so Ready=False) and no nodes. The scale
+	// subresource maps to it (kubectl scale nodepool NAME --replicas N).
+	// Static nodes are never consolidated; drift replaces them.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int64 `json:"replicas,omitempty"`

@@ -35,10 +35,6 @@ func (in *NodePool) RuntimeValidate() field.ErrorList {
 	}
 	errs = append(errs, validateTaints(in.Spec.Template.Spec.Taints, spec.Child("spec", "taints"))...)
 	errs = append(errs, validateTaints(in.Spec.Template.Spec.StartupTaints, spec.Child("spec", "startupTaints"))...)
-	if in.Spec.Replicas != nil {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "replicas"),
-			"static NodePools are not supported by dovetail: this pool gets no nodes; remove spec.replicas (on a copy of the pool: it cannot be removed in place) to provision for pending pods"))
-	}
 	return errs
 }
 

@@ -38,10 +38,10 @@ func TestNodePoolRuntimeValidate(t *testing.T) {
 		{name: "bad taint effect", mutate: func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "ok", Effect: "Sometimes"}}
 		}, want: []string{"spec.template.spec.taints[0].effect"}},
-		{name: "static pool: not supported", mutate: func(np *karpv1.NodePool) {
+		{name: "static pool: valid (the StaticCapacity gate is the controller's)", mutate: func(np *karpv1.NodePool) {
 			n := int64(3)
 			np.Spec.Replicas = &n
-		}, want: []string{"spec.replicas"}},
+		}, want: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,12 +46,19 @@ type Options struct {
 	// NodeRepair is the feature gate: on, a budget reason Unhealthy
 	// limits node repair; off, it limits nothing and is reported.
 	NodeRepair bool
+	// StaticCapacity (the feature gate) admits static pools (spec.replicas);
+	// off, such a pool gets ValidationSucceeded=False naming the gate.
+	StaticCapacity bool
 }
 
 // NewController returns the controller.
 func NewController(kube client.Client, clk clock.Clock, opts Options) *Controller {
 	return &Controller{kube: kube, clock: clk, opts: opts}
 }
+
+// StaticCapacityOffMessage is ValidationSucceeded's message on a static
+// pool while the StaticCapacity gate is off.
+const StaticCapacityOffMessage = "spec.replicas: static NodePools need the StaticCapacity feature gate (FEATURE_GATES=StaticCapacity=true); with it off this pool gets no nodes"
 
 // Name is the controller's name in logs and metrics.
 func (c *Controller) Name() string { return "nodepool.readiness" }
@@ -88,6 +95,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := c.clock.Now()
 	if errs := np.RuntimeValidate(); len(errs) > 0 {
 		np.SetCondition(karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, errs.ToAggregate().Error(), now)
+	} else if np.Spec.Replicas != nil && !c.opts.StaticCapacity {
+		np.SetCondition(karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, StaticCapacityOffMessage, now)
 	} else {
 		np.SetCondition(karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValid, "", now)
 	}

@@ -150,3 +150,33 @@ func TestUnhealthyReasonSupportedWithNodeRepair(t *testing.T) {
 		t.Errorf("NodeRepair on: %q, want nothing unsupported", got)
 	}
 }
+
+// A static pool (spec.replicas) is refused, naming the StaticCapacity gate,
+// while the gate is off, and valid (so Ready) with it on.
+func TestStaticPoolFollowsTheStaticCapacityGate(t *testing.T) {
+	for _, gate := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[gate], func(t *testing.T) {
+			env := controllerstest.New(t, cp.RESTConfig())
+			env.Start(readiness.NewController(env.Manager.GetClient(), env.Clock, readiness.Options{StaticCapacity: gate}))
+			class := controllerstest.EC2NodeClass("default")
+			env.Create(class)
+			setClassReady(t, env, class, true)
+			np := controllerstest.NodePool("static-" + map[bool]string{false: "off", true: "on"}[gate])
+			n := int64(2)
+			np.Spec.Replicas = &n
+			env.Create(np)
+			if !gate {
+				waitPool(t, env, np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, readiness.ReasonValidationFailed)
+				if c := np.GetCondition(karpv1.ConditionTypeValidationSucceeded); !contains(c.Message, "StaticCapacity") || !contains(c.Message, "spec.replicas") {
+					t.Errorf("message %q does not name the field and the gate", c.Message)
+				}
+				if np.IsTrue(karpv1.ConditionTypeReady) {
+					t.Error("a static pool is Ready with the gate off")
+				}
+				return
+			}
+			waitPool(t, env, np, karpv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, readiness.ReasonValid)
+			waitPool(t, env, np, karpv1.ConditionTypeReady, metav1.ConditionTrue, "Ready")
+		})
+	}
+}

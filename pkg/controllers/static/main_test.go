@@ -1,0 +1,18 @@
+package static_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane/controlplanetest"
+)
+
+var cp *controlplane.ControlPlane
+
+// Static pools need nodes that become Ready and run pods (kwok, and the
+// controller manager to lift the not-ready taint and to garbage-collect a
+// deleted pool's NodeClaims); pods are bound by name, so no scheduler.
+func TestMain(m *testing.M) {
+	os.Exit(controlplanetest.Main(m, controlplane.Options{ControllerManager: true, Kwok: true}, &cp))
+}
