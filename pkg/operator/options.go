@@ -310,6 +310,7 @@ const SchedulerHandoffGate = "SchedulerHandoff"
 // StaticCapacityGate names the gate of static NodePools (spec.replicas;
 // controllers.Config.StaticCapacity).
 const StaticCapacityGate = "StaticCapacity"
+
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).
 const NodeRepairGate = "NodeRepair"

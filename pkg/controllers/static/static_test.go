@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,18 +117,8 @@ func (f *fixture) settled(n int) []karpv1.NodeClaim {
 		out = active
 		return true, nil
 	})
-	slices.SortFunc(out, func(a, b karpv1.NodeClaim) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b karpv1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // scale sets spec.replicas through the scale subresource, as kubectl scale.
