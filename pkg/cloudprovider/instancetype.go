@@ -36,6 +36,9 @@ type InstanceType struct {
 	Overhead Overhead
 	// Offerings are the (zone, capacity type) pairs the shape is sold in.
 	Offerings Offerings
+	// CapacityOverlays name the NodeOverlays that added extended resources
+	// to Capacity (pkg/overlay); empty for the cloud's shape.
+	CapacityOverlays []string
 }
 
 // Overhead is what a node keeps back from its capacity: allocatable =
@@ -92,6 +95,9 @@ type Offering struct {
 	// Available is false while the cloud reports no capacity for the offering
 	// (for example after an insufficient-capacity error).
 	Available bool
+	// PriceOverlay names the NodeOverlay that set Price (pkg/overlay);
+	// empty for the cloud's price.
+	PriceOverlay string
 }
 
 // Offerings is a list of offerings with query helpers.

@@ -227,6 +227,11 @@ func (p *planner) price(n *cnode, en *engine.ExistingNode) {
 	n.ct = firstNonEmpty(n.st.CapacityType, l["karpenter.sh/capacity-type"], capacityTypeFromEKS(l["eks.amazonaws.com/capacityType"]))
 	n.zone = firstNonEmpty(n.st.Zone, l[corev1.LabelTopologyZone])
 	n.price = n.st.PricePerHour
+	if v, ok := p.overlaidPrice(n.pool, n.it, n.zone, n.ct); ok {
+		// A NodeOverlay prices the offering: the node and its
+		// replacements are compared at the same adjusted prices.
+		n.price = v
+	}
 	if n.price <= 0 {
 		n.price = en.PricePerHour
 	}
@@ -261,6 +266,26 @@ func firstNonEmpty(vs ...string) string {
 
 // offeringPrice looks a price up in the pool's instance types (any pool's
 // when the node has none), 0 when unknown.
+// overlaidPrice is the price of the pool's offering when a NodeOverlay set
+// it (cloudprovider.Offering.PriceOverlay).
+func (p *planner) overlaidPrice(pool, it, zone, ct string) (float64, bool) {
+	np := p.pools[pool]
+	if np == nil {
+		return 0, false
+	}
+	for _, t := range np.InstanceTypes {
+		if t == nil || t.Name != it {
+			continue
+		}
+		for _, o := range t.Offerings {
+			if o.Zone == zone && o.CapacityType == ct && o.PriceOverlay != "" {
+				return o.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
 func (p *planner) offeringPrice(pool, it, zone, ct string) float64 {
 	look := func(np *engine.NodePool) float64 {
 		for _, t := range np.InstanceTypes {

@@ -64,7 +64,8 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	}
 	cluster, notices := snapshot.LeaveOutBroken(cluster)
 	warnings = append(warnings, notices...)
-	in, err := m.build(cluster, opts)
+	in, notices, err := m.build(cluster, opts)
+	warnings = append(warnings, notices...)
 	if err != nil {
 		return nil, warnings, err
 	}

@@ -124,7 +124,7 @@ func (m *Manifests) cluster(maxPods int, strictRefs bool) (c *snapshot.Cluster, 
 	c = &snapshot.Cluster{
 		NodePools: m.NodePools, NodeClasses: m.NodeClasses, Nodes: m.Nodes, NodeClaims: m.NodeClaims,
 		DaemonSets: m.DaemonSets, PersistentVolumes: m.PersistentVolumes, StorageClasses: m.StorageClasses,
-		Namespaces: m.Namespaces,
+		Namespaces: m.Namespaces, Overlays: m.NodeOverlays,
 	}
 	var errs InputErrors
 	origin := func(kind, ns, name string) Origin {

@@ -24,6 +24,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 )
 
 // Manifests are the objects read from the input files, in reading order,
@@ -44,6 +45,7 @@ type Manifests struct {
 	StorageClasses         []*storagev1.StorageClass
 	Namespaces             []*corev1.Namespace
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
+	NodeOverlays           []*karpv1alpha1.NodeOverlay
 
 	origins map[ObjectKey]Origin
 	// pdbAllowed are the PDBs whose document states
@@ -118,6 +120,8 @@ var kinds = map[string]kindInfo{
 		func(m *Manifests, o *policyv1.PodDisruptionBudget) {
 			m.PodDisruptionBudgets = append(m.PodDisruptionBudgets, o)
 		}),
+	"NodeOverlay": kindOf("karpenter.sh/v1alpha1", false, func(o *karpv1alpha1.NodeOverlay) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *karpv1alpha1.NodeOverlay) { m.NodeOverlays = append(m.NodeOverlays, o) }),
 	"StorageClass": kindOf("storage.k8s.io/v1", false, func(o *storagev1.StorageClass) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *storagev1.StorageClass) { m.StorageClasses = append(m.StorageClasses, o) }),
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/overlay"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -118,13 +119,14 @@ func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
 	if err != nil {
 		return nil, warnings, err
 	}
-	in, err := m.build(cluster, opts)
-	return in, warnings, err
+	in, notices, err := m.build(cluster, opts)
+	return in, append(warnings, notices...), err
 }
 
 // build takes the snapshot of an expanded cluster with the instance types
-// opts selects; errors as Input's.
-func (m *Manifests) build(cluster *snapshot.Cluster, opts Options) (*engine.Input, error) {
+// opts selects, and the NodeOverlays of the input applied; the notices say
+// which overlays are not applied and why. Errors as Input's.
+func (m *Manifests) build(cluster *snapshot.Cluster, opts Options) (*engine.Input, []string, error) {
 	var src snapshot.InstanceTypeSource
 	if opts.InstanceTypes != nil {
 		src = snapshot.StaticSource(opts.InstanceTypes)
@@ -141,21 +143,28 @@ func (m *Manifests) build(cluster *snapshot.Cluster, opts Options) (*engine.Inpu
 		}
 		src = snapshot.NewCatalogSource(cat, opts.Region, zones)
 	}
-	in, err := snapshot.Build(cluster, src, snapshot.Options{Region: opts.Region, Engine: opts.Engine})
+	var notices []string
+	in, err := snapshot.Build(cluster, src, snapshot.Options{Region: opts.Region, Engine: opts.Engine, OverlayVerdicts: func(vs []overlay.Verdict) {
+		for _, v := range vs {
+			if !v.Applied() {
+				notices = append(notices, fmt.Sprintf("NodeOverlay %q not applied (%s): %s", v.Name, v.Reason, v.Message))
+			}
+		}
+	}})
 	if err != nil {
 		var inv *snapshot.InvalidObjectError
 		if errors.As(err, &inv) {
 			o, _ := m.Origin(ObjectKey{Kind: inv.Kind, Name: inv.Name})
 			if o.File != "" {
-				return nil, InputErrors{o.errorf(inv.Kind, inv.Name, inv.Errs, nil)}
+				return nil, notices, InputErrors{o.errorf(inv.Kind, inv.Name, inv.Errs, nil)}
 			}
 		}
 		if errors.Is(err, snapshot.ErrNodeClassNotFound) || errors.Is(err, snapshot.ErrInvalidObject) {
-			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+			return nil, notices, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
-		return nil, err
+		return nil, notices, err
 	}
-	return in, nil
+	return in, notices, nil
 }
 
 // Run simulates provisioning for the manifests: Input, then engine.Solve,

@@ -14,6 +14,8 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
+	"github.com/dovetail-sh/dovetail/pkg/overlay"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -29,6 +31,8 @@ func validate(kind string, obj any) field.ErrorList {
 		return validateNodePool(o)
 	case *karpv1.NodeClaim:
 		return validateNodeClaim(o)
+	case *karpv1alpha1.NodeOverlay:
+		return overlay.Validate(o)
 	case *awsv1.EC2NodeClass:
 		return validateNodeClass(o)
 	case *corev1.Pod:

@@ -16,8 +16,10 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/overlay"
 )
 
 // Cluster is the state a snapshot is taken from: the API objects as a
@@ -47,6 +49,9 @@ type Cluster struct {
 	Namespaces []*corev1.Namespace
 	// Unavailable offerings are out of capacity.
 	Unavailable []engine.OfferingKey
+	// Overlays adjust the pools' instance types (pkg/overlay) before the
+	// engine sees them; nil when the NodeOverlay feature is off.
+	Overlays []*karpv1alpha1.NodeOverlay
 }
 
 // Options are the caller's settings for Build.
@@ -56,6 +61,9 @@ type Options struct {
 	Region string
 	// Engine are the solve options copied into the input.
 	Engine engine.Options
+	// OverlayVerdicts, when set, is called with what became of each of
+	// Cluster.Overlays (applied, invalid, conflicting), in their order.
+	OverlayVerdicts func([]overlay.Verdict)
 }
 
 // Build converts c into the engine's input:
@@ -120,12 +128,28 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 		if err != nil {
 			return nil, fmt.Errorf("instance types of NodePool %q: %w", np.Name, err)
 		}
-		pi := &poolInfo{np: np, nc: nc, types: types, byName: make(map[string]*cloudprovider.InstanceType, len(types)), usage: corev1.ResourceList{}}
-		for _, it := range types {
-			pi.byName[it.Name] = it
-		}
+		pi := &poolInfo{np: np, nc: nc, types: types, usage: corev1.ResourceList{}}
 		pools[np.Name] = pi
 		order = append(order, pi)
+	}
+	if len(c.Overlays) > 0 {
+		ops := make([]overlay.Pool, len(order))
+		for i, pi := range order {
+			ops[i] = OverlayPool(pi.np, pi.types)
+		}
+		res := overlay.Apply(c.Overlays, ops)
+		for _, pi := range order {
+			pi.types = res.Types[pi.np.Name]
+		}
+		if opts.OverlayVerdicts != nil {
+			opts.OverlayVerdicts(res.Verdicts)
+		}
+	}
+	for _, pi := range order {
+		pi.byName = make(map[string]*cloudprovider.InstanceType, len(pi.types))
+		for _, it := range pi.types {
+			pi.byName[it.Name] = it
+		}
 	}
 
 	// Nodes.
@@ -268,22 +292,30 @@ func ownedByDaemonSet(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
 }
 
-// nodePrice is what a node costs: its NodeClaim's recorded price, else its
-// offering's in the pool's instance types (by its instance-type, zone and
-// capacity-type labels); 0 when unknown.
+// nodePrice is what a node costs: its offering's price when a NodeOverlay
+// set it (so nodes and replacements are compared at the same adjusted
+// prices), else its NodeClaim's recorded price, else its offering's in the
+// pool's instance types (by its instance-type, zone and capacity-type
+// labels); 0 when unknown.
 func nodePrice(n *corev1.Node, nc *karpv1.NodeClaim, types map[string]*cloudprovider.InstanceType) float64 {
+	var off *cloudprovider.Offering
+	if it := types[n.Labels[corev1.LabelInstanceTypeStable]]; it != nil {
+		zone, ct := n.Labels[corev1.LabelTopologyZone], n.Labels[karpv1.CapacityTypeLabelKey]
+		for i := range it.Offerings {
+			if o := &it.Offerings[i]; o.Zone == zone && o.CapacityType == ct {
+				off = o
+				break
+			}
+		}
+	}
+	if off != nil && off.PriceOverlay != "" {
+		return off.Price
+	}
 	if p := annotatedPrice(nc); p > 0 {
 		return p
 	}
-	it := types[n.Labels[corev1.LabelInstanceTypeStable]]
-	if it == nil {
-		return 0
-	}
-	zone, ct := n.Labels[corev1.LabelTopologyZone], n.Labels[karpv1.CapacityTypeLabelKey]
-	for _, o := range it.Offerings {
-		if o.Zone == zone && o.CapacityType == ct {
-			return o.Price
-		}
+	if off != nil {
+		return off.Price
 	}
 	return 0
 }
@@ -367,4 +399,14 @@ func namespaceLabels(nss []*corev1.Namespace, pods []*corev1.Pod) map[string]map
 		}
 	}
 	return out
+}
+
+// OverlayPool is the NodePool as pkg/overlay matches it: its name, its
+// EC2NodeClass's name, its template labels, and its instance types.
+func OverlayPool(np *karpv1.NodePool, types []*cloudprovider.InstanceType) overlay.Pool {
+	p := overlay.Pool{Name: np.Name, Labels: np.Spec.Template.Labels, Types: types}
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		p.NodeClass = ref.Name
+	}
+	return p
 }
