@@ -147,6 +147,11 @@ type Config struct {
 	// (spec.replicas) with the static controller; off, such a pool gets
 	// ValidationSucceeded=False from the readiness controller and no nodes.
 	StaticCapacity bool
+	// NodeOverlay (feature gate NodeOverlay) applies NodeOverlays to the
+	// instance types provisioning and disruption plan with, and has
+	// nodeoverlay.status report each overlay's validity; off, overlays are
+	// ignored and marked so.
+	NodeOverlay bool
 	// NodeRepair (feature gate NodeRepair) replaces nodes whose conditions
 	// match one of the cloud provider's repair policies past its
 	// toleration (the disruption controller, reason Unhealthy).
@@ -173,14 +178,17 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	newNodeClaim := func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
 		return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
 	}
-	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, cfg.Provisioning)
+	provOpts := cfg.Provisioning
+	provOpts.NodeOverlays = cfg.NodeOverlay
+	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, provOpts)
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
 		hash.NewController(d.Client),
 		readiness.NewController(d.Client, d.Clock, readiness.Options{NodeRepair: cfg.NodeRepair, StaticCapacity: cfg.StaticCapacity}),
 		counter.NewController(d.Client, d.Metrics),
-		// NodeOverlays: marked Ready=False/NotSupported (not applied yet).
-		nodeoverlay.NewController(d.Client, d.Clock),
+		// NodeOverlays: validity, conflicts and negative prices on their
+		// status (gate on), or marked not applied (gate off).
+		nodeoverlay.NewController(d.Client, d.Clock, nodeoverlay.Options{Enabled: cfg.NodeOverlay, Cloud: cloud("nodeoverlay.status")}),
 
 		// Pods to NodeClaims.
 		prov,
@@ -243,6 +251,7 @@ func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
 	o.NodeRepair = cfg.NodeRepair
+	o.NodeOverlays = cfg.NodeOverlay
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}

@@ -265,9 +265,9 @@ var Gates = map[string]Gate{
 	NodeRepairGate: {Default: false,
 		On:  "nodes whose conditions match one of the cloud provider's repair policies past its toleration are replaced (disruption reason Unhealthy; controllers.Config.NodeRepair)",
 		Off: "unhealthy nodes are left to other tooling"},
-	"NodeOverlay": {Default: false, RefuseOn: true,
-		On:  "not implemented: NodeOverlays are installed and validated but not applied (docs/api.md)",
-		Off: "NodeOverlays are ignored, as the peer ignores them with the gate off"},
+	NodeOverlayGate: {Default: false,
+		On:  "NodeOverlays adjust the price and extended resources of the instance types they match, for provisioning and consolidation; each overlay's status says whether it applies (controllers.Config.NodeOverlay; docs/api.md)",
+		Off: "NodeOverlays are ignored, as the peer ignores them with the gate off, and marked so on their status"},
 	StaticCapacityGate: {Default: false,
 		On:  "a NodePool with spec.replicas keeps exactly that many nodes within limits.nodes (controllers.Config.StaticCapacity)",
 		Off: "NodePools provision for pending pods only; a NodePool with spec.replicas gets ValidationSucceeded=False and no nodes"},
@@ -310,6 +310,9 @@ const SchedulerHandoffGate = "SchedulerHandoff"
 // StaticCapacityGate names the gate of static NodePools (spec.replicas;
 // controllers.Config.StaticCapacity).
 const StaticCapacityGate = "StaticCapacity"
+
+// NodeOverlayGate names the peer's NodeOverlay gate.
+const NodeOverlayGate = "NodeOverlay"
 
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).

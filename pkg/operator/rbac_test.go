@@ -95,7 +95,7 @@ func TestRBACIsEnoughAndNoMore(t *testing.T) {
 	env.Delete(class)
 	env.Eventually("the node class to be released", func() (bool, error) { return env.NotFound(class) })
 
-	// NodeOverlays are read and marked not supported (nodeoverlay.status).
+	// NodeOverlays are read and marked (nodeoverlay.status; the gate is off here).
 	overlay := &karpv1alpha1.NodeOverlay{
 		ObjectMeta: metav1.ObjectMeta{Name: "rbac"},
 		Spec: karpv1alpha1.NodeOverlaySpec{

@@ -1,6 +1,8 @@
 package simulate_test
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,5 +123,32 @@ func TestSimulateBadOverlayRefused(t *testing.T) {
 	err := m.Read("in.yaml", []byte(nodeClassDoc+"---\n"+overlayPool+"---\n"+overlayDoc(`[]`, "-ten%")))
 	if err == nil || !strings.Contains(err.Error(), "spec.priceAdjustment") || !strings.Contains(err.Error(), `NodeOverlay "cheap"`) || !strings.Contains(err.Error(), "in.yaml") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The example overlays read as the API server would accept them and all
+// apply to the example pools.
+func TestSimulateExampleOverlays(t *testing.T) {
+	m := &simulate.Manifests{}
+	for _, f := range []string{"ec2nodeclass.yaml", "nodepool-arm64-default.yaml", "nodepool-multi-default.yaml", "nodepool-team-b.yaml", "overlays/nodeoverlays.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Read(f, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.NodeOverlays) != 3 {
+		t.Fatalf("read %d overlays, want 3", len(m.NodeOverlays))
+	}
+	r, err := simulate.Run(m, simulate.Options{Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "NodeOverlay") {
+			t.Errorf("warning: %s", w)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -80,7 +81,9 @@ type Options struct {
 //   - pending pods: no spec.nodeName, not nominated to an in-flight claim,
 //     not terminal, not being deleted, not owned by a DaemonSet (those are
 //     overhead, through DaemonSets);
-//   - volume zones (see VolumeZones) and namespace labels.
+//   - volume zones (see VolumeZones) and namespace labels;
+//   - the pools' instance types adjusted by Cluster.Overlays (pkg/overlay,
+//     reported through Options.OverlayVerdicts).
 //
 // Errors: a NodePool whose nodeClassRef names a missing EC2NodeClass gives a
 // *NodeClassNotFoundError; an invalid requirement or node class an
@@ -409,4 +412,27 @@ func OverlayPool(np *karpv1.NodePool, types []*cloudprovider.InstanceType) overl
 		p.NodeClass = ref.Name
 	}
 	return p
+}
+
+// ApplyOverlays applies overlays (pkg/overlay) to the instance types of
+// pools, by NodePool name, as Build does with Cluster.Overlays: the
+// controllers use it on the types they read from the cloud provider, so
+// the NodeClaims they make (options, planned offering) follow the same
+// adjusted prices. types is not modified; the result holds every pool of
+// types (a pool not among pools keeps its types).
+func ApplyOverlays(overlays []*karpv1alpha1.NodeOverlay, pools []*karpv1.NodePool, types map[string][]*cloudprovider.InstanceType) (map[string][]*cloudprovider.InstanceType, []overlay.Verdict) {
+	out := make(map[string][]*cloudprovider.InstanceType, len(types))
+	maps.Copy(out, types)
+	if len(overlays) == 0 {
+		return out, nil
+	}
+	ops := make([]overlay.Pool, 0, len(pools))
+	for _, np := range pools {
+		if ts, ok := types[np.Name]; ok {
+			ops = append(ops, OverlayPool(np, ts))
+		}
+	}
+	res := overlay.Apply(overlays, ops)
+	maps.Copy(out, res.Types)
+	return out, res.Verdicts
 }

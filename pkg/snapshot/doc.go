@@ -4,7 +4,7 @@
 // simulate` feeds it objects read from manifest files; the provisioning
 // controller feeds it objects from its informer caches, through NewView.
 //
-//	NodePool + EC2NodeClass ──InstanceTypeSource──▶ engine.NodePool
+//	NodePool + EC2NodeClass ──InstanceTypeSource──▶ (NodeOverlays, pkg/overlay) ──▶ engine.NodePool
 //	Nodes, NodeClaims, Pods  ──────────────────────▶ existing / in-flight / pending
 //	PVC + PV / StorageClass  ──────────────────────▶ volume zones
 //

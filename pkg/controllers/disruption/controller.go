@@ -42,6 +42,10 @@ type NodeClaimFactory func(np *karpv1.NodePool, planned *engine.NewNodeClaim, ty
 
 // Options tune the controller; zero values take the defaults above.
 type Options struct {
+	// NodeOverlays (feature gate NodeOverlay): the NodeOverlays in the
+	// cluster adjust the instance types' prices and capacity the planner
+	// compares nodes and replacements at; off, they are not read.
+	NodeOverlays bool
 	// Interval between passes while nothing is in progress.
 	Interval time.Duration
 	// ActiveInterval between passes while a command or a validation is in

@@ -204,6 +204,14 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		sc.NodePools = append(sc.NodePools, np)
 		in.Pools[np.Name] = snapshot.DisruptionPolicy(np)
 	}
+	if c.opts.NodeOverlays {
+		overlays, err := nodeclaimutil.ListNodeOverlays(ctx, c.kube)
+		if err != nil {
+			return nil, nil, err
+		}
+		adjusted, _ := snapshot.ApplyOverlays(overlays, sc.NodePools, w.types)
+		w.types = typeSource(adjusted)
+	}
 	sc.NodeClaims = st.claims
 	// The hold on replacements is for the kube-scheduler only: the planner
 	// sees them as the nodes they will be once it is lifted.

@@ -1,7 +1,8 @@
 // Package nodeclaimutil holds what dovetail's controllers share about
 // NodeClaims and the Nodes they become: the cache indexes that find one
-// from the other, the annotations dovetail writes, and small helpers for
-// patching status under optimistic locking.
+// from the other, the annotations dovetail writes, small helpers for
+// patching status under optimistic locking, and the listing of the
+// NodeOverlays that price the instance types NodeClaims are made of.
 //
 // # Vocabulary
 //

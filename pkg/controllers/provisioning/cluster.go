@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
@@ -96,6 +97,13 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 		v.pools[np.Name] = np
 		v.types[np.Name] = its
 		c.NodePools = append(c.NodePools, np)
+	}
+	if p.opts.NodeOverlays {
+		overlays, err := nodeclaimutil.ListNodeOverlays(ctx, p.kube)
+		if err != nil {
+			return nil, err
+		}
+		v.types, _ = snapshot.ApplyOverlays(overlays, c.NodePools, v.types)
 	}
 
 	var claims karpv1.NodeClaimList

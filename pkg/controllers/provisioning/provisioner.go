@@ -63,6 +63,10 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types a NodeClaim offers the
 	// cloud (DefaultMaxInstanceTypes when zero).
 	MaxInstanceTypes int
+	// NodeOverlays (feature gate NodeOverlay): the NodeOverlays in the
+	// cluster adjust the instance types' prices and capacity before the
+	// engine plans (snapshot.ApplyOverlays); off, they are not read.
+	NodeOverlays bool
 }
 
 func (o Options) withDefaults() Options {

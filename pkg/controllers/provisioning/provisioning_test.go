@@ -37,8 +37,9 @@ type fixture struct {
 }
 
 // setup starts a provisioner (and, with lifecycle, the NodeClaim lifecycle
-// controller and the simulated kubelet) on the test cluster.
-func setup(t *testing.T, opts provisioning.Options, withLifecycle bool) *fixture {
+// controller and the simulated kubelet), and the extra controllers, on the
+// test cluster.
+func setup(t *testing.T, opts provisioning.Options, withLifecycle bool, extra ...func(*controllerstest.Env) controllerstest.Controller) *fixture {
 	env := controllerstest.New(t, cp.RESTConfig())
 	m, err := provisioning.NewMetrics(env.Metrics)
 	if err != nil {
@@ -49,6 +50,9 @@ func setup(t *testing.T, opts provisioning.Options, withLifecycle bool) *fixture
 	if withLifecycle {
 		ctrls = append(ctrls, lifecycle.NewController(env.Manager.GetClient(), env.Cloud, env.Clock, env.Recorder(), env.Metrics,
 			env.Unavailable, lifecycle.Options{LaunchTimeout: 24 * time.Hour, RegistrationTimeout: 24 * time.Hour}))
+	}
+	for _, mk := range extra {
+		ctrls = append(ctrls, mk(env))
 	}
 	env.Create(controllerstest.EC2NodeClass("default"))
 	env.Start(ctrls...)
