@@ -107,6 +107,11 @@ apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: pdb}
 spec: {maxUnavailable: 1, selector: {matchLabels: {a: b}}}
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: o}
+spec: {requirements: [{key: kubernetes.io/arch, operator: In, values: [arm64]}], priceAdjustment: "-10%"}
 `
 	m := &simulate.Manifests{}
 	if err := m.Read("all.yaml", []byte(in)); err != nil {
@@ -117,7 +122,7 @@ spec: {maxUnavailable: 1, selector: {matchLabels: {a: b}}}
 		"ReplicaSet": len(m.ReplicaSets), "StatefulSet": len(m.StatefulSets), "DaemonSet": len(m.DaemonSets), "Job": len(m.Jobs),
 		"Node": len(m.Nodes), "NodeClaim": len(m.NodeClaims), "PersistentVolumeClaim": len(m.PersistentVolumeClaims),
 		"PersistentVolume": len(m.PersistentVolumes), "StorageClass": len(m.StorageClasses), "Namespace": len(m.Namespaces),
-		"PodDisruptionBudget": len(m.PodDisruptionBudgets),
+		"PodDisruptionBudget": len(m.PodDisruptionBudgets), "NodeOverlay": len(m.NodeOverlays),
 	}
 	for _, k := range simulate.Kinds() {
 		if k == "List" {
