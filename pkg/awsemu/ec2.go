@@ -38,6 +38,7 @@ var ec2Ops = map[string]ec2Handler{
 	"CreateFleet":                   idempotent((*Emulator).createFleet),
 	"DescribeInstances":             (*Emulator).describeInstances,
 	"TerminateInstances":            (*Emulator).terminateInstances,
+	"RebootInstances":               (*Emulator).rebootInstances,
 	"CreateTags":                    (*Emulator).createTags,
 	"RunInstances":                  idempotent((*Emulator).runInstances),
 	"DescribeInstanceStatus":        (*Emulator).describeInstanceStatus,

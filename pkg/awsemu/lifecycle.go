@@ -17,6 +17,7 @@ const (
 	timerExpire                // terminated -> removed from DescribeInstances
 	timerSpotTerminate         // spot interruption notice over -> shutting-down
 	timerScheduledEvent        // a scheduled event starts (instancestatus.go)
+	timerRebooted              // a reboot ends (reboot.go)
 )
 
 type timerEntry struct {
@@ -99,6 +100,8 @@ func (e *Emulator) fire(t timerEntry, now time.Time) {
 		}
 	case timerScheduledEvent:
 		e.fireScheduledEvents(in, now)
+	case timerRebooted:
+		e.finishReboot(in, now)
 	case timerSpotTerminate:
 		if in.State != StateShuttingDown && in.State != StateTerminated {
 			e.beginTermination(in, "Server.SpotInstanceTermination: Spot instance termination", now)
