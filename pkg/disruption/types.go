@@ -121,6 +121,16 @@ type NodeState struct {
 	// Conditions are the Node's status conditions, matched against
 	// Input.RepairPolicies.
 	Conditions []corev1.NodeCondition
+	// Rebooting: a reboot for repair is in progress (the node is kept,
+	// and counts against its pool's budgets as a node being deleted).
+	Rebooting bool
+	// RepairReboots counts the reboots for repair the node had, and
+	// LastReboot is when the last one ended: a fault of a reboot policy
+	// must outlast its toleration after it to be acted on again, and
+	// after cloudprovider.MaxRepairReboots reboots it is repaired by
+	// replacement.
+	RepairReboots int
+	LastReboot    time.Time
 	// InstanceType, CapacityType, Zone and PricePerHour describe what the
 	// node costs. Empty fields are taken from the node's labels; a zero
 	// price from the engine's ExistingNode.PricePerHour, else the pool's
@@ -229,6 +239,10 @@ type Command struct {
 	// shorter; nil inherits the NodeClaim's. Pods that block the drain
 	// (do-not-disrupt, PDBs) are evicted when it runs out.
 	TerminationGracePeriod *time.Duration
+	// Reboot (Unhealthy only): the command reboots its one node in place
+	// (CloudProvider.Reboot) rather than delete it; it has no
+	// replacements and evicts no pod.
+	Reboot bool
 }
 
 // Kept is a node not disrupted, with why.

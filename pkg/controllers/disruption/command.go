@@ -170,6 +170,9 @@ func (c *Controller) reportKept(st *state, plan *planner.Plan) {
 
 // start begins a command: annotate, taint, condition, launch.
 func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, now time.Time) error {
+	if cmd.Reboot {
+		return c.startReboot(ctx, st, cmd, now)
+	}
 	logger := log.FromContext(ctx)
 	cs := commandState{
 		ID: commandID(cmd, now), Reason: string(cmd.Reason), ConsolidationType: cmd.ConsolidationType, Started: now,
