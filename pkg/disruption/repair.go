@@ -96,6 +96,10 @@ func (p *planner) repair() error {
 			continue
 		}
 		n.repairKept = true
+		if n.st.DoNotRepair {
+			p.keep(n, CodeDoNotRepair, "unhealthy (%s); but node %s has %s", n.sick, n.name, DoNotRepairAnnotation)
+			continue
+		}
 		if sick, total := p.poolSick[n.pool], p.poolNodes[n.pool]; sick > breakerLimit(total) {
 			p.keep(n, CodeRepairBreaker, "unhealthy (%s); but %d of the %d nodes of pool %s are unhealthy, more than %d%% (%d): the pool is not repaired until at most %d are",
 				n.sick, sick, total, n.pool, RepairUnhealthyPercent, breakerLimit(total), breakerLimit(total))

@@ -302,3 +302,20 @@ func healthyGPU(st disruption.NodeState) disruption.NodeState {
 	st.Conditions = slices.DeleteFunc(slices.Clone(st.Conditions), func(c corev1.NodeCondition) bool { return c.Type == "AcceleratedHardwareReady" })
 	return st
 }
+
+// karpenter.sh/do-not-repair vetoes repair (do-not-disrupt does not).
+func TestRepairDoNotRepair(t *testing.T) {
+	in, names := repairFleet(10, disruption.Budget{Nodes: "100%"})
+	sicken(in, names[0], corev1.ConditionFalse, now.Add(-time.Hour))
+	sicken(in, names[1], corev1.ConditionFalse, now.Add(-time.Hour))
+	st := in.Nodes[names[0]]
+	st.DoNotRepair = true
+	in.Nodes[names[0]] = st
+	plan := compute(t, in)
+	if got := repaired(plan); !slices.Equal(got, names[1:2]) {
+		t.Fatalf("repaired %v, want only %s", got, names[1])
+	}
+	if c := keptCode(t, plan, names[0]); c != disruption.CodeDoNotRepair {
+		t.Errorf("kept %s, want %s", c, disruption.CodeDoNotRepair)
+	}
+}

@@ -121,6 +121,9 @@ type NodeState struct {
 	// Conditions are the Node's status conditions, matched against
 	// Input.RepairPolicies.
 	Conditions []corev1.NodeCondition
+	// DoNotRepair is the node's DoNotRepairAnnotation: it is never
+	// repaired (rebooted or replaced).
+	DoNotRepair bool
 	// Rebooting: a reboot for repair is in progress (the node is kept,
 	// and counts against its pool's budgets as a node being deleted).
 	Rebooting bool
@@ -271,6 +274,10 @@ type Stats struct {
 // DoNotDisruptAnnotation blocks voluntary disruption of a node, or of the
 // node of a pod ("true", or a duration from the pod's start).
 const DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+
+// DoNotRepairAnnotation "true" on a Node (or its NodeClaim) vetoes its
+// repair (the peer's escape hatch; do-not-disrupt does not).
+const DoNotRepairAnnotation = "karpenter.sh/do-not-repair"
 
 // Reschedulable reports whether a pod on a node must be re-placed when the
 // node goes: active, not owned by a DaemonSet, not a mirror pod.
