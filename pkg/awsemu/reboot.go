@@ -77,17 +77,8 @@ func (e *Emulator) rebootInstances(req *request) (any, *apiError) {
 	if len(ids) == 0 {
 		return nil, errMissingParameter("InstanceId")
 	}
-	var missing []string
-	for _, id := range ids {
-		if !instIDRe.MatchString(id) {
-			return nil, newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
-		}
-		if e.acct.instances[id] == nil {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
+	if aerr := e.knownInstances(ids); aerr != nil {
+		return nil, aerr
 	}
 	for _, id := range ids {
 		switch in := e.acct.instances[id]; in.State {
