@@ -252,6 +252,7 @@ func ControllerConfig(opts Options) controllers.Config {
 		NodeRepair:               opts.FeatureGates[NodeRepairGate],
 		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
 		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
+		CapacityBuffer:           opts.FeatureGates[CapacityBufferGate],
 	}
 }
 
