@@ -23,7 +23,9 @@ func chunk(cpu string) *corev1.PodSpec {
 // alone give as many as fit); bad values name the field.
 func TestBufferCount(t *testing.T) {
 	scalable := &autoscalingv1beta1.ScalableRef{Kind: "Deployment", Name: "web"}
-	cpus := func(s string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)} }
+	cpus := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}
+	}
 	for _, tc := range []struct {
 		name     string
 		spec     autoscalingv1beta1.CapacityBufferSpec
