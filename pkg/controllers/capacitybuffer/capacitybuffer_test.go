@@ -235,6 +235,16 @@ func TestBufferRoomConsumedRefilledAndReleased(t *testing.T) {
 	if got := f.claims(); len(got) != 2 {
 		t.Fatalf("%d NodeClaims left after disruption passes, want both buffer nodes kept", len(got))
 	}
+	for _, nc := range claims {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Status.NodeName}}
+		if err := f.env.Get(node); err != nil {
+			t.Fatal(err)
+		}
+		ev := f.env.EventuallyEventAbout(node, disruption.ReasonDisruptionBlocked)
+		if !strings.Contains(ev.Note, "CapacityBuffer") || !strings.Contains(ev.Note, cb.Name) {
+			t.Errorf("node %s: DisruptionBlocked note %q does not name the buffer", node.Name, ev.Note)
+		}
+	}
 
 	// A real pod of the same shape takes one node's room: refilled.
 	real := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "real", Labels: map[string]string{"app": "buf"}},
