@@ -25,7 +25,7 @@ const (
 type config struct {
 	binary, out, work, suites, focus, skip, expectations, clusterName string
 	specTimeout, stackTimeout                                         time.Duration
-	rebuild, list, keepStackData                                      bool
+	rebuild, list, keepStackData, resume                              bool
 }
 
 func main() {
@@ -48,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.stackTimeout, "stack-timeout", 5*time.Minute, "how long `local up` may take to be ready")
 	fs.BoolVar(&cfg.rebuild, "rebuild", false, "rebuild the suites' test binaries")
 	fs.BoolVar(&cfg.list, "list", false, "list the selected specs with their gates and expectations; run nothing")
+	fs.BoolVar(&cfg.resume, "resume", false, "keep the rows of -out's results.json and run only the selected specs it lacks (to continue an interrupted run, or add specs to one table)")
 	fs.BoolVar(&cfg.keepStackData, "keep-stack-data", false, "keep each stack's etcd data (logs are always kept)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -135,15 +136,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	rc := runConfig{Binary: cfg.binary, Suites: bins, NodeClass: nodeClass, NodePool: nodePool, ClusterName: cfg.clusterName,
 		OutDir: cfg.out, SpecTimeout: cfg.specTimeout, StackTimeout: cfg.stackTimeout, KeepStackData: cfg.keepStackData}
-	us := units(selected)
-	progress(fmt.Sprintf("%d specs in %d runs, one fresh stack each, one at a time; results in %s", len(selected), len(us), filepath.Join(cfg.out, "results.md")))
 	t := &table{Started: begin}
+	if cfg.resume {
+		prev, err := loadTable(filepath.Join(cfg.out, "results.json"))
+		if err != nil {
+			fmt.Fprintf(stderr, "upstream: -resume: %v\n", err)
+			return exitUsage
+		}
+		t = prev
+		t.Results = slices.DeleteFunc(t.Results, func(r result) bool { return r.Detail == "interrupted" })
+		begin = time.Now().Add(-t.Wall)
+		selected = withoutDone(selected, t)
+		progress(fmt.Sprintf("resuming: %d specs already in the table, %d to run", len(t.Results), len(selected)))
+	}
+	us := units(selected)
+	// Run directories are numbered on from those of earlier runs in -out.
+	prevRuns, _ := os.ReadDir(filepath.Join(cfg.out, "runs"))
+	progress(fmt.Sprintf("%d specs in %d runs, one fresh stack each, one at a time; results in %s", len(selected), len(us), filepath.Join(cfg.out, "results.md")))
 	for i, u := range us {
 		if ctx.Err() != nil {
 			break
 		}
 		progress(fmt.Sprintf("[%d/%d] %s: %s (gates: %s)", i+1, len(us), u.Suite, u.Specs[0].Text, orDefault(featureGates(u.Specs[0].Group))))
-		res := runWithHeartbeat(ctx, rc, i+1, u, progress)
+		res := runWithHeartbeat(ctx, rc, len(prevRuns)+i+1, u, progress)
 		for _, r := range res {
 			e := expectFor(exps, spec{Suite: r.Suite, Text: r.Spec})
 			r.Expected, r.Reason = e.State, e.Reason

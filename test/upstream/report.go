@@ -85,3 +85,31 @@ func (t *table) save(dir string) error {
 	}
 	return os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644)
 }
+
+// loadTable reads a results.json a previous run wrote.
+func loadTable(path string) (*table, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &table{}
+	if err := json.Unmarshal(b, t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// withoutDone drops the specs t already has a row for.
+func withoutDone(specs []spec, t *table) []spec {
+	done := map[string]bool{}
+	for _, r := range t.Results {
+		done[r.Suite+"\x00"+r.Spec] = true
+	}
+	var out []spec
+	for _, s := range specs {
+		if !done[s.Suite+"\x00"+s.Text] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

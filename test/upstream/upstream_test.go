@@ -255,3 +255,29 @@ func TestExpectationsFileParses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestResumeKeepsRowsAndSkipsDoneSpecs(t *testing.T) {
+	dir := t.TempDir()
+	prev := &table{Wall: time.Minute, Results: []result{
+		{Suite: "disruption", Spec: "Drift a", State: statePassed, Expected: statePassed},
+		{Suite: "disruption", Spec: "Drift b", State: stateFailed, Detail: "interrupted", Expected: statePassed},
+	}}
+	if err := prev.save(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadTable(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Results) != 2 || got.Results[0].Spec != "Drift a" || got.Wall != time.Minute {
+		t.Fatalf("loaded %+v", got)
+	}
+	specs := []spec{{Suite: "disruption", Text: "Drift a"}, {Suite: "regression", Text: "Drift a"}, {Suite: "disruption", Text: "Drift c"}}
+	left := withoutDone(specs, got)
+	if len(left) != 2 || left[0].Suite != "regression" || left[1].Text != "Drift c" {
+		t.Fatalf("left %+v", left)
+	}
+	if _, err := loadTable(filepath.Join(dir, "missing.json")); err == nil {
+		t.Fatal("a missing results.json is accepted")
+	}
+}
