@@ -72,6 +72,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 			Recorder:        recorder,
 			ClusterCA:       opts.Operator.Peer.ClusterCABundle,
 			IsolatedVPC:     opts.Operator.Peer.IsolatedVPC,
+			RebootForRepair: opts.Operator.Peer.AWSFeatureGates[operator.RebootForRepairGate],
 			ReservedENIs:    opts.Operator.Peer.ReservedENIs,
 			// Validate keeps it in (0, 1); the provider's 0 means its default.
 			VMMemoryOverheadPercent: opts.Operator.Peer.VMMemoryOverheadPercent,
