@@ -33,9 +33,10 @@ type PeerSettings struct {
 	// not called; for dovetail that is the Pricing API, so on-demand prices
 	// come from the built-in table.
 	IsolatedVPC bool
-	// EKSControlPlane (eksControlPlane): accepted either way; dovetail
-	// reads what it is not given (endpoint, CA, service CIDR, version)
-	// with eks:DescribeCluster in both cases.
+	// EKSControlPlane (eksControlPlane): where the Kubernetes version
+	// nodes are told comes from: the API server when false (the peer's
+	// default), eks:DescribeCluster when true. The endpoint, CA and service
+	// CIDR not given are read with eks:DescribeCluster either way.
 	EKSControlPlane bool
 	// VMMemoryOverheadPercent (vmMemoryOverheadPercent): the fraction of
 	// memory lost to virtualisation, in (0, 1).
