@@ -73,8 +73,9 @@ type PeerSettings struct {
 	// LogErrorOutputPaths (logErrorOutputPaths): stderr only.
 	LogErrorOutputPaths []string
 	// CPURequests (cpuRequests): the container's CPU request in
-	// millicores (the downward API). Checked, not acted on: dovetail's
-	// reconcile concurrency is fixed.
+	// millicores (the downward API). As the peer's, it scales how many
+	// NodeClaims the lifecycle controller reconciles at once
+	// (lifecycle.ScaledWorkers: 100 at one core, 5000 at 60).
 	CPURequests int64
 	// MemoryLimit (memoryLimit): the container's memory limit in bytes
 	// (the downward API); when positive and GOMEMLIMIT is unset, Go's soft

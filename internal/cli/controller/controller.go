@@ -192,7 +192,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.StringVar(&p.KarpenterService, "karpenter-service", p.KarpenterService, "name of the controller's Service (checked; dovetail has no webhooks to serve on it)")
 	f.StringSliceVar(&p.LogOutputPaths, "log-output-paths", p.LogOutputPaths, "where logs go: stdout and/or stderr (default stderr)")
 	f.StringSliceVar(&p.LogErrorOutputPaths, "log-error-output-paths", p.LogErrorOutputPaths, "the logger's own errors: stderr only")
-	f.Int64Var(&p.CPURequests, "cpu-requests", p.CPURequests, "the container's CPU request in millicores (from the downward API; checked, not acted on)")
+	f.Int64Var(&p.CPURequests, "cpu-requests", p.CPURequests, "the container's CPU request in millicores (from the downward API); scales how many NodeClaims are reconciled at once")
 	f.Int64Var(&p.MemoryLimit, "memory-limit", p.MemoryLimit, "the container's memory limit in bytes (from the downward API): Go's soft memory limit becomes 90% of it unless GOMEMLIMIT is set")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	for _, b := range bindings {
