@@ -68,6 +68,9 @@ type Instance struct {
 	FleetID            string          `json:"fleetId,omitempty"`
 	ReservationID      string          `json:"reservationId"`
 	SpotRequestID      string          `json:"spotRequestId,omitempty"`
+	// CapacityReservationID is the capacity reservation the instance was
+	// launched into, if any.
+	CapacityReservationID string `json:"capacityReservationId,omitempty"`
 	// StateReason explains the last transition (e.g. a spot interruption).
 	StateReason string `json:"stateReason,omitempty"`
 	// ScheduledEvents are the events EC2 scheduled for the instance
@@ -199,6 +202,10 @@ type ltData struct {
 	NetworkInterfaces  []ltNetworkInterface
 	TagSpecs           map[string]map[string]string // resource type -> tags
 	Monitoring         bool
+	// ReservationPreference and ReservationID are the
+	// CapacityReservationSpecification (reservations.go).
+	ReservationPreference string
+	ReservationID         string
 }
 
 type instanceRec struct {
@@ -254,6 +261,7 @@ type account struct {
 	profiles        map[string]*instanceProfileRec
 	ssm             map[string]*ssmParam
 	queues          map[string]*queue
+	reservations    []*CapacityReservation // in creation order
 	created         time.Time
 }
 

@@ -13,7 +13,9 @@
 //     DescribeVpcs, DescribeSubnets, DescribeSecurityGroups, DescribeImages,
 //     DescribeSpotPriceHistory, CreateLaunchTemplate,
 //     DescribeLaunchTemplates, DeleteLaunchTemplate, CreateFleet (instant),
-//     DescribeInstances, TerminateInstances, CreateTags.
+//     DescribeInstances, TerminateInstances, CreateTags,
+//     CreateCapacityReservation, DescribeCapacityReservations,
+//     CancelCapacityReservation.
 //   - IAM (awsQuery, XML): GetInstanceProfile, CreateInstanceProfile,
 //     AddRoleToInstanceProfile, RemoveRoleFromInstanceProfile,
 //     DeleteInstanceProfile, TagInstanceProfile, ListInstanceProfiles.
@@ -64,6 +66,16 @@
 //     shutting-down -> terminated after 1 s; terminated instances stay
 //     visible for 5 minutes. Every delay is multiplied by Options.TimeScale
 //     and measured on Options.Clock.
+//   - Capacity reservations (reservations.go): an on-demand launch goes
+//     into the reservation its launch template's
+//     CapacityReservationSpecification targets (which must be active, of
+//     its type and zone, with room, or the launch fails with
+//     ReservationCapacityExceeded), else, unless the preference is none,
+//     into the oldest open reservation of its type and zone with room
+//     (capacity-reservations-only fails without one). Pending and running
+//     instances hold a slot; DescribeInstances reports capacityReservationId.
+//     A cancelled or expired (limited, at its EndDate on Options.Clock)
+//     reservation takes no launches; its instances keep running.
 //   - Ids, addresses and boot jitter come from Options.Seed, so the same
 //     calls give the same answers.
 //   - SetThrottle(fraction, seed) throttles each call with probability

@@ -41,6 +41,9 @@ var ec2Ops = map[string]ec2Handler{
 	"CreateTags":                    (*Emulator).createTags,
 	"RunInstances":                  idempotent((*Emulator).runInstances),
 	"DescribeInstanceStatus":        (*Emulator).describeInstanceStatus,
+	"CreateCapacityReservation":     idempotent((*Emulator).createCapacityReservation),
+	"DescribeCapacityReservations":  (*Emulator).describeCapacityReservations,
+	"CancelCapacityReservation":     (*Emulator).cancelCapacityReservation,
 }
 
 func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) {
@@ -1108,6 +1111,12 @@ func (e *Emulator) parseLTData(d params) (ltData, *apiError) {
 		ProfileName:        d.Get("IamInstanceProfile.Name"),
 		ProfileARN:         d.Get("IamInstanceProfile.Arn"),
 		Monitoring:         d.Bool("Monitoring.Enabled"),
+
+		ReservationPreference: d.Get("CapacityReservationSpecification.CapacityReservationPreference"),
+		ReservationID:         d.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+	}
+	if v := data.ReservationPreference; v != "" && v != prefOpen && v != prefNone && v != prefOnly {
+		return data, errInvalidParameterValue("CapacityReservationSpecification.CapacityReservationPreference", v, "Valid values are capacity-reservations-only, open, none.")
 	}
 	if data.ImageID != "" && !amiIDRe.MatchString(data.ImageID) && !strings.HasPrefix(data.ImageID, "resolve:ssm:") {
 		return data, newAPIError("InvalidAMIID.Malformed", 400, "Invalid id: \"%s\" (expecting \"ami-...\")", data.ImageID)
@@ -1556,6 +1565,7 @@ func (e *Emulator) instanceToXML(in *instanceRec) instanceXML {
 		x.InstanceLifecycle = "spot"
 		x.SpotInstanceRequestID = in.SpotRequestID
 	}
+	x.CapacityReservationID = in.CapacityReservationID
 	for _, g := range in.SecurityGroupIDs {
 		name := ""
 		if sg := e.acct.securityGroup(g); sg != nil {

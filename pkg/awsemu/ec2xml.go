@@ -479,6 +479,7 @@ type instanceXML struct {
 	PlatformDetails       string                      `xml:"platformDetails"`
 	UsageOperation        string                      `xml:"usageOperation"`
 	BootMode              string                      `xml:"bootMode,omitempty"`
+	CapacityReservationID string                      `xml:"capacityReservationId,omitempty"`
 }
 
 // TerminateInstances
@@ -514,4 +515,38 @@ type vpcXML struct {
 	InstanceTenancy string      `xml:"instanceTenancy"`
 	IsDefault       bool        `xml:"isDefault"`
 	TagSet          set[tagXML] `xml:"tagSet"`
+}
+
+// Capacity reservations
+
+type capacityReservationXML struct {
+	CapacityReservationID  string      `xml:"capacityReservationId"`
+	OwnerID                string      `xml:"ownerId"`
+	CapacityReservationArn string      `xml:"capacityReservationArn"`
+	AvailabilityZoneID     string      `xml:"availabilityZoneId"`
+	InstanceType           string      `xml:"instanceType"`
+	InstancePlatform       string      `xml:"instancePlatform"`
+	AvailabilityZone       string      `xml:"availabilityZone"`
+	Tenancy                string      `xml:"tenancy"`
+	TotalInstanceCount     int         `xml:"totalInstanceCount"`
+	AvailableInstanceCount int         `xml:"availableInstanceCount"`
+	EBSOptimized           bool        `xml:"ebsOptimized"`
+	EphemeralStorage       bool        `xml:"ephemeralStorage"`
+	State                  string      `xml:"state"`
+	StartDate              string      `xml:"startDate"`
+	EndDate                string      `xml:"endDate,omitempty"`
+	EndDateType            string      `xml:"endDateType"`
+	InstanceMatchCriteria  string      `xml:"instanceMatchCriteria"`
+	CreateDate             string      `xml:"createDate"`
+	TagSet                 set[tagXML] `xml:"tagSet"`
+	ReservationType        string      `xml:"reservationType"`
+}
+
+type capacityReservationResultXML struct {
+	CapacityReservation capacityReservationXML `xml:"capacityReservation"`
+}
+
+type describeCapacityReservationsXML struct {
+	CapacityReservationSet set[capacityReservationXML] `xml:"capacityReservationSet"`
+	NextToken              string                      `xml:"nextToken,omitempty"`
 }

@@ -52,6 +52,7 @@ var ec2Errors = map[string]struct {
 	"InvalidVpcID.NotFound":             {400, true},
 	"InsufficientFreeAddressesInSubnet": {400, true},
 	"InvalidParameterCombination":       {400, true},
+	"Unsupported":                       {400, true},
 	// Named by AWS's reference, not by the models.
 	"IdempotentParameterMismatch":                      {400, false},
 	"InvalidAMIID.Malformed":                           {400, false},
@@ -68,10 +69,12 @@ var ec2Errors = map[string]struct {
 	"TagLimitExceeded":                                 {400, false},
 	"InvalidAction":                                    {400, false},
 	"MissingParameter":                                 {400, false},
+	"InvalidCapacityReservationId.NotFound":            {400, false},
+	"ReservationCapacityExceeded":                      {400, false},
 }
 
 // ec2Files are the emulator's files that answer EC2 actions.
-var ec2Files = []string{"ec2.go", "filters.go", "errors.go", "query.go", "ec2xml.go", "fleet.go", "idempotency.go", "run.go", "images.go", "capacity.go", "lifecycle.go"}
+var ec2Files = []string{"ec2.go", "filters.go", "errors.go", "query.go", "ec2xml.go", "fleet.go", "idempotency.go", "run.go", "images.go", "capacity.go", "lifecycle.go", "reservations.go"}
 
 // emittedEC2Codes reads, from the source of ec2Files, every error code the
 // emulator sends with its status: newAPIError(code, status, ...) and

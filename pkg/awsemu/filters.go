@@ -180,6 +180,7 @@ var opPageLimits = map[string]pageLimits{
 	"DescribeLaunchTemplates":       {min: 1, max: 200},
 	"DescribeInstances":             {min: 1, limit: 1000},
 	"DescribeInstanceStatus":        {min: 1, limit: 1000},
+	"DescribeCapacityReservations":  {min: 1, max: 1000},
 }
 
 // parsePage validates MaxResults and NextToken for an operation. The token

@@ -314,12 +314,20 @@ func (e *Emulator) judge(c *fleetCandidate, img *imageRec, capType string) {
 	case capType == "spot" && c.maxPrice > 0 && price > c.maxPrice:
 		c.errCode = "SpotMaxPriceTooLow"
 		c.errMsg = fmt.Sprintf("Your Spot request price of %g is lower than the minimum required Spot request fulfillment price of %g.", c.maxPrice, price)
+	default:
+		if _, aerr := e.reservationFor(c, capType); aerr != nil {
+			c.errCode, c.errMsg = aerr.Code, aerr.Message
+		}
 	}
 }
 
 // launch creates one instance from a candidate. Callers hold mu.
 func (e *Emulator) launch(c *fleetCandidate, capType string, reqTags map[string]string, fleetID, reservation string, now time.Time) (*instanceRec, *apiError) {
 	lt := c.lt
+	cr, aerr := e.reservationFor(c, capType)
+	if aerr != nil {
+		return nil, aerr
+	}
 	ip, ok := c.subnet.allocateIP()
 	if !ok {
 		return nil, newAPIError("InsufficientFreeAddressesInSubnet", 400, "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
@@ -397,6 +405,9 @@ func (e *Emulator) launch(c *fleetCandidate, capType string, reqTags map[string]
 		InstanceProfileARN: profileARN, LaunchTemplateID: lt.ID, LaunchTemplateName: lt.Name,
 		FleetID: fleetID, ReservationID: reservation,
 	}}
+	if cr != nil {
+		in.CapacityReservationID = cr.ID
+	}
 	if capType == "spot" {
 		in.SpotRequestID = fmt.Sprintf("sir-%08x", uint32(e.rng.Uint64()))
 	}

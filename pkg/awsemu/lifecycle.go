@@ -17,6 +17,7 @@ const (
 	timerExpire                // terminated -> removed from DescribeInstances
 	timerSpotTerminate         // spot interruption notice over -> shutting-down
 	timerScheduledEvent        // a scheduled event starts (instancestatus.go)
+	timerReservationEnd        // a capacity reservation's end date (id: the reservation's)
 )
 
 type timerEntry struct {
@@ -71,6 +72,10 @@ func (e *Emulator) advance() (next time.Time, ok bool) {
 
 // fire applies one due timer. Callers hold mu.
 func (e *Emulator) fire(t timerEntry, now time.Time) {
+	if t.kind == timerReservationEnd {
+		e.endReservation(t.id)
+		return
+	}
 	in := e.acct.instances[t.id]
 	if in == nil {
 		return

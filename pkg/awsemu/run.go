@@ -112,6 +112,8 @@ func mergeLTData(base, over ltData) ltData {
 	set(&out.UserData, over.UserData)
 	set(&out.ProfileName, over.ProfileName)
 	set(&out.ProfileARN, over.ProfileARN)
+	set(&out.ReservationPreference, over.ReservationPreference)
+	set(&out.ReservationID, over.ReservationID)
 	if len(over.SecurityGroupIDs) > 0 {
 		out.SecurityGroupIDs = over.SecurityGroupIDs
 	}
