@@ -214,6 +214,22 @@ hand_crds() {
   # shellcheck disable=SC2086
   cmd kubectl annotate --overwrite $CRDS meta.helm.sh/release-name="$2" meta.helm.sh/release-namespace=kube-system
 }
+# migrate FROM TO CRD_CHART CHART: docs/install.md's switch from release FROM
+# (its controller already stopped) to release TO: FROM at zero replicas, the
+# CRDs handed from FROM-crd to TO-crd, FROM removed, TO installed with the
+# peer's values.yaml. TO's Deployment is scaled to zero (its pods cannot run
+# on kwok nodes; its controller runs out of cluster).
+migrate() {
+  local from=$1 to=$2
+  cmd kubectl -n kube-system scale deployment "$from" --replicas=0
+  cmd kubectl -n kube-system wait --for=delete pod -l app.kubernetes.io/name="$from" --timeout=2m
+  hand_crds "$from-crd" "$to-crd"
+  cmd helm install "$to-crd" "$3" --namespace kube-system
+  cmd helm uninstall "$from" -n kube-system
+  cmd helm install "$to" "$4" --namespace kube-system -f "$PEER_VALUES" \
+    --set settings.clusterName="$CLUSTER" --set settings.interruptionQueue="$DOVETAIL_INTERRUPTION_QUEUE"
+  cmd kubectl -n kube-system scale deployment "$to" --replicas=0
+}
 
 # --- 1. the peer, installed as a user has it, provisions ------------------------------
 # `local up` installs dovetail's CRDs; a cluster running the peer has the
@@ -249,21 +265,19 @@ done
 sleep 15
 
 # --- 2. peer -> dovetail, as docs/install.md says --------------------------------------
-cmd kubectl -n kube-system scale deployment karpenter --replicas=0
-cmd kubectl -n kube-system wait --for=delete pod -l app.kubernetes.io/name=karpenter --timeout=2m
 stop_group "$PEER_PGID"; PEER_PGID=
 kubectl get nodeclaims -o yaml >"$RUN/nodeclaims-peer.yaml"
 PEER_NC=$(nodeclaims)
 npeer=$(echo "$PEER_NC" | grep -c . || true)
 log "peer stopped: $npeer NodeClaims; $(fleet)"
-hand_crds karpenter-crd dovetail-crd
-cmd helm install dovetail-crd "$ROOT/charts/dovetail-crd" --namespace kube-system
-cmd helm uninstall karpenter -n kube-system
-cmd helm install dovetail "$ROOT/charts/dovetail" --namespace kube-system -f "$PEER_VALUES" \
-  --set settings.clusterName="$CLUSTER" --set settings.interruptionQueue="$DOVETAIL_INTERRUPTION_QUEUE"
-kubectl get crd nodeclaims.karpenter.sh -o yaml >"$RUN/crd-nodeclaims-dovetail.yaml"
-grep -q 'dovetail' "$RUN/crd-nodeclaims-dovetail.yaml" || log "note: the NodeClaim CRD does not mention dovetail after the hand-over"
-cmd kubectl -n kube-system scale deployment dovetail --replicas=0
+migrate karpenter dovetail "$ROOT/charts/dovetail-crd" "$ROOT/charts/dovetail"
+# dovetail_crd: true when the live NodeClaim CRD is dovetail's (its schema's
+# description, which the peer's words differently).
+dovetail_crd() {
+  kubectl get crd nodeclaims.karpenter.sh -o yaml >"$RUN/crd-nodeclaims.yaml"
+  grep -q 'NodeClaim is one planned or running node' "$RUN/crd-nodeclaims.yaml"
+}
+dovetail_crd || die "the NodeClaim CRD is not dovetail's after the hand-over"
 calls0=$(emu calls | jq length)
 start_dovetail
 log "watching ${TAKEOVER_S} s"
@@ -301,19 +315,13 @@ P2="$P2; $(nodeclaims | wc -l) NodeClaims, $(fleet), $rerr2 reconcile errors in 
 log "$P2"
 
 # --- 4. dovetail -> peer, as docs/install.md says ----------------------------------------
-cmd kubectl -n kube-system scale deployment dovetail --replicas=0
-cmd kubectl -n kube-system wait --for=delete pod -l app.kubernetes.io/name=dovetail --timeout=2m
 stop_group "$DT_PGID"; DT_PGID=
 kubectl get nodeclaims -o yaml >"$RUN/nodeclaims-dovetail.yaml"
 DT_NC=$(nodeclaims)
 ndt=$(echo "$DT_NC" | grep -c . || true)
 log "dovetail stopped: $ndt NodeClaims"
-hand_crds dovetail-crd karpenter-crd
-cmd helm install karpenter-crd "$PEER_SRC/charts/karpenter-crd" --namespace kube-system
-cmd helm uninstall dovetail -n kube-system
-cmd helm install karpenter "$PEER_SRC/charts/karpenter" --namespace kube-system -f "$PEER_VALUES" \
-  --set settings.clusterName="$CLUSTER" --set settings.interruptionQueue="$DOVETAIL_INTERRUPTION_QUEUE"
-cmd kubectl -n kube-system scale deployment karpenter --replicas=0
+migrate dovetail karpenter "$PEER_SRC/charts/karpenter-crd" "$PEER_SRC/charts/karpenter"
+dovetail_crd && die "the NodeClaim CRD is still dovetail's after the hand-over back"
 echo "--- the peer again ---" >>"$RUN/peer.log"
 start_peer
 log "watching ${BACK_S} s"
