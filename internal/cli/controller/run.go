@@ -97,6 +97,7 @@ func providerOptions(o operator.Options, serverVersion string) aws.Options {
 		ClusterEndpoint: o.ClusterEndpoint,
 		ClusterCA:       o.Peer.ClusterCABundle,
 		IsolatedVPC:     o.Peer.IsolatedVPC,
+		RebootForRepair: o.Peer.AWSFeatureGates[operator.RebootForRepairGate],
 		ReservedENIs:    o.Peer.ReservedENIs,
 		// Validate keeps it in (0, 1); the provider's 0 means its default.
 		VMMemoryOverheadPercent: o.Peer.VMMemoryOverheadPercent,

@@ -78,6 +78,10 @@ type Options struct {
 	// IsolatedVPC: call no AWS service without a VPC endpoint, which here
 	// is the Pricing API; on-demand prices come from the built-in table.
 	IsolatedVPC bool
+	// RebootForRepair (the peer's AWS feature gate): the repair policies
+	// of reboot-clearable GPU faults reboot the instance rather than
+	// replace it (package repair).
+	RebootForRepair bool
 }
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
