@@ -163,6 +163,9 @@ type Config struct {
 	// match one of the cloud provider's repair policies past its
 	// toleration (the disruption controller, reason Unhealthy).
 	NodeRepair bool
+	// LifecycleWorkers is how many NodeClaims nodeclaim.lifecycle
+	// reconciles at once (0: lifecycle.Workers).
+	LifecycleWorkers int
 }
 
 // NewControllers lists every controller dovetail runs, wired with its
@@ -203,7 +206,8 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 
 		// NodeClaims from launch to deletion.
 		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
-			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout, RegistrationHold: lifecycle.DefaultRegistrationHold}),
+			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout, RegistrationHold: lifecycle.DefaultRegistrationHold,
+				Workers: cfg.LifecycleWorkers}),
 		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
 		// Pod events and the Consolidatable condition, read by disruption.
 		podevents.NewController(d.Client, d.Clock),

@@ -233,7 +233,8 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 }
 
 // ControllerConfig resolves the controllers' tunables from the options:
-// liveness timeouts scaled by LivenessTimeScale, batch windows passed on.
+// liveness timeouts scaled by LivenessTimeScale, batch windows passed on,
+// the NodeClaim lifecycle's workers scaled with CPU_REQUESTS.
 func ControllerConfig(opts Options) controllers.Config {
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * opts.LivenessTimeScale) }
 	return controllers.Config{
@@ -255,6 +256,8 @@ func ControllerConfig(opts Options) controllers.Config {
 		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
 		NodeOverlay:              opts.FeatureGates[NodeOverlayGate],
 		CapacityBuffer:           opts.FeatureGates[CapacityBufferGate],
+		// CPU_REQUESTS (0 when not given: one core).
+		LifecycleWorkers: lifecycle.ScaledWorkers(opts.Peer.CPURequests),
 	}
 }
 
