@@ -92,6 +92,14 @@ type Offering struct {
 	// Available is false while the cloud reports no capacity for the offering
 	// (for example after an insufficient-capacity error).
 	Available bool
+	// ReservationID, ReservationType and ReservedCapacity describe a
+	// CapacityTypeReserved offering: the capacity reservation it launches
+	// into, the reservation's type ("default" for an on-demand capacity
+	// reservation, "capacity-block") and how many more instances it holds
+	// now. Empty and zero for other capacity types.
+	ReservationID    string
+	ReservationType  string
+	ReservedCapacity int
 }
 
 // Offerings is a list of offerings with query helpers.

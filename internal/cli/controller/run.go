@@ -73,6 +73,8 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 			ClusterCA:       opts.Operator.Peer.ClusterCABundle,
 			IsolatedVPC:     opts.Operator.Peer.IsolatedVPC,
 			ReservedENIs:    opts.Operator.Peer.ReservedENIs,
+			// The gate is on by default, as the peer's.
+			NoReservedCapacity: !opts.Operator.FeatureGates[operator.ReservedCapacityGate],
 			// Validate keeps it in (0, 1); the provider's 0 means its default.
 			VMMemoryOverheadPercent: opts.Operator.Peer.VMMemoryOverheadPercent,
 		})
