@@ -120,6 +120,9 @@ func (p *Provider) withReserved(ctx context.Context, nc *awsv1.EC2NodeClass, typ
 		}
 		offs := slices.Clone(it.Offerings)
 		for _, cr := range rs {
+			if cr.ReservationType == nodeclass.ReservationTypeCapacityBlock || cr.Interruptible {
+				continue // not supported yet (docs/aws.md)
+			}
 			var od *cloudprovider.Offering
 			for j := range it.Offerings {
 				if o := &it.Offerings[j]; o.Zone == cr.AvailabilityZone && o.CapacityType == cloudprovider.CapacityTypeOnDemand {

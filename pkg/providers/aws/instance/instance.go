@@ -20,20 +20,20 @@ import (
 
 // Instance is what the provider needs to know about an instance.
 type Instance struct {
-	ID               string
-	Type             string
-	Zone             string
-	SubnetID         string
-	ImageID          string
-	CapacityType     string // spot, on-demand or reserved
+	ID           string
+	Type         string
+	Zone         string
+	SubnetID     string
+	ImageID      string
+	CapacityType string // spot, on-demand or reserved
 	// CapacityReservationID is the capacity reservation the instance runs
 	// in (capacity type reserved), "" outside one.
 	CapacityReservationID string
-	State            string
-	PrivateDNSName   string
-	SecurityGroupIDs []string
-	Tags             map[string]string
-	LaunchTime       time.Time
+	State                 string
+	PrivateDNSName        string
+	SecurityGroupIDs      []string
+	Tags                  map[string]string
+	LaunchTime            time.Time
 }
 
 // Override is one (instance type, subnet) a fleet may launch into.
