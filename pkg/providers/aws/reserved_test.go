@@ -33,6 +33,23 @@ func reservedPool(t *testing.T, types []*cloudprovider.InstanceType) engine.Node
 	)}
 }
 
+// reservedClass creates a targeted reservation of n c5.2xlarge in zone
+// (through the SDK) and a resolved class that selects it by id.
+func reservedClass(t *testing.T, e *env, c *ec2.Client, zone string, n int32) (string, *awsv1.EC2NodeClass) {
+	t.Helper()
+	out, err := c.CreateCapacityReservation(e.ctx, &ec2.CreateCapacityReservationInput{
+		InstanceType: aws.String("c5.2xlarge"), InstancePlatform: ec2types.CapacityReservationInstancePlatformLinuxUnix,
+		AvailabilityZone: aws.String(zone), InstanceCount: aws.Int32(n), InstanceMatchCriteria: ec2types.InstanceMatchCriteriaTargeted,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(out.CapacityReservation.CapacityReservationId)
+	spec := discoverySpec()
+	spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: id}}
+	return id, e.createClass(spec)
+}
+
 // onePerNode are n pods of 5 cpu and 8Gi (a c5.2xlarge holds one) that
 // may not share a node.
 func onePerNode(n int) []*corev1.Pod {
@@ -66,17 +83,7 @@ func TestReservedCapacityFillsTheReservationThenFallsBack(t *testing.T) {
 	e.testCalls = map[string]bool{"ec2:CreateCapacityReservation": true, "ec2:CancelCapacityReservation": true}
 	c := ec2.NewFromConfig(e.cfg)
 	zone := e.class.Status.Subnets[0].Zone
-	out, err := c.CreateCapacityReservation(e.ctx, &ec2.CreateCapacityReservationInput{
-		InstanceType: aws.String("c5.2xlarge"), InstancePlatform: ec2types.CapacityReservationInstancePlatformLinuxUnix,
-		AvailabilityZone: aws.String(zone), InstanceCount: aws.Int32(3), InstanceMatchCriteria: ec2types.InstanceMatchCriteriaTargeted,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := aws.ToString(out.CapacityReservation.CapacityReservationId)
-	spec := discoverySpec()
-	spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: id}}
-	class := e.createClass(spec)
+	id, class := reservedClass(t, e, c, zone, 3)
 	if len(class.Status.CapacityReservations) != 1 || !class.IsTrue(awsv1.ConditionTypeCapacityReservationsReady) {
 		t.Fatalf("class status %+v", class.Status)
 	}
@@ -173,17 +180,7 @@ func TestFullReservationFallsBackThroughTheUnavailableCache(t *testing.T) {
 	e.testCalls = map[string]bool{"ec2:CreateCapacityReservation": true, "ec2:RunInstances": true}
 	c := ec2.NewFromConfig(e.cfg)
 	subnet := e.class.Status.Subnets[0]
-	out, err := c.CreateCapacityReservation(e.ctx, &ec2.CreateCapacityReservationInput{
-		InstanceType: aws.String("c5.2xlarge"), InstancePlatform: ec2types.CapacityReservationInstancePlatformLinuxUnix,
-		AvailabilityZone: aws.String(subnet.Zone), InstanceCount: aws.Int32(1), InstanceMatchCriteria: ec2types.InstanceMatchCriteriaTargeted,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := aws.ToString(out.CapacityReservation.CapacityReservationId)
-	spec := discoverySpec()
-	spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: id}}
-	class := e.createClass(spec)
+	id, class := reservedClass(t, e, c, subnet.Zone, 1)
 	e.class = class
 	solve := func() engine.NewNodeClaim {
 		t.Helper()
@@ -201,6 +198,25 @@ func TestFullReservationFallsBackThroughTheUnavailableCache(t *testing.T) {
 	planned := solve()
 	if planned.Offering.CapacityType != karpv1.CapacityTypeReserved {
 		t.Fatalf("planned %+v, want the reservation", planned.Offering)
+	}
+	// With the ReservedCapacity gate off, the same class gets no reserved
+	// offering.
+	offOpts := e.opts
+	offOpts.NoReservedCapacity = true
+	off, err := awsprovider.New(e.ctx, e.cfg, offOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offTypes, err := off.GetInstanceTypes(e.ctx, pool(e, class))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range offTypes {
+		for _, o := range it.Offerings {
+			if o.CapacityType == karpv1.CapacityTypeReserved {
+				t.Fatalf("gate off: %s has a reserved offering %+v", it.Name, o)
+			}
+		}
 	}
 	// Someone else takes the slot.
 	if _, err := c.RunInstances(e.ctx, &ec2.RunInstancesInput{
