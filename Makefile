@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 35m
 
-.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz soak soak-cycle
+.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz soak soak-cycle test-upstream
 
 all: build
 
@@ -77,6 +77,14 @@ soak-cycle: build controlplane
 	go build -o bin/soak ./test/soak
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	  bin/soak -binary bin/dovetail -repo . -report bin/soak-report.json $(SOAK_FLAGS)
+
+## test-upstream: the peer's own regression and disruption suites (fetched and built via the module proxy into a scratch module outside the repo), one fresh local stack per spec; results in bin/upstream-results/results.md; fails when a result differs from test/upstream/expectations.txt; not part of `make test` (hours); UPSTREAM_FLAGS, e.g. -focus 'Expiration' -spec-timeout 10m; see docs/testing.md
+UPSTREAM_FLAGS ?=
+test-upstream: build controlplane
+	go vet ./test/upstream/
+	go build -o bin/upstream ./test/upstream
+	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
+	  bin/upstream -binary bin/dovetail -out bin/upstream-results $(UPSTREAM_FLAGS)
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane

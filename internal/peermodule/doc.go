@@ -4,5 +4,6 @@
 // at test time and never copied into this repository.
 //
 // What must not live here: anything production code uses; only tests (and
-// test helpers such as api/internal/peercrds) import this package.
+// test helpers such as api/internal/peercrds, and test/upstream, the
+// harness of `make test-upstream`) import this package.
 package peermodule

@@ -2,11 +2,17 @@ package controlplane
 
 // HoldConditionsLabel=HoldConditionsValue on a Node keeps kwok from
 // rewriting its status conditions (see kwokStages): how tests and the
-// local stack inject node faults for node repair.
+// local stack inject node faults for node repair. On a Pod it keeps the
+// pod from becoming Ready.
 const (
 	HoldConditionsLabel = "kwok.x-k8s.io/stage"
 	HoldConditionsValue = "unhealthy"
 )
+
+// PodDeleteDelayAnnotation on a Pod (a duration such as "60s", the peer's
+// kwok annotation) stands for a preStop hook: the deleted pod is removed
+// after that delay, or when its grace period ends if that is sooner.
+const PodDeleteDelayAnnotation = "pod-delete.stage.kwok.x-k8s.io/delay"
 
 // kwokStages is the Stage configuration handed to kwok (--config). kwok
 // refuses to start without stages; these make it behave like a fast,
@@ -30,6 +36,18 @@ const (
 //     so Jobs finish.
 //   - pod-remove: a pod with a deletion timestamp is removed for good, as
 //     the kubelet does once its containers have stopped.
+//   - pod-remove-after-prestop: a pod with a deletion timestamp and the
+//     annotation PodDeleteDelayAnnotation (the peer's test pods carry it with
+//     their preStop sleep, e.g. "60s") is removed when that delay or its
+//     grace period (the deletion timestamp) ends, whichever comes first, as
+//     a kubelet stops a container whose preStop hook outlasts the grace
+//     period (the peer's kwok waits for the annotation's delay alone).
+//     When the grace period is the longer, the removal falls between the two
+//     (kwok's jitter).
+//   - pod-unready: a pod labelled HoldConditionsLabel=HoldConditionsValue
+//     runs but never becomes Ready (the peer's pod-unhealthy stage: its
+//     readiness probe never passes), so a PodDisruptionBudget over it stays
+//     unhealthy.
 //
 // The template functions (Now, NodeConditions, NodeIP, NodeName, NodePort,
 // NodeIPsWith, PodIPsWith, Quote, YAML, Version) are kwok's.
@@ -284,6 +302,91 @@ spec:
       operator: Exists
   next:
     delete: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-remove-after-prestop
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: Exists
+    - key: '.metadata.annotations["pod-delete.stage.kwok.x-k8s.io/delay"]'
+      operator: Exists
+  weight: 100
+  delay:
+    durationFrom:
+      expressionFrom: '.metadata.annotations["pod-delete.stage.kwok.x-k8s.io/delay"]'
+    jitterDurationFrom:
+      expressionFrom: '.metadata.deletionTimestamp'
+  next:
+    delete: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-unready
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchLabels:
+      kwok.x-k8s.io/stage: unhealthy
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: ['Pending']
+  weight: 100
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+      conditions:
+      - type: PodReadyToStartContainers
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      - type: Initialized
+        status: "True"
+        lastTransitionTime: {{ $now | Quote }}
+      - type: ContainersReady
+        status: "False"
+        lastTransitionTime: {{ $now | Quote }}
+      - type: Ready
+        status: "False"
+        lastTransitionTime: {{ $now | Quote }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: false
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      {{ with NodeIPsWith .spec.nodeName }}
+      hostIP: {{ index . 0 | Quote }}
+      hostIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
 `
 
 // schedulerConfig is kube-scheduler's configuration: no leader election

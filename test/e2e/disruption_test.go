@@ -44,6 +44,32 @@ func holdConsolidation() error {
 	return nil
 }
 
+// releaseConsolidation gives the example NodePools consolidateAfter: 0s
+// until the test ends, then holds their consolidation again.
+func releaseConsolidation(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := holdConsolidation(); err != nil {
+			t.Error(err)
+		}
+	})
+	var pools karpv1.NodePoolList
+	if err := kube.List(t.Context(), &pools); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if !np.Spec.Disruption.ConsolidateAfter.IsNever() {
+			continue // a test's own pool
+		}
+		base := np.DeepCopy()
+		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("0s")
+		if err := kube.Patch(t.Context(), np, client.MergeFrom(base)); err != nil {
+			t.Fatalf("releasing consolidation of NodePool %s: %v", np.Name, err)
+		}
+	}
+}
+
 // poolClaims are the NodeClaims of a pool that are not being deleted.
 func poolClaims(t testing.TB, pool string) []karpv1.NodeClaim {
 	var out []karpv1.NodeClaim

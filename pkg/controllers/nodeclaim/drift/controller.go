@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -104,6 +105,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	base := nc.DeepCopy()
 	if reason != "" {
+		if !nc.IsTrue(karpv1.ConditionTypeDrifted) {
+			// Once per NodeClaim: which rule found it drifted.
+			log.FromContext(ctx).Info("nodeclaim drifted", "nodeclaim", nc.Name, "reason", reason, "message", msg)
+		}
 		nc.SetCondition(karpv1.ConditionTypeDrifted, metav1.ConditionTrue, reason, msg, c.clock.Now())
 	} else {
 		nc.ClearCondition(karpv1.ConditionTypeDrifted)

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"slices"
+	"strings"
+)
+
+// groupGates are the feature gates each spec group (the suite's outermost
+// Describe) runs with, as the peer's own e2e clusters turn them on for
+// these specs. Groups not listed run with dovetail's defaults. A gate that
+// dovetail refuses makes the stack fail to start, which the results table
+// shows as the spec's failure (and the expectations file as its reason).
+var groupGates = map[string][]string{
+	"StaticCapacity": {"StaticCapacity=true"},
+	"CapacityBuffer": {"CapacityBuffer=true"},
+	"Repair":         {"NodeRepair=true"},
+	"Reboot":         {"NodeRepair=true"},
+}
+
+// featureGates is the FEATURE_GATES value of a group's controller, or ""
+// for dovetail's defaults.
+func featureGates(group string) string {
+	g := slices.Clone(groupGates[group])
+	slices.Sort(g)
+	return strings.Join(g, ",")
+}
