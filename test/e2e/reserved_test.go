@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ func TestReservedCapacityOnTheStack(t *testing.T) {
 			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"reserved", "on-demand"}},
 			{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c"}},
 		}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 	})
 	s.deployment("w", 5, "5", "8Gi", func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.NodeSelector = map[string]string{"e2e": "reserved"}
@@ -103,4 +105,30 @@ func TestReservedCapacityOnTheStack(t *testing.T) {
 	if err := consistent(t); err != nil {
 		t.Error(err)
 	}
+
+	// Cancelled: EC2 keeps the instances (now on-demand); at the class's
+	// next refresh (forced here by an annotation instead of waiting up to
+	// a minute) it no longer lists the reservation, its nodes drift and are
+	// replaced, and the pods run again on nodes outside it.
+	if _, err := c.CancelCapacityReservation(ctx, &ec2.CancelCapacityReservationInput{CapacityReservationId: awssdk.String(id)}); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(class.DeepCopy())
+	class.Annotations = map[string]string{"e2e/refresh": "1"}
+	if err := kube.Patch(ctx, class, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "the reserved nodes replaced", func() (bool, error) {
+		left := 0
+		for _, nc := range nodeClaims(t) {
+			if nc.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeReserved {
+				left++
+			}
+		}
+		running, _, err := s.running()
+		if left > 0 || running != 5 {
+			return false, fmt.Errorf("%d reserved NodeClaims left, %d pods running", left, running)
+		}
+		return true, err
+	})
 }
