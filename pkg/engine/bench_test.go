@@ -62,3 +62,23 @@ func BenchmarkSolveMixed(b *testing.B) {
 		b.Run(m.Name, func(b *testing.B) { benchSolve(b, m.Input()) })
 	}
 }
+
+// BenchmarkSolveManyPools: a few pods and many NodePools of one tier, all
+// offering the same types (the hostile-input issue's 5,000 pools): the
+// work per pool must stay small, and the lower bound must not grow with
+// pools x types.
+func BenchmarkSolveManyPools(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("pools=%d", n), func(b *testing.B) {
+			in := workload.Reference(30, workload.ReferenceSeed)
+			base := in.NodePools[0]
+			in.NodePools = make([]engine.NodePool, n)
+			for i := range in.NodePools {
+				np := base
+				np.Name = fmt.Sprintf("pool-%d", i)
+				in.NodePools[i] = np
+			}
+			benchSolve(b, in)
+		})
+	}
+}

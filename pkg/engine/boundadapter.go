@@ -56,10 +56,10 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 	}
 	allowedCache := map[string][]int{}
 	var kb keyBuilder
-	for _, pc := range order {
+	// The pools of each class: those used, plus their tier-mates.
+	poolsOf := make([][]*pcPool, len(order))
+	for ci, pc := range order {
 		a := per[pc]
-		// The pools: those used, plus their tier-mates.
-		var pools []*pcPool
 		for _, pp := range pc.pools {
 			use := a.pools[pp.pool]
 			if !use {
@@ -70,6 +70,16 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 				}
 			}
 			if use {
+				poolsOf[ci] = append(poolsOf[ci], pp)
+			}
+		}
+	}
+	twin := twinPools(order, poolsOf)
+	for ci, pc := range order {
+		a := per[pc]
+		var pools []*pcPool
+		for _, pp := range poolsOf[ci] {
+			if twin[pp.pool] == pp.pool {
 				pools = append(pools, pp)
 			}
 		}
@@ -124,6 +134,69 @@ func (s *solver) lowerBound(claims []*snode) float64 {
 		total += max(res.LowerBound, zoneFloor(sub), bound.Floor(sub))
 	}
 	return total
+}
+
+// twinPools maps each pool the classes use to its representative: the
+// first pool that offers the same types at the same prices, allocatable
+// and zones, and that every class allows with the same terms (or does not
+// use at all). Twins' offerings are identical columns in the bound's
+// problem (same price and capacity, allowed by the same groups), so
+// keeping one of each set of twins leaves the bound unchanged while the
+// problem no longer grows with the number of pools: a cluster with many
+// NodePools of one tier that differ only in name (or labels and taints no
+// pending pod cares about) costs the bound one pool.
+func twinPools(order []*pclass, poolsOf [][]*pcPool) map[*cpool]*cpool {
+	type use struct {
+		class int
+		alts  []*classAlt
+	}
+	uses := map[*cpool][]use{}
+	var seen []*cpool
+	for ci := range order {
+		for _, pp := range poolsOf[ci] {
+			if _, ok := uses[pp.pool]; !ok {
+				seen = append(seen, pp.pool)
+			}
+			uses[pp.pool] = append(uses[pp.pool], use{class: ci, alts: pp.alts})
+		}
+	}
+	rep := make(map[*cpool]*cpool, len(seen))
+	bySig := map[string]*cpool{}
+	var kb keyBuilder
+	for _, p := range seen {
+		kb.reset()
+		for _, u := range uses[p] {
+			kb.int(int64(u.class))
+			kb.int(int64(len(u.alts)))
+			for _, al := range u.alts {
+				kb.int(int64(al.zones))
+				kb.int(int64(al.cts))
+				kb.int(int64(len(al.types)))
+				for _, w := range al.types {
+					kb.int(int64(w))
+				}
+			}
+		}
+		kb.int(int64(len(p.types)))
+		for _, t := range p.types {
+			kb.int(t.alloc[rCPU])
+			kb.int(t.alloc[rMem])
+			kb.int(t.alloc[rPods])
+			kb.int(int64(len(t.offs)))
+			for _, o := range t.offs {
+				kb.int(int64(o.zone))
+				kb.int(int64(o.ct))
+				kb.int(int64(math.Float64bits(o.price)))
+			}
+		}
+		if r, ok := bySig[string(kb.b)]; ok {
+			rep[p] = r
+			continue
+		}
+		bySig[string(kb.b)] = p
+		rep[p] = p
+	}
+	return rep
 }
 
 // zoneFloor is a second lower bound on the cost of any plan for p, from

@@ -108,6 +108,9 @@ func TestDaemonSetOverhead(t *testing.T) {
 		dsReq corev1.ResourceList
 	}{
 		{name: "everywhere", ds: []string{"all"}, pool: pool("default", 10), dsReq: rl("1", "2Gi")},
+		// The template sets only limits: its pods request them (the API
+		// server defaults requests from limits on pods, not on templates).
+		{name: "limits only", ds: []string{"limits-only"}, pool: pool("default", 10), dsReq: rl("2", "6Gi")},
 		{name: "only arm64 nodes; pool is arm64", ds: []string{"arm64"}, pool: pool("default", 10, req(corev1.LabelArchStable, requirements.In, "arm64")), dsReq: rl("1", "2Gi")},
 		{name: "only arm64 nodes; pool is amd64", ds: []string{"arm64"}, pool: pool("default", 10, req(corev1.LabelArchStable, requirements.In, "amd64")), dsReq: rl("0", "0")},
 		{name: "does not tolerate the pool taint", ds: []string{"all"}, pool: func() engine.NodePool {
@@ -125,6 +128,11 @@ func TestDaemonSetOverhead(t *testing.T) {
 					in.DaemonSets = append(in.DaemonSets, daemonSet("agent", "1", "2Gi", nil))
 				case "arm64":
 					in.DaemonSets = append(in.DaemonSets, daemonSet("agent", "1", "2Gi", map[string]string{corev1.LabelArchStable: "arm64"}))
+				case "limits-only":
+					ds := daemonSet("agent", "2", "6Gi", nil)
+					c := &ds.Spec.Template.Spec.Containers[0]
+					c.Resources.Limits, c.Resources.Requests = c.Resources.Requests, nil
+					in.DaemonSets = append(in.DaemonSets, ds)
 				}
 			}
 			p := newPod("p", "2500m", "2Gi", withToleration("dedicated", "x"))

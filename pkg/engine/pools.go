@@ -152,16 +152,18 @@ func (s *solver) compilePools() {
 		return strings.Compare(pa.Name, pb.Name)
 	})
 	s.poolByName = map[string]*cpool{}
+	// Each type's allocatable is computed once, however many pools offer it.
+	allocOf := map[*cloudprovider.InstanceType]rvec{}
 	for _, i := range order {
 		np := &in.NodePools[i]
-		p := s.compilePool(np, unavailable)
+		p := s.compilePool(np, unavailable, allocOf)
 		p.idx = len(s.pools)
 		s.pools = append(s.pools, p)
 		s.poolByName[p.name] = p
 	}
 }
 
-func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool) *cpool {
+func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, allocOf map[*cloudprovider.InstanceType]rvec) *cpool {
 	p := &cpool{
 		np: np, name: np.Name, weight: np.Weight, reqs: np.Requirements,
 		fixed: map[string]string{labelNodePool: np.Name}, free: map[string]*requirements.Requirement{},
@@ -287,7 +289,12 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool) *cp
 			}
 			return strings.Compare(s.zones[a.zone].name, s.zones[b.zone].name)
 		})
-		t.alloc = s.res.vec(it.Allocatable())
+		alloc, ok := allocOf[it]
+		if !ok {
+			alloc = s.res.vec(it.Allocatable())
+			allocOf[it] = alloc
+		}
+		t.alloc = alloc
 		types = append(types, t)
 	}
 	slices.SortStableFunc(types, func(a, b *ctype) int {

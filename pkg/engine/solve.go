@@ -434,12 +434,38 @@ func (s *solver) buildResources(allPods bool) {
 	s.res.track(names)
 }
 
+// daemonPodSpec is the spec of the pod a DaemonSet's template makes, with
+// the API server's defaulting of a container's requests from its limits
+// (a resource with a limit and no request requests the limit): a
+// template is not defaulted, the pods made from it are, and those pods
+// are what the kube-scheduler fits onto the node. Without it a DaemonSet
+// that sets only limits counts as no overhead, and the planned node turns
+// out too small once the DaemonSet's pod lands on it.
+func daemonPodSpec(spec *corev1.PodSpec) *corev1.PodSpec {
+	out := spec.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.Containers, out.InitContainers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, q := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
 func (s *solver) buildDaemons() {
 	for i, ds := range s.in.DaemonSets {
 		if ds == nil {
 			continue
 		}
-		pod := &corev1.Pod{Spec: ds.Spec.Template.Spec}
+		pod := &corev1.Pod{Spec: *daemonPodSpec(&ds.Spec.Template.Spec)}
 		terms, err := podTerms(pod)
 		if err != nil {
 			s.errs = append(s.errs, field.Invalid(field.NewPath("daemonSets").Index(i).Child("spec", "template", "spec"), ds.Namespace+"/"+ds.Name, err.Error()))

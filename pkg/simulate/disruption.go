@@ -58,7 +58,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	// A cluster file is a running cluster: a broken object (a NodePool
 	// whose EC2NodeClass is missing) is a warning and left out, as the
 	// controllers leave it out, not an error for the whole plan.
-	cluster, warnings, err := m.cluster(opts.maxPods(), false)
+	cluster, warnings, err := m.cluster(opts.maxPods(), opts.maxNodePools(), false)
 	if err != nil {
 		return nil, warnings, err
 	}

@@ -52,7 +52,7 @@ const (
 // Before making any pod it counts them: more than DefaultMaxPods is an
 // InputError naming the document that goes over (see Options.MaxPods).
 func (m *Manifests) Cluster() (c *snapshot.Cluster, warnings []string, err error) {
-	return m.cluster(DefaultMaxPods, true)
+	return m.cluster(DefaultMaxPods, DefaultMaxNodePools, true)
 }
 
 // PodCount is how many pods Cluster makes: the listed pods, the workloads'
@@ -116,7 +116,13 @@ func (m *Manifests) countPods(limit int) (int, *InputError) {
 	return total, nil
 }
 
-func (m *Manifests) cluster(maxPods int, strictRefs bool) (c *snapshot.Cluster, warnings []string, err error) {
+func (m *Manifests) cluster(maxPods, maxNodePools int, strictRefs bool) (c *snapshot.Cluster, warnings []string, err error) {
+	if len(m.NodePools) > maxNodePools {
+		np := m.NodePools[maxNodePools]
+		o, _ := m.Origin(ObjectKey{Kind: "NodePool", Name: np.Name})
+		return nil, nil, InputErrors{o.errorf("NodePool", np.Name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), np.Name,
+			fmt.Sprintf("the input has %d NodePools, more than the limit of %d (--max-nodepools)", len(m.NodePools), maxNodePools))}, nil)}
+	}
 	total, ie := m.countPods(maxPods)
 	if ie != nil {
 		return nil, nil, InputErrors{ie}

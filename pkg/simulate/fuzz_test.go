@@ -62,7 +62,7 @@ func FuzzExpand(f *testing.F) {
 			}
 			return
 		}
-		c, _, err := m.cluster(fuzzMaxPods, true)
+		c, _, err := m.cluster(fuzzMaxPods, DefaultMaxNodePools, true)
 		if err != nil {
 			if !errors.Is(err, ErrBadInput) {
 				t.Fatalf("expand: not a bad-input error: %v", err)

@@ -46,3 +46,31 @@ func TestMaxPodsCheckedBeforeExpanding(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxNodePools: an input with more NodePools than MaxNodePools is
+// refused before any pool is compiled, naming the first pool over the
+// limit and both counts; at the limit it plans.
+func TestMaxNodePools(t *testing.T) {
+	pool := func(name string) string { return strings.Replace(poolDoc, "name: general", "name: "+name, 1) }
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}"
+	docs := []string{nodeClassDoc, pool("a"), pool("b"), pool("c"), pod}
+	t.Run("over the limit", func(t *testing.T) {
+		_, err := simulate.Run(read(t, docs...), simulate.Options{Region: "us-east-1", MaxNodePools: 2})
+		var ies simulate.InputErrors
+		if !errors.As(err, &ies) || len(ies) != 1 || !errors.Is(err, simulate.ErrBadInput) {
+			t.Fatalf("err = %v, want one input error", err)
+		}
+		msg := ies[0].Error()
+		for _, want := range []string{`in.yaml:`, `(document 4, NodePool "c")`, "3 NodePools", "limit of 2", "--max-nodepools"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q lacks %q", msg, want)
+			}
+		}
+	})
+	t.Run("at the limit", func(t *testing.T) {
+		res, err := simulate.Run(read(t, docs...), simulate.Options{Region: "us-east-1", MaxNodePools: 3})
+		if err != nil || len(res.NodeClaims) != 1 {
+			t.Fatalf("err = %v, result %+v: want one NodeClaim", err, res)
+		}
+	})
+}

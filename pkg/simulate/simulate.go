@@ -49,10 +49,26 @@ type Options struct {
 	// replicas, DaemonSet pods on existing nodes), checked before any is
 	// made; 0 means DefaultMaxPods.
 	MaxPods int
+	// MaxNodePools bounds the NodePools of the input, checked before any
+	// is compiled (each costs the engine a pass over the catalog); 0 means
+	// DefaultMaxNodePools.
+	MaxNodePools int
 }
 
 // DefaultMaxPods is the default bound on the pods of one simulation.
 const DefaultMaxPods = 200_000
+
+// DefaultMaxNodePools is the default bound on the NodePools of one
+// simulation: far above what clusters run (tens), far below what makes a
+// solve take minutes.
+const DefaultMaxNodePools = 1000
+
+func (o Options) maxNodePools() int {
+	if o.MaxNodePools <= 0 {
+		return DefaultMaxNodePools
+	}
+	return o.MaxNodePools
+}
 
 func (o Options) maxPods() int {
 	if o.MaxPods <= 0 {
@@ -114,7 +130,7 @@ type Unschedulable struct {
 // Errors about the input wrap ErrBadInput and name the file and document
 // of the object at fault; other errors are internal.
 func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
-	cluster, warnings, err := m.cluster(opts.maxPods(), true)
+	cluster, warnings, err := m.cluster(opts.maxPods(), opts.maxNodePools(), true)
 	if err != nil {
 		return nil, warnings, err
 	}

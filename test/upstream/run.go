@@ -212,11 +212,33 @@ func failureLine(r specReport) string {
 	if msg == "" {
 		return ""
 	}
-	first, _, _ := strings.Cut(msg, "\n")
+	first := firstLines(msg)
 	if l := r.Failure.Location; l.FileName != "" {
 		return fmt.Sprintf("%s:%d: %s", filepath.Base(l.FileName), l.LineNumber, first)
 	}
 	return first
+}
+
+// firstLines is a message's first line, joined with the next non-empty
+// one when it only introduces it ("Expected success, but got an error:"),
+// at most 300 bytes.
+func firstLines(msg string) string {
+	var keep []string
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		keep = append(keep, l)
+		if !strings.HasSuffix(l, ":") || len(keep) == 2 {
+			break
+		}
+	}
+	out := strings.Join(keep, " ")
+	if len(out) > 300 {
+		out = out[:300] + "..."
+	}
+	return out
 }
 
 func unitResults(u unit, gates string, d time.Duration, state, detail, msg string, logs []string) []result {

@@ -281,3 +281,16 @@ func TestResumeKeepsRowsAndSkipsDoneSpecs(t *testing.T) {
 		t.Fatal("a missing results.json is accepted")
 	}
 }
+
+func TestFirstLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"Timed out after 900s.\nExpected x":                                "Timed out after 900s.",
+		"Expected success, but got an error:\n\n    <*errors.StatusError>": "Expected success, but got an error: <*errors.StatusError>",
+		"a:\nb:\nc":                      "a: b:",
+		strings.Repeat("x", 400) + "\ny": strings.Repeat("x", 300) + "...",
+	} {
+		if got := firstLines(in); got != want {
+			t.Errorf("firstLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -39,6 +39,8 @@ type Options struct {
 	SpotToSpot bool
 	// MaxPods bounds the pods the input may make (--max-pods).
 	MaxPods int
+	// MaxNodePools bounds the input's NodePools (--max-nodepools).
+	MaxNodePools int
 
 	Stdin  io.Reader
 	Stdout io.Writer // the plan
@@ -110,6 +112,9 @@ on bad input.`,
 			if opts.MaxPods < 1 {
 				return cmdutil.BadInputf("--max-pods: %d: must be at least 1", opts.MaxPods)
 			}
+			if opts.MaxNodePools < 1 {
+				return cmdutil.BadInputf("--max-nodepools: %d: must be at least 1", opts.MaxNodePools)
+			}
 			if cmd.Flags().Changed("spot-to-spot-consolidation") && !opts.Disruption {
 				return cmdutil.BadInputf("--spot-to-spot-consolidation applies only with --disruption")
 			}
@@ -135,6 +140,7 @@ on bad input.`,
 	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
 	f.BoolVar(&opts.Disruption, "disruption", false, "plan a disruption pass over the cluster in the files: what dovetail would remove or replace, and why it keeps each other node")
 	f.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (the SpotToSpotConsolidation gate)")
+	f.IntVar(&opts.MaxNodePools, "max-nodepools", simulate.DefaultMaxNodePools, "refuse inputs with more NodePools than this, checked before any is compiled")
 	f.IntVar(&opts.MaxPods, "max-pods", simulate.DefaultMaxPods, "refuse inputs that make more pods than this (listed pods, replicas, DaemonSet pods), checked before any is made")
 	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
 	return cmd
@@ -212,7 +218,7 @@ func run(opts *Options, out *bytes.Buffer) error {
 		return cmdutil.BadInput(readErrs)
 	}
 
-	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now, MaxPods: opts.MaxPods}
+	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now, MaxPods: opts.MaxPods, MaxNodePools: opts.MaxNodePools}
 	if opts.InstanceTypes != BuiltinCatalog {
 		data, err := opts.ReadFile(opts.InstanceTypes)
 		if err != nil {
