@@ -402,12 +402,19 @@ func formatLimit(name any, v int64) string {
 // capacity type out and takes its options and offering from the others.
 // Reservations hold a counted number of instances, so claims in plan
 // order fill them and the rest are planned on the pool's other capacity
-// types. A claim allowed only reserved capacity keeps its offering: its
+// types. A reserved offering without a reservation id (a catalog's) is not
+// counted. A claim allowed only reserved capacity keeps its offering: its
 // launch fails for lack of capacity and the next plan sees the
 // reservation full.
 func (s *solver) reserve(n *snode, opts []*ctype, room map[string]int) ([]*ctype, coff) {
 	for _, o := range opts[0].offs {
-		if o.ct == ctReserved && n.zones.has(o.zone) && n.cts.has(o.ct) && room[o.res] > 0 {
+		if o.ct != ctReserved || !n.zones.has(o.zone) || !n.cts.has(o.ct) {
+			continue
+		}
+		if o.res == "" {
+			return opts, o // reserved capacity of no counted reservation (a simulate catalog's)
+		}
+		if room[o.res] > 0 {
 			room[o.res]--
 			return opts, o
 		}

@@ -79,3 +79,27 @@ func TestReservedOfferingsFillTheReservationThenFallBack(t *testing.T) {
 		}
 	}
 }
+
+// A reserved offering of no counted reservation (a simulate catalog's) is
+// not limited: every claim that prefers it gets it.
+func TestUncountedReservedOfferingIsNotLimited(t *testing.T) {
+	p := pool("default", 10, req(labelCT, requirements.In, cloudprovider.CapacityTypeOnDemand, cloudprovider.CapacityTypeReserved))
+	withReservation(p.InstanceTypes, "c.8x", "zone-b", "", 0)
+	for _, it := range p.InstanceTypes {
+		for i := range it.Offerings {
+			if it.Offerings[i].CapacityType == cloudprovider.CapacityTypeReserved {
+				it.Offerings[i].Available = true
+			}
+		}
+	}
+	pods := replicas(5, "w", "6", "8Gi", withLabels("app", "w"), withAnti(corev1.LabelHostname, sel("app", "w")))
+	plan := solveChecked(t, &engine.Input{Pods: pods, NodePools: []engine.NodePool{p}})
+	for _, c := range plan.NodeClaims {
+		if c.Offering.CapacityType != cloudprovider.CapacityTypeReserved {
+			t.Errorf("%s: %+v, want the uncounted reserved offering", c.Name, c.Offering)
+		}
+	}
+	if len(plan.NodeClaims) != 5 {
+		t.Errorf("%d claims", len(plan.NodeClaims))
+	}
+}
