@@ -236,21 +236,7 @@ spec:
             finishedAt: {{ $now | Quote }}
         {{ end }}
       {{ end }}
-      {{ with NodeIPsWith .spec.nodeName }}
-      hostIP: {{ index . 0 | Quote }}
-      hostIPs:
-      {{ range . }}
-      - ip: {{ . | Quote }}
-      {{ end }}
-      {{ end }}
-      {{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
-      podIP: {{ index . 0 | Quote }}
-      podIPs:
-      {{ range . }}
-      - ip: {{ . | Quote }}
-      {{ end }}
-      {{ end }}
----
+` + podAddresses + `---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -373,7 +359,24 @@ spec:
           running:
             startedAt: {{ $now | Quote }}
       {{ end }}
-      {{ with NodeIPsWith .spec.nodeName }}
+` + podAddresses
+
+// schedulerConfig is kube-scheduler's configuration: no leader election
+// (there is one scheduler) and a client fast enough for large scenarios.
+// %s is the kubeconfig path.
+const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+`
+
+// podAddresses is the status template fragment (inside a stage's
+// statusTemplate) that gives a starting pod its host and pod IPs.
+const podAddresses = `      {{ with NodeIPsWith .spec.nodeName }}
       hostIP: {{ index . 0 | Quote }}
       hostIPs:
       {{ range . }}
@@ -387,17 +390,4 @@ spec:
       - ip: {{ . | Quote }}
       {{ end }}
       {{ end }}
-`
-
-// schedulerConfig is kube-scheduler's configuration: no leader election
-// (there is one scheduler) and a client fast enough for large scenarios.
-// %s is the kubeconfig path.
-const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-  qps: 500
-  burst: 1000
-leaderElection:
-  leaderElect: false
 `
