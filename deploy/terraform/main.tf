@@ -25,10 +25,14 @@ locals {
     NODE_ROLE_NAME     = local.node_role_ref
     INTERRUPTION_QUEUE = local.queue_name
   }
-  controller_policies = {
+  # Plus, with enable_reboot_for_repair, the RebootForRepair gate's
+  # ec2:RebootInstances (iam/gate-RebootForRepair.json).
+  controller_policies = merge({
     for f in fileset("${path.module}/iam", "controller-*.json") :
     trimsuffix(trimprefix(f, "controller-"), ".json") => templatefile("${path.module}/iam/${f}", local.policy_params)
-  }
+    }, var.enable_reboot_for_repair ? {
+    RebootForRepair = templatefile("${path.module}/iam/gate-RebootForRepair.json", local.policy_params)
+  } : {})
 
   # The four rules the controller's interruption handler parses.
   event_rules = { for r in jsondecode(file("${path.module}/iam/event-rules.json")) : r.name => r }

@@ -97,6 +97,12 @@ variable "enable_interruption_handling" {
   default     = true
 }
 
+variable "enable_reboot_for_repair" {
+  description = "Attach ec2:RebootInstances on the cluster's instances, for the controller's AWS feature gate RebootForRepair (set it with the gate)."
+  type        = bool
+  default     = false
+}
+
 variable "queue_name" {
   description = "Name of the interruption queue (default the cluster name; SQS allows 80 characters, so longer cluster names need one)."
   type        = string

@@ -79,6 +79,15 @@ type Instance struct {
 	ScheduledEvents  []ScheduledEvent `json:"scheduledEvents,omitempty"`
 	SystemImpaired   bool             `json:"systemImpaired,omitempty"`
 	InstanceImpaired bool             `json:"instanceImpaired,omitempty"`
+	// Reboots counts the reboots (RebootInstances) completed; the node
+	// agent's boot ID changes with each (BootID).
+	Reboots int `json:"reboots,omitempty"`
+	// RebootingUntil is when the reboot in progress ends (zero when
+	// none): until then the status checks read "initializing".
+	RebootingUntil time.Time `json:"rebootingUntil,omitempty"`
+	// NodeFault is the unhealthy condition the instance's node reports
+	// (SetNodeFault), nil when healthy.
+	NodeFault *NodeFault `json:"nodeFault,omitempty"`
 }
 
 // MetadataOptions are an instance's IMDS settings.
@@ -109,6 +118,10 @@ func (in *Instance) clone() Instance {
 	c.SecurityGroupIDs = append([]string(nil), in.SecurityGroupIDs...)
 	c.BlockDevices = append([]BlockDevice(nil), in.BlockDevices...)
 	c.ScheduledEvents = append([]ScheduledEvent(nil), in.ScheduledEvents...)
+	if in.NodeFault != nil {
+		f := *in.NodeFault
+		c.NodeFault = &f
+	}
 	return c
 }
 

@@ -262,6 +262,15 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			}
 			reply(http.StatusOK, e.Faults())
 		}
+	case "faults/node":
+		var nr NodeFaultRequest
+		if method(http.MethodPost) && decode(&nr) {
+			if err := e.SetNodeFault(nr.Target, nr.Fault); err != nil {
+				fail(adminTargetStatus(err), "%v", err)
+				return
+			}
+			reply(http.StatusOK, e.Faults())
+		}
 	case "fleets":
 		if method(http.MethodGet) {
 			reply(http.StatusOK, e.FleetRequests())
@@ -452,6 +461,21 @@ func (c *AdminClient) SetStatusCheck(ctx context.Context, target, check, status 
 	var f Faults
 	err := c.do(ctx, http.MethodPost, "faults/status-check", StatusCheckRequest{Target: target, Check: check, Status: status}, &f)
 	return f, err
+}
+
+// NodeFaultRequest is the body of POST faults/node: the fault of the
+// target instance's node, nil to clear it.
+type NodeFaultRequest struct {
+	Target string     `json:"target"`
+	Fault  *NodeFault `json:"fault,omitempty"`
+}
+
+// SetNodeFault sets (nil: clears) the condition an instance's node
+// reports (see Emulator.SetNodeFault).
+func (c *AdminClient) SetNodeFault(ctx context.Context, target string, f *NodeFault) (Faults, error) {
+	var out Faults
+	err := c.do(ctx, http.MethodPost, "faults/node", NodeFaultRequest{Target: target, Fault: f}, &out)
+	return out, err
 }
 
 // Interrupt sends an interruption (see Emulator.Interrupt).

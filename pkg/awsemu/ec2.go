@@ -38,6 +38,7 @@ var ec2Ops = map[string]ec2Handler{
 	"CreateFleet":                   idempotent((*Emulator).createFleet),
 	"DescribeInstances":             (*Emulator).describeInstances,
 	"TerminateInstances":            (*Emulator).terminateInstances,
+	"RebootInstances":               (*Emulator).rebootInstances,
 	"CreateTags":                    (*Emulator).createTags,
 	"RunInstances":                  idempotent((*Emulator).runInstances),
 	"DescribeInstanceStatus":        (*Emulator).describeInstanceStatus,
@@ -1593,6 +1594,26 @@ func (e *Emulator) instanceToXML(in *instanceRec) instanceXML {
 	return x
 }
 
+// knownInstances checks instance ids as TerminateInstances and
+// RebootInstances do, before acting on any: InvalidInstanceID.Malformed
+// for the first bad one, else InvalidInstanceID.NotFound naming every
+// unknown one. Callers hold mu.
+func (e *Emulator) knownInstances(ids []string) *apiError {
+	var missing []string
+	for _, id := range ids {
+		if !instIDRe.MatchString(id) {
+			return newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
+		}
+		if e.acct.instances[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
+	}
+	return nil
+}
+
 func (e *Emulator) terminateInstances(req *request) (any, *apiError) {
 	ids := req.params.Strings("InstanceId")
 	if len(ids) == 0 {
@@ -1601,17 +1622,8 @@ func (e *Emulator) terminateInstances(req *request) (any, *apiError) {
 	if len(ids) > 1000 {
 		return nil, errInvalidParameterValue("InstanceId", strconv.Itoa(len(ids)), "At most 1000 instance ids may be terminated at once.")
 	}
-	var missing []string
-	for _, id := range ids {
-		if !instIDRe.MatchString(id) {
-			return nil, newAPIError("InvalidInstanceID.Malformed", 400, "Invalid id: \"%s\"", id)
-		}
-		if e.acct.instances[id] == nil {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, notFoundIDs("instance", "InvalidInstanceID.NotFound", missing)
+	if aerr := e.knownInstances(ids); aerr != nil {
+		return nil, aerr
 	}
 	now := e.clock.Now()
 	out := terminateInstancesXML{}

@@ -70,6 +70,7 @@ type InstanceFaults struct {
 	ScheduledEvents []ScheduledEvent `json:"scheduledEvents,omitempty"`
 	SystemImpaired  bool             `json:"systemImpaired,omitempty"`
 	InstanceImpair  bool             `json:"instanceImpaired,omitempty"`
+	NodeFault       *NodeFault       `json:"nodeFault,omitempty"`
 }
 
 var eventDescriptions = map[string]string{
@@ -171,11 +172,12 @@ func (e *Emulator) instanceFaults() []InstanceFaults {
 	var out []InstanceFaults
 	for _, id := range e.acct.order {
 		in := e.acct.instances[id]
-		if in == nil || (len(in.ScheduledEvents) == 0 && !in.SystemImpaired && !in.InstanceImpaired) {
+		if in == nil || (len(in.ScheduledEvents) == 0 && !in.SystemImpaired && !in.InstanceImpaired && in.NodeFault == nil) {
 			continue
 		}
-		out = append(out, InstanceFaults{InstanceID: id, ScheduledEvents: append([]ScheduledEvent(nil), in.ScheduledEvents...),
-			SystemImpaired: in.SystemImpaired, InstanceImpair: in.InstanceImpaired})
+		c := in.clone()
+		out = append(out, InstanceFaults{InstanceID: id, ScheduledEvents: c.ScheduledEvents,
+			SystemImpaired: in.SystemImpaired, InstanceImpair: in.InstanceImpaired, NodeFault: c.NodeFault})
 	}
 	return out
 }
@@ -184,6 +186,10 @@ func (e *Emulator) instanceFaults() []InstanceFaults {
 // Callers hold mu.
 func (e *Emulator) clearInstanceFaults() {
 	for _, in := range e.acct.instances {
+		if in.NodeFault != nil {
+			in.NodeFault = nil
+			e.publish(InstanceEvent{Previous: in.State, Instance: in.clone()})
+		}
 		in.ScheduledEvents, in.SystemImpaired, in.InstanceImpaired = nil, false, false
 	}
 }
@@ -212,6 +218,10 @@ func (e *Emulator) describeInstanceStatus(req *request) (any, *apiError) {
 			continue
 		}
 		system, instance := checkSummary(in.State, in.SystemImpaired), checkSummary(in.State, in.InstanceImpaired)
+		if in.State == StateRunning && in.RebootingUntil.After(e.clock.Now()) {
+			// Rebooting: the instance check starts over.
+			instance = checkSummary(StatePending, false)
+		}
 		ebs := checkSummary(in.State, false)
 		var events []instanceStatusEventXML
 		for _, ev := range in.ScheduledEvents {

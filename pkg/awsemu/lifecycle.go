@@ -18,6 +18,7 @@ const (
 	timerSpotTerminate         // spot interruption notice over -> shutting-down
 	timerScheduledEvent        // a scheduled event starts (instancestatus.go)
 	timerReservationEnd        // a capacity reservation's end date (id: the reservation's)
+	timerRebooted              // a reboot ends (reboot.go)
 )
 
 type timerEntry struct {
@@ -104,6 +105,8 @@ func (e *Emulator) fire(t timerEntry, now time.Time) {
 		}
 	case timerScheduledEvent:
 		e.fireScheduledEvents(in, now)
+	case timerRebooted:
+		e.finishReboot(in, now)
 	case timerSpotTerminate:
 		if in.State != StateShuttingDown && in.State != StateTerminated {
 			e.beginTermination(in, "Server.SpotInstanceTermination: Spot instance termination", now)

@@ -62,6 +62,12 @@ type CloudProvider interface {
 	// each with how long it is tolerated; the same list every call.
 	RepairPolicies() []RepairPolicy
 
+	// Reboot reboots the NodeClaim's instance in place (a repair policy
+	// with RepairReboot); it returns once the cloud accepted the request,
+	// the reboot itself is seen through the Node's boot id. Errors:
+	// *NodeClaimNotFoundError when the instance is gone.
+	Reboot(ctx context.Context, nodeClaim *karpv1.NodeClaim) error
+
 	// Name names the provider, e.g. "aws", for logs and metrics.
 	Name() string
 }

@@ -30,7 +30,26 @@ type RepairPolicy struct {
 	// min(it, the NodeClaim's); 0 terminates without waiting for the
 	// drain.
 	TerminationGracePeriod *time.Duration
+	// Action is what repairs the node: RepairReplace (the zero value
+	// means it too) or RepairReboot.
+	Action RepairAction
 }
+
+// RepairAction is how a repair policy repairs a node (the peer's names).
+type RepairAction string
+
+const (
+	// RepairReplace replaces the node (the default).
+	RepairReplace RepairAction = "ReplaceNode"
+	// RepairReboot reboots the node's instance in place
+	// (CloudProvider.Reboot), keeping its pods; a fault that outlasts
+	// MaxRepairReboots reboots is repaired by replacement.
+	RepairReboot RepairAction = "RebootNode"
+)
+
+// MaxRepairReboots is how many times a node is rebooted for repair before
+// a fault that persists is repaired by replacing the node.
+const MaxRepairReboots = 2
 
 // Matches reports whether the condition is the policy's unhealthy state
 // (its toleration aside). A ReasonRegex that does not compile matches

@@ -67,6 +67,11 @@ const (
 	// CodeRepairBlocked: unhealthy, but its pods fit nowhere else, or
 	// pods block its drain and no grace period bounds it.
 	CodeRepairBlocked Code = "RepairBlocked"
+	// CodeDoNotRepair: unhealthy past its toleration, but the node has
+	// karpenter.sh/do-not-repair.
+	CodeDoNotRepair Code = "DoNotRepair"
+	// CodeRebooting: the node is rebooting for repair.
+	CodeRebooting Code = "Rebooting"
 	// CodeNotCandidate: nothing to do: not empty, drifted or underutilized
 	// under the pool's policy (for example, it is part of the cheapest fleet).
 	CodeNotCandidate Code = "Kept"
@@ -78,5 +83,5 @@ func Codes() []Code {
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
 		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool,
-		CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeNotCandidate}
+		CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeDoNotRepair, CodeRebooting, CodeNotCandidate}
 }

@@ -183,14 +183,14 @@ func (p *planner) build() error {
 		if n.pool != "" && st.Initialized && !st.MarkedForDeletion {
 			total[n.pool]++
 		}
-		if n.pool != "" && (st.NotReady || st.MarkedForDeletion) {
+		if n.pool != "" && (st.NotReady || st.MarkedForDeletion || st.Rebooting) {
 			disrupting[n.pool]++
 		}
-		if n.pool != "" && st.MarkedForDeletion {
+		if n.pool != "" && (st.MarkedForDeletion || st.Rebooting) {
 			deleting[n.pool]++
 		}
 		if n.pool != "" {
-			n.sick = p.sickness(st.Conditions)
+			n.sick = p.sickness(st)
 			p.poolNodes[n.pool]++
 			if n.sick != nil {
 				p.poolSick[n.pool]++
@@ -469,6 +469,8 @@ func (p *planner) filter() {
 			p.keep(n, CodeUnmanaged, "node %s belongs to no NodePool of the input", n.name)
 		case st.MarkedForDeletion:
 			p.keep(n, CodeDeleting, "node %s is already being deleted", n.name)
+		case st.Rebooting:
+			p.keep(n, CodeRebooting, "node %s is rebooting for repair (reboot %d of at most %d)", n.name, st.RepairReboots+1, cloudprovider.MaxRepairReboots)
 		case !st.Initialized:
 			p.keep(n, CodeNotInitialized, "node %s is not initialized yet", n.name)
 		case st.NominatedUntil.After(p.now):

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 )
 
@@ -18,16 +16,23 @@ import (
 // fault of the cluster or of the signal than of the nodes.
 const RepairUnhealthyPercent = 20
 
-// sickness returns the condition that matches a repair policy, the one
-// eligible first when several do (nil when none does).
-func (p *planner) sickness(conds []corev1.NodeCondition) *sickness {
+// sickness returns the condition of the node that matches a repair
+// policy, the one eligible first when several do (nil when none does). A
+// fault of a reboot policy on a node rebooted for repair is eligible again
+// only once it outlasted its toleration after the last reboot.
+func (p *planner) sickness(st NodeState) *sickness {
 	var best *sickness
-	for _, c := range conds {
+	for _, c := range st.Conditions {
 		pol, ok := cloudprovider.RepairPolicyFor(p.in.RepairPolicies, c)
 		if !ok {
 			continue
 		}
 		s := &sickness{cond: c, policy: pol, eligibleAt: c.LastTransitionTime.Add(pol.TolerationDuration)}
+		if pol.Action == cloudprovider.RepairReboot && st.RepairReboots > 0 {
+			if after := st.LastReboot.Add(pol.TolerationDuration); after.After(s.eligibleAt) {
+				s.eligibleAt = after
+			}
+		}
 		if best == nil || s.eligibleAt.Before(best.eligibleAt) {
 			best = s
 		}
@@ -91,6 +96,10 @@ func (p *planner) repair() error {
 			continue
 		}
 		n.repairKept = true
+		if n.st.DoNotRepair {
+			p.keep(n, CodeDoNotRepair, "unhealthy (%s); but node %s has %s", n.sick, n.name, DoNotRepairAnnotation)
+			continue
+		}
 		if sick, total := p.poolSick[n.pool], p.poolNodes[n.pool]; sick > breakerLimit(total) {
 			p.keep(n, CodeRepairBreaker, "unhealthy (%s); but %d of the %d nodes of pool %s are unhealthy, more than %d%% (%d): the pool is not repaired until at most %d are",
 				n.sick, sick, total, n.pool, RepairUnhealthyPercent, breakerLimit(total), breakerLimit(total))
@@ -99,6 +108,10 @@ func (p *planner) repair() error {
 		b := p.budgets[n.pool]
 		if !b.allows(ReasonUnhealthy, 1) {
 			p.keep(n, CodeBudget, "unhealthy (%s); %s", n.sick, b.message(ReasonUnhealthy))
+			continue
+		}
+		if n.sick.policy.Action == cloudprovider.RepairReboot && n.st.RepairReboots < cloudprovider.MaxRepairReboots {
+			p.reboot(n)
 			continue
 		}
 		grace := drainBound(n)
@@ -138,6 +151,20 @@ func (p *planner) repair() error {
 	return nil
 }
 
+// reboot commits a reboot of the node in place (a fault of a reboot
+// policy, fewer than MaxRepairReboots reboots so far): no replacement, no
+// eviction; the pods stay bound through it.
+func (p *planner) reboot(n *cnode) {
+	n.repairKept = false
+	cmd := Command{Reason: ReasonUnhealthy, Reboot: true}
+	p.addNode(&cmd, n)
+	cmd.Pods = nil // nothing is evicted
+	cmd.Message = fmt.Sprintf("Unhealthy (%s): rebooting node %s in place (reboot %d of at most %d; the fault is repaired by replacement if it outlasts them)",
+		n.sick, n.name, n.st.RepairReboots+1, cloudprovider.MaxRepairReboots)
+	p.budgets[n.pool].take(ReasonUnhealthy, 1)
+	p.plan.Commands = append(p.plan.Commands, cmd)
+}
+
 // repairNote says, for an unhealthy node kept for no reason of repair's
 // own, when it will be repaired, or that repair is off.
 func (p *planner) repairNote(n *cnode) {
@@ -146,7 +173,7 @@ func (p *planner) repairNote(n *cnode) {
 	}
 	if n.kept != nil {
 		switch n.kept.Code {
-		case CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeDestination:
+		case CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeDestination, CodeRebooting:
 			return
 		}
 	}

@@ -216,3 +216,106 @@ func TestRepairPolicyFor(t *testing.T) {
 		}
 	}
 }
+
+// rebootFleet is repairFleet with one reboot policy on
+// AcceleratedHardwareReady=False (10m toleration), as the AWS policies
+// under RebootForRepair.
+func rebootFleet(n int, budgets ...disruption.Budget) (*disruption.Input, []string) {
+	in, names := repairFleet(n, budgets...)
+	grace := 5 * time.Minute
+	in.RepairPolicies = append(in.RepairPolicies, cloudprovider.RepairPolicy{ConditionType: "AcceleratedHardwareReady", ConditionStatus: corev1.ConditionFalse,
+		TolerationDuration: 10 * time.Minute, TerminationGracePeriod: &grace, Action: cloudprovider.RepairReboot})
+	return in, names
+}
+
+func gpuFault(in *disruption.Input, node string, since time.Time) {
+	st := in.Nodes[node]
+	st.Conditions = append(st.Conditions, corev1.NodeCondition{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse,
+		Reason: "NvidiaXID63Error", LastTransitionTime: metav1.NewTime(since)})
+	in.Nodes[node] = st
+}
+
+// A fault of a reboot policy reboots the node in place (no replacement, no
+// eviction), one at a time under the budget; while it reboots the node is
+// kept and spends the budget; a fault that outlasts its toleration after
+// each of two reboots is then repaired by replacement.
+func TestRepairRebootTwiceThenReplace(t *testing.T) {
+	in, names := rebootFleet(10, disruption.Budget{Nodes: "10%"})
+	gpuFault(in, names[2], now.Add(-11*time.Minute))
+	gpuFault(in, names[5], now.Add(-12*time.Minute))
+
+	plan := compute(t, in)
+	if got := repaired(plan); !slices.Equal(got, []string{names[5]}) {
+		t.Fatalf("repaired %v, want only %s (eligible first; the budget allows 1)", got, names[5])
+	}
+	cmd := plan.Commands[0]
+	if !cmd.Reboot || len(cmd.Replacements) != 0 || len(cmd.Pods) != 0 {
+		t.Fatalf("command %+v: want a reboot with no replacement and no eviction", cmd)
+	}
+	if c := keptCode(t, plan, names[2]); c != disruption.CodeBudget {
+		t.Errorf("second faulty node kept %s, want %s", c, disruption.CodeBudget)
+	}
+
+	// Rebooting: kept, and the budget stays spent.
+	st := in.Nodes[names[5]]
+	st.Rebooting = true
+	in.Nodes[names[5]] = st
+	plan = compute(t, in)
+	if got := repaired(plan); len(got) != 0 {
+		t.Fatalf("during the reboot, repaired %v", got)
+	}
+	if c := keptCode(t, plan, names[5]); c != disruption.CodeRebooting {
+		t.Errorf("rebooting node kept %s, want %s", c, disruption.CodeRebooting)
+	}
+
+	// The reboot ended and the fault persists: not again within the
+	// toleration after the reboot (the other node goes first), then the
+	// second reboot, then the replacement.
+	for reboots := 1; reboots <= 2; reboots++ {
+		st.Rebooting, st.RepairReboots, st.LastReboot = false, reboots, now.Add(-5*time.Minute)
+		in.Nodes[names[5]] = st
+		plan = compute(t, in)
+		if got := repaired(plan); slices.Contains(got, names[5]) {
+			t.Fatalf("after reboot %d, repaired again within the toleration: %v", reboots, got)
+		}
+		if c := keptCode(t, plan, names[5]); c != disruption.CodeRepairTolerating {
+			t.Errorf("after reboot %d, kept %s, want %s", reboots, c, disruption.CodeRepairTolerating)
+		}
+		st.LastReboot = now.Add(-11 * time.Minute)
+		in.Nodes[names[5]] = st
+		in.Nodes[names[2]] = healthyGPU(in.Nodes[names[2]])
+		plan = compute(t, in)
+		if got := repaired(plan); !slices.Equal(got, []string{names[5]}) {
+			t.Fatalf("after reboot %d and the toleration, repaired %v, want %s", reboots, got, names[5])
+		}
+		want := reboots < 2
+		if plan.Commands[0].Reboot != want {
+			t.Fatalf("after %d reboots: reboot=%v, want %v (replaced after %d)", reboots, plan.Commands[0].Reboot, want, cloudprovider.MaxRepairReboots)
+		}
+	}
+	if cmd := plan.Commands[0]; len(cmd.Replacements) != 1 || cmd.TerminationGracePeriod == nil || *cmd.TerminationGracePeriod != 5*time.Minute {
+		t.Errorf("the replacement after two reboots: %d replacements, drain bound %v; want 1 and the policy's 5m", len(cmd.Replacements), cmd.TerminationGracePeriod)
+	}
+}
+
+func healthyGPU(st disruption.NodeState) disruption.NodeState {
+	st.Conditions = slices.DeleteFunc(slices.Clone(st.Conditions), func(c corev1.NodeCondition) bool { return c.Type == "AcceleratedHardwareReady" })
+	return st
+}
+
+// karpenter.sh/do-not-repair vetoes repair (do-not-disrupt does not).
+func TestRepairDoNotRepair(t *testing.T) {
+	in, names := repairFleet(10, disruption.Budget{Nodes: "100%"})
+	sicken(in, names[0], corev1.ConditionFalse, now.Add(-time.Hour))
+	sicken(in, names[1], corev1.ConditionFalse, now.Add(-time.Hour))
+	st := in.Nodes[names[0]]
+	st.DoNotRepair = true
+	in.Nodes[names[0]] = st
+	plan := compute(t, in)
+	if got := repaired(plan); !slices.Equal(got, names[1:2]) {
+		t.Fatalf("repaired %v, want only %s", got, names[1])
+	}
+	if c := keptCode(t, plan, names[0]); c != disruption.CodeDoNotRepair {
+		t.Errorf("kept %s, want %s", c, disruption.CodeDoNotRepair)
+	}
+}

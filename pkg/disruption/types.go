@@ -121,6 +121,19 @@ type NodeState struct {
 	// Conditions are the Node's status conditions, matched against
 	// Input.RepairPolicies.
 	Conditions []corev1.NodeCondition
+	// DoNotRepair is the node's DoNotRepairAnnotation: it is never
+	// repaired (rebooted or replaced).
+	DoNotRepair bool
+	// Rebooting: a reboot for repair is in progress (the node is kept,
+	// and counts against its pool's budgets as a node being deleted).
+	Rebooting bool
+	// RepairReboots counts the reboots for repair the node had, and
+	// LastReboot is when the last one ended: a fault of a reboot policy
+	// must outlast its toleration after it to be acted on again, and
+	// after cloudprovider.MaxRepairReboots reboots it is repaired by
+	// replacement.
+	RepairReboots int
+	LastReboot    time.Time
 	// InstanceType, CapacityType, Zone and PricePerHour describe what the
 	// node costs. Empty fields are taken from the node's labels; a zero
 	// price from the engine's ExistingNode.PricePerHour, else the pool's
@@ -229,6 +242,10 @@ type Command struct {
 	// shorter; nil inherits the NodeClaim's. Pods that block the drain
 	// (do-not-disrupt, PDBs) are evicted when it runs out.
 	TerminationGracePeriod *time.Duration
+	// Reboot (Unhealthy only): the command reboots its one node in place
+	// (CloudProvider.Reboot) rather than delete it; it has no
+	// replacements and evicts no pod.
+	Reboot bool
 }
 
 // Kept is a node not disrupted, with why.
@@ -257,6 +274,10 @@ type Stats struct {
 // DoNotDisruptAnnotation blocks voluntary disruption of a node, or of the
 // node of a pod ("true", or a duration from the pod's start).
 const DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+
+// DoNotRepairAnnotation "true" on a Node (or its NodeClaim) vetoes its
+// repair (the peer's escape hatch; do-not-disrupt does not).
+const DoNotRepairAnnotation = "karpenter.sh/do-not-repair"
 
 // Reschedulable reports whether a pod on a node must be re-placed when the
 // node goes: active, not owned by a DaemonSet, not a mirror pod.

@@ -125,6 +125,14 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (cl
 	return out, err
 }
 
+// Reboot records and forwards.
+func (c *CloudProvider) Reboot(ctx context.Context, nc *karpv1.NodeClaim) error {
+	start := c.clock.Now()
+	err := c.inner.Reboot(ctx, nc)
+	c.observe("Reboot", poolOf(nc), start, err)
+	return err
+}
+
 // RepairPolicies forwards (a fixed list: nothing to observe).
 func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 	return c.inner.RepairPolicies()

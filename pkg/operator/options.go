@@ -184,6 +184,10 @@ func (o Options) Validate() field.ErrorList {
 	}
 	errs = append(errs, validateGates("featureGates", Gates, o.FeatureGates)...)
 	errs = append(errs, o.Peer.validate()...)
+	if o.Peer.AWSFeatureGates[RebootForRepairGate] && !o.FeatureGates[NodeRepairGate] {
+		errs = append(errs, field.Invalid(field.NewPath("awsFeatureGates"), RebootForRepairGate+"=true",
+			"RebootForRepair reboots nodes for node repair, which is off: set the feature gate NodeRepair=true too (or leave RebootForRepair false)"))
+	}
 	le := o.LeaderElection
 	if le.Enabled {
 		p := field.NewPath("leaderElection")

@@ -50,6 +50,13 @@ func TestValidate(t *testing.T) {
 			o.LeaderElection.RenewDeadline = o.LeaderElection.LeaseDuration
 			o.LeaderElection.Name = "Not_A_Name"
 		}, []string{"leaderElection.name", "leaderElection.renewDeadline"}},
+		{"RebootForRepair without NodeRepair", func(o *operator.Options) {
+			o.Peer.AWSFeatureGates = operator.FeatureGates{operator.RebootForRepairGate: true}
+		}, []string{"awsFeatureGates"}},
+		{"RebootForRepair with NodeRepair", func(o *operator.Options) {
+			o.Peer.AWSFeatureGates = operator.FeatureGates{operator.RebootForRepairGate: true}
+			o.FeatureGates = operator.FeatureGates{operator.NodeRepairGate: true}
+		}, nil},
 		{"lease timings ignored without leader election", func(o *operator.Options) {
 			o.LeaderElection = operator.LeaderElection{}
 		}, nil},

@@ -105,7 +105,8 @@ func DefaultPeerSettings() PeerSettings {
 }
 
 // AWSGates are the peer's AWS feature gates (AWS_FEATURE_GATES), all off by
-// default. None is implemented yet: true is refused.
+// default. Only RebootForRepair is implemented: true is refused for the
+// others.
 var AWSGates = map[string]Gate{
 	"NodeClassCEL": {RefuseOn: true,
 		On:  "not implemented: dovetail's EC2NodeClass CRD has no optional CEL validation to switch on",
@@ -116,10 +117,14 @@ var AWSGates = map[string]Gate{
 	"DRAEFA": {RefuseOn: true,
 		On:  "not implemented: dovetail does not size nodes for dra.net (EFA) DRA claims",
 		Off: "DRA claims are not counted when sizing nodes"},
-	"RebootForRepair": {RefuseOn: true,
-		On:  "not implemented: node repair (feature gate NodeRepair) replaces unhealthy nodes, it never reboots them",
-		Off: "no node is rebooted for repair"},
+	RebootForRepairGate: {
+		On:  "node repair reboots an instance in place (ec2:RebootInstances, at most twice, keeping its pods) for a GPU fault a reboot may clear, and replaces it if the fault persists; needs NodeRepair",
+		Off: "node repair replaces unhealthy nodes, it never reboots them"},
 }
+
+// RebootForRepairGate names the peer's AWS gate that reboots
+// reboot-clearable faults in place (aws.Options.RebootForRepair).
+const RebootForRepairGate = "RebootForRepair"
 
 // DefaultAWSFeatureGates returns the AWS gates' defaults.
 func DefaultAWSFeatureGates() FeatureGates {

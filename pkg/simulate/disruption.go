@@ -138,7 +138,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	}
 	return &disruption.Input{
 		Now: now, Cluster: in, Pools: pools, Nodes: states, PDBs: m.PDBs(cluster.Pods),
-		RepairPolicies: repair.Policies(),
+		RepairPolicies: repair.Policies(false),
 		Options:        disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation, NodeRepair: opts.NodeRepair},
 	}, warnings, nil
 }

@@ -71,10 +71,11 @@ fails when the two disagree). */}}
 {{- end -}}
 
 {{/* AWS_FEATURE_GATES from settings.awsFeatureGates (null is false, as in the
-peer's chart); none is implemented. */}}
+peer's chart); only rebootForRepair is implemented. */}}
 {{- define "dovetail.awsFeatureGates" -}}
 {{- $known := list "nodeClassCEL" "draNVIDIAGPU" "draEFA" "rebootForRepair" -}}
-{{- include "dovetail.gates" (list "settings.awsFeatureGates" .Values.settings.awsFeatureGates $known $known) -}}
+{{- $refusedOn := list "nodeClassCEL" "draNVIDIAGPU" "draEFA" -}}
+{{- include "dovetail.gates" (list "settings.awsFeatureGates" .Values.settings.awsFeatureGates $known $refusedOn) -}}
 {{- end -}}
 
 {{/* dovetail.gates: (list path gates known refusedOn) -> "Name=bool,...",

@@ -172,7 +172,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.DurationVar(&o.LeaderElection.RetryPeriod, "leader-election-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire the lease")
 	f.Float64Var(&o.LivenessTimeScale, "liveness-time-scale", o.LivenessTimeScale, "scale of the NodeClaim launch (5m) and registration (15m) timeouts, in (0, 1]")
 	p := &o.Peer
-	f.Var(awsGates, "aws-feature-gates", "the peer's AWS feature gates (NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair); only false is implemented")
+	f.Var(awsGates, "aws-feature-gates", "the peer's AWS feature gates (NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair); only RebootForRepair=true is implemented")
 	f.StringVar(&p.PreferencePolicy, "preference-policy", p.PreferencePolicy, "how preferences are treated: Respect (Ignore is not implemented)")
 	f.StringVar(&p.MinValuesPolicy, "min-values-policy", p.MinValuesPolicy, "how minValues are treated: Strict (BestEffort is not implemented)")
 	f.StringVar(&p.ClusterCABundle, "cluster-ca-bundle", p.ClusterCABundle, "base64 PEM CA bundle of the API server for new nodes (empty: from eks:DescribeCluster)")

@@ -72,6 +72,7 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 			Recorder:        recorder,
 			ClusterCA:       opts.Operator.Peer.ClusterCABundle,
 			IsolatedVPC:     opts.Operator.Peer.IsolatedVPC,
+			RebootForRepair: opts.Operator.Peer.AWSFeatureGates[operator.RebootForRepairGate],
 			ReservedENIs:    opts.Operator.Peer.ReservedENIs,
 			// The gate is on by default, as the peer's.
 			NoReservedCapacity: !opts.Operator.FeatureGates[operator.ReservedCapacityGate],

@@ -22,15 +22,16 @@ type FaultOptions struct {
 	Dir  string
 	Kind string // ice, throttle, capacity, clear
 
-	InstanceType, Zone, CapacityType string        // ice
-	Fraction                         float64       // throttle
-	Seed                             int64         // throttle
-	Spare                            int           // capacity (with the ice fields)
-	Action                           string        // deny
-	Target                           string        // event, status-check: instance id, node name or provider id
-	Code                             string        // event
-	In                               time.Duration // event
-	Check, Status                    string        // status-check
+	InstanceType, Zone, CapacityType string            // ice
+	Fraction                         float64           // throttle
+	Seed                             int64             // throttle
+	Spare                            int               // capacity (with the ice fields)
+	Action                           string            // deny
+	Target                           string            // event, status-check: instance id, node name or provider id
+	Code                             string            // event
+	In                               time.Duration     // event
+	Check, Status                    string            // status-check
+	NodeFault                        *awsemu.NodeFault // node (nil: clear it)
 
 	Stdout io.Writer
 }
@@ -205,6 +206,57 @@ answer).`,
 	chkCmd.Flags().StringVar(&chk.Check, "check", "", "the check: system or instance (required)")
 	chkCmd.Flags().StringVar(&chk.Status, "status", "impaired", "impaired or ok")
 
+	nf := &FaultOptions{Kind: "node"}
+	var cond string
+	var age time.Duration
+	var clears, clearNode bool
+	nfCmd := &cobra.Command{
+		Use:   "node INSTANCE_OR_NODE (--condition TYPE=STATUS[/REASON] [--age D] [--clears-on-reboot] | --clear)",
+		Short: "Make an instance's node report an unhealthy condition (node repair)",
+		Long: `Make the node of an instance report a status condition, as a node
+monitoring agent or the kubelet would (the condition node repair acts on):
+the local stack's node agent writes it into the Node, with the label
+kwok.x-k8s.io/stage=unhealthy so kwok leaves it, and keeps it there until
+--clear (or ` + "`fault clear`" + `). --age backdates its lastTransitionTime (past a
+repair policy's toleration, say). With --clears-on-reboot a reboot of the
+instance (EC2 RebootInstances) clears it, a transient fault; without, it
+persists across reboots. TYPE=STATUS[/REASON] is the format of the peer's
+--repair-condition and --reboot-condition flags.`,
+		Example: `  dovetail local fault node ip-10-0-1-23.ec2.internal --condition AcceleratedHardwareReady=False/NvidiaXID63Error --age 11m --clears-on-reboot
+  dovetail local fault node ip-10-0-1-23.ec2.internal --condition Ready=False/KubeletNotReady --age 31m
+  dovetail local fault node ip-10-0-1-23.ec2.internal --clear`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.BadInputf("%s takes one INSTANCE_OR_NODE, got %d arguments\nSee '%s --help'", cmd.CommandPath(), len(args), cmd.CommandPath())
+			}
+			nf.Target = args[0]
+			if clearNode {
+				if cond != "" || clears || age != 0 {
+					return cmdutil.BadInputf("--clear takes no --condition, --age or --clears-on-reboot")
+				}
+				nf.NodeFault = nil
+				return run(cmd, nf)
+			}
+			f, err := ParseNodeCondition(cond)
+			if err != nil {
+				return cmdutil.BadInputf("--condition: %v", err)
+			}
+			if age < 0 {
+				return cmdutil.BadInputf("--age %v: must not be negative", age)
+			}
+			if age > 0 {
+				f.Since = time.Now().Add(-age).UTC().Truncate(time.Second)
+			}
+			f.ClearsOnReboot = clears
+			nf.NodeFault = f
+			return run(cmd, nf)
+		},
+	}
+	nfCmd.Flags().StringVar(&cond, "condition", "", "the condition, TYPE=STATUS[/REASON] (e.g. Ready=False/KubeletNotReady)")
+	nfCmd.Flags().DurationVar(&age, "age", 0, "how long ago the condition started (default now)")
+	nfCmd.Flags().BoolVar(&clears, "clears-on-reboot", false, "a reboot of the instance clears the fault")
+	nfCmd.Flags().BoolVar(&clearNode, "clear", false, "clear the node's fault")
+
 	clr := &FaultOptions{Kind: "clear"}
 	clrCmd := &cobra.Command{
 		Use:   "clear",
@@ -212,8 +264,8 @@ answer).`,
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd, clr) },
 	}
-	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, denyCmd, evtCmd, chkCmd, clrCmd} {
-		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, denyCmd: deny, evtCmd: evt, chkCmd: chk, clrCmd: clr}[c]
+	for _, c := range []*cobra.Command{iceCmd, thrCmd, capCmd, denyCmd, evtCmd, chkCmd, nfCmd, clrCmd} {
+		opts := map[*cobra.Command]*FaultOptions{iceCmd: ice, thrCmd: thr, capCmd: capa, denyCmd: deny, evtCmd: evt, chkCmd: chk, nfCmd: nf, clrCmd: clr}[c]
 		c.Flags().StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory of the running local stack")
 		cmd.AddCommand(c)
 	}
@@ -239,6 +291,8 @@ func faultRun(ctx context.Context, opts *FaultOptions) error {
 		f, err = admin.ScheduleEvent(ctx, opts.Target, opts.Code, opts.In)
 	case "status-check":
 		f, err = admin.SetStatusCheck(ctx, opts.Target, opts.Check, opts.Status)
+	case "node":
+		f, err = admin.SetNodeFault(ctx, opts.Target, opts.NodeFault)
 	case "clear":
 		f, err = admin.ClearFaults(ctx)
 	default:
@@ -312,4 +366,20 @@ func interruptRun(ctx context.Context, opts *InterruptOptions) error {
 	}
 	fmt.Fprintf(opts.Stdout, "sent %s for %s\n", opts.Kind, opts.Target)
 	return nil
+}
+
+// ParseNodeCondition parses TYPE=STATUS[/REASON], the format of the
+// peer's --repair-condition and --reboot-condition flags.
+func ParseNodeCondition(v string) (*awsemu.NodeFault, error) {
+	t, rest, ok := strings.Cut(v, "=")
+	st, reason, _ := strings.Cut(rest, "/")
+	if !ok || t == "" || st == "" {
+		return nil, fmt.Errorf("%q: want TYPE=STATUS[/REASON], e.g. Ready=False/KubeletNotReady", v)
+	}
+	switch st {
+	case "True", "False", "Unknown":
+	default:
+		return nil, fmt.Errorf("%q: status %q: want True, False or Unknown", v, st)
+	}
+	return &awsemu.NodeFault{Type: t, Status: st, Reason: reason}, nil
 }

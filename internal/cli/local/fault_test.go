@@ -320,3 +320,55 @@ func TestEventAndStatusCheckCommands(t *testing.T) {
 		t.Errorf("events after fault clear: %+v", st)
 	}
 }
+
+// `local fault node` sets the node fault of an instance (the condition in
+// the peer's TYPE=STATUS[/REASON] format, backdated by --age, cleared by a
+// reboot with --clears-on-reboot), --clear removes it, bad input exits 2.
+func TestNodeFaultCommand(t *testing.T) {
+	e, dir := emulatorDir(t)
+	in := launchInstance(t, e)
+	before := time.Now()
+	stdout, stderr, code := runDovetail(t, "local", "fault", "node", in.PrivateDNSName, "--condition", "AcceleratedHardwareReady=False/NvidiaXID63Error",
+		"--age", "11m", "--clears-on-reboot", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("fault node: exit %d: %s %s", code, stdout, stderr)
+	}
+	got, _ := e.Instance(in.ID)
+	f := got.NodeFault
+	if f == nil || f.Type != "AcceleratedHardwareReady" || f.Status != "False" || f.Reason != "NvidiaXID63Error" || !f.ClearsOnReboot {
+		t.Fatalf("node fault %+v", f)
+	}
+	if age := before.Sub(f.Since); age < 10*time.Minute || age > 12*time.Minute {
+		t.Errorf("fault since %v, want about 11m before %v", f.Since, before)
+	}
+	var printed awsemu.Faults
+	if err := json.Unmarshal([]byte(stdout), &printed); err != nil || len(printed.Instances) != 1 || printed.Instances[0].NodeFault == nil {
+		t.Errorf("stdout %q: %v", stdout, err)
+	}
+	if _, stderr, code := runDovetail(t, "local", "fault", "node", in.ID, "--clear", "--dir", dir); code != 0 {
+		t.Fatalf("fault node --clear: exit %d: %s", code, stderr)
+	}
+	if got, _ := e.Instance(in.ID); got.NodeFault != nil {
+		t.Errorf("--clear left %+v", got.NodeFault)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--condition", "Ready"}, cmdutil.ExitBadInput, "TYPE=STATUS"},
+		{[]string{"--condition", "Ready=Maybe"}, cmdutil.ExitBadInput, "True, False or Unknown"},
+		{[]string{"--clear", "--condition", "Ready=False"}, cmdutil.ExitBadInput, "--clear"},
+		{[]string{"--condition", "Ready=False", "--age", "-1m"}, cmdutil.ExitBadInput, "--age"},
+	} {
+		args := append([]string{"local", "fault", "node", in.ID, "--dir", dir}, tc.args...)
+		_, stderr, code := runDovetail(t, args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, stderr)
+		}
+		mustContain(t, stderr, tc.want)
+	}
+	if _, stderr, code := runDovetail(t, "local", "fault", "node", "i-0123456789abcdef0", "--condition", "Ready=False", "--dir", dir); code != cmdutil.ExitError {
+		t.Errorf("unknown instance: exit %d, want %d (%s)", code, cmdutil.ExitError, stderr)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/userdata"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controlplane"
 )
 
 // Well-known labels and annotations the booter writes.
@@ -38,6 +40,10 @@ const (
 	AnnotationInstance = "awsemu.dovetail.sh/instance-id"
 	// TagNodeClaim is the instance tag naming its NodeClaim.
 	TagNodeClaim = "karpenter.sh/nodeclaim"
+	// AnnotationNodeFault names the condition type the booter wrote for
+	// the instance's fault (awsemu.NodeFault), so it knows what to remove
+	// once the fault is gone.
+	AnnotationNodeFault = "awsemu.dovetail.sh/node-fault"
 )
 
 // DefaultStartupTaintDelay is how long after registration the stand-in node
@@ -245,6 +251,74 @@ func (b *Booter) reconcile(ctx context.Context, id string) error {
 	b.mu.Lock()
 	b.names[id] = node.Name
 	b.mu.Unlock()
+	return b.syncBoot(ctx, node.Name, in)
+}
+
+// syncBoot keeps what the instance's kubelet and node agents report in
+// step with the emulator: the boot id (it changes with each reboot) and
+// the instance's node fault, written as a status condition under
+// controlplane.HoldConditionsLabel (so kwok leaves it) and removed, with
+// the label, once the fault is cleared or a reboot cleared it.
+func (b *Booter) syncBoot(ctx context.Context, name string, in awsemu.Instance) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		node, err := b.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		f, wrote := in.NodeFault, node.Annotations[AnnotationNodeFault]
+		if f == nil && wrote != "" {
+			// The fault is gone: the condition, the marker and the hold go.
+			node.Status.Conditions = slices.DeleteFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return string(c.Type) == wrote })
+			if node, err = b.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			delete(node.Annotations, AnnotationNodeFault)
+			delete(node.Labels, controlplane.HoldConditionsLabel)
+			if node, err = b.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		if f != nil && (wrote != f.Type || node.Labels[controlplane.HoldConditionsLabel] != controlplane.HoldConditionsValue) {
+			if node.Labels == nil {
+				node.Labels = map[string]string{}
+			}
+			if node.Annotations == nil {
+				node.Annotations = map[string]string{}
+			}
+			node.Labels[controlplane.HoldConditionsLabel] = controlplane.HoldConditionsValue
+			node.Annotations[AnnotationNodeFault] = f.Type
+			if node, err = b.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		changed := false
+		if id := awsemu.BootID(in); node.Status.NodeInfo.BootID != id {
+			node.Status.NodeInfo.BootID, changed = id, true
+		}
+		if f != nil {
+			cond := corev1.NodeCondition{Type: corev1.NodeConditionType(f.Type), Status: corev1.ConditionStatus(f.Status), Reason: f.Reason,
+				Message: "injected by dovetail local fault node", LastTransitionTime: metav1.NewTime(f.Since), LastHeartbeatTime: metav1.NewTime(f.Since)}
+			i := slices.IndexFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == cond.Type })
+			switch {
+			case i < 0:
+				node.Status.Conditions, changed = append(node.Status.Conditions, cond), true
+			case node.Status.Conditions[i].Status != cond.Status || node.Status.Conditions[i].Reason != cond.Reason ||
+				!node.Status.Conditions[i].LastTransitionTime.Equal(&cond.LastTransitionTime):
+				node.Status.Conditions[i], changed = cond, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		_, err = b.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("syncing the boot and faults of node %s: %w", name, err)
+	}
 	return nil
 }
 

@@ -359,3 +359,72 @@ func TestBadUserDataRegistersNoNode(t *testing.T) {
 
 func resource1Gi() *resource.Quantity   { q := resource.MustParse("1Gi"); return &q }
 func resource100Mi() *resource.Quantity { q := resource.MustParse("100Mi"); return &q }
+
+func nodeCondition(n *corev1.Node, typ string) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if string(n.Status.Conditions[i].Type) == typ {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// A node fault set on the emulator shows in the Node (condition held from
+// kwok by its label); each EC2 reboot gives the Node a new boot id; a
+// fault that persists stays through a reboot, one that clears on reboot
+// is gone after it, with the label.
+func TestNodeFaultAndReboot(t *testing.T) {
+	f := setup(t)
+	in := f.launch(t, "reboot", "bottlerocket-aws-k8s-*-x86_64-*", bottlerocketUserData, "c5.large", "nc-reboot")
+	node := f.node(t, in.PrivateDNSName)
+	boot0 := node.Status.NodeInfo.BootID
+	ctx := context.Background()
+	get := func() *corev1.Node {
+		n, err := f.kube.CoreV1().Nodes().Get(ctx, in.PrivateDNSName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	since := time.Now().Add(-11 * time.Minute).UTC().Truncate(time.Second)
+	if err := f.emu.SetNodeFault(in.ID, &awsemu.NodeFault{Type: "AcceleratedHardwareReady", Status: "False", Reason: "NvidiaXID63Error", Since: since}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the fault on the node", func() (bool, error) {
+		c := nodeCondition(get(), "AcceleratedHardwareReady")
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "NvidiaXID63Error" && c.LastTransitionTime.Time.Equal(since), nil
+	})
+	if n := get(); n.Labels[controlplane.HoldConditionsLabel] != controlplane.HoldConditionsValue {
+		t.Errorf("faulty node labels %v, want %s=%s", n.Labels, controlplane.HoldConditionsLabel, controlplane.HoldConditionsValue)
+	}
+	reboot := func() string {
+		t.Helper()
+		prev := get().Status.NodeInfo.BootID
+		if _, err := f.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{in.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		waitUntil(t, 30*time.Second, "a new boot id", func() (bool, error) {
+			id = get().Status.NodeInfo.BootID
+			return id != prev, nil
+		})
+		return id
+	}
+	boot1 := reboot()
+	if boot1 == boot0 {
+		t.Fatalf("boot id unchanged by the reboot: %q", boot1)
+	}
+	if c := nodeCondition(get(), "AcceleratedHardwareReady"); c == nil || c.Status != corev1.ConditionFalse {
+		t.Errorf("a persistent fault is gone after the reboot: %+v", c)
+	}
+	if err := f.emu.SetNodeFault(in.ID, &awsemu.NodeFault{Type: "AcceleratedHardwareReady", Status: "False", Reason: "NvidiaXID63Error", Since: since, ClearsOnReboot: true}); err != nil {
+		t.Fatal(err)
+	}
+	if boot2 := reboot(); boot2 == boot1 {
+		t.Fatalf("boot id unchanged by the second reboot")
+	}
+	waitUntil(t, 30*time.Second, "the fault cleared by the reboot", func() (bool, error) {
+		n := get()
+		return nodeCondition(n, "AcceleratedHardwareReady") == nil && n.Labels[controlplane.HoldConditionsLabel] == "" && n.Annotations[kubenode.AnnotationNodeFault] == "", nil
+	})
+}

@@ -37,6 +37,8 @@ type CloudProvider struct {
 	drifted map[string]cloudprovider.DriftReason
 	// repairPolicies are what RepairPolicies returns.
 	repairPolicies []cloudprovider.RepairPolicy
+	// reboots counts Reboot calls by provider id.
+	reboots map[string]int
 
 	// NextCreateErr, NextDeleteErr, NextGetErr, NextListErr are returned
 	// (once) by the next call of that method, then cleared.
@@ -251,6 +253,30 @@ func (c *CloudProvider) Delete(_ context.Context, nodeClaim *karpv1.NodeClaim) e
 	}
 	delete(c.instances, id)
 	return nil
+}
+
+// Reboot records a reboot of the NodeClaim's instance (Reboots counts
+// them); NodeClaimNotFoundError when it is not running.
+func (c *CloudProvider) Reboot(_ context.Context, nodeClaim *karpv1.NodeClaim) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := nodeClaim.Status.ProviderID
+	c.record("Reboot %s", id)
+	if _, ok := c.instances[id]; !ok {
+		return &cloudprovider.NodeClaimNotFoundError{ProviderID: id}
+	}
+	if c.reboots == nil {
+		c.reboots = map[string]int{}
+	}
+	c.reboots[id]++
+	return nil
+}
+
+// Reboots returns how many times the instance was rebooted.
+func (c *CloudProvider) Reboots(providerID string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reboots[providerID]
 }
 
 // Get returns the instance with the providerID.

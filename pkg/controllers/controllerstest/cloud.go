@@ -129,6 +129,14 @@ func (c *Cloud) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
 	return c.CloudProvider.Delete(ctx, nc)
 }
 
+// Reboot counts, injects, and forwards.
+func (c *Cloud) Reboot(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if err := c.enter("Reboot"); err != nil {
+		return err
+	}
+	return c.CloudProvider.Reboot(ctx, nc)
+}
+
 // Get counts, injects, and forwards.
 func (c *Cloud) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
 	if err := c.enter("Get"); err != nil {

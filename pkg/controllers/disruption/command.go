@@ -130,7 +130,7 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 // nothing better" (Unconsolidatable); other kept codes make no event.
 var (
 	blockedCodes = []planner.Code{planner.CodeNodeDoNotDisrupt, planner.CodePodDoNotDisrupt, planner.CodePDB,
-		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked}
+		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked, planner.CodeDoNotRepair}
 	unconsolidatableCodes = []planner.Code{planner.CodeCannotReschedule, planner.CodeNoCheaper, planner.CodeSpotToSpotDisabled,
 		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
 )
@@ -170,6 +170,9 @@ func (c *Controller) reportKept(st *state, plan *planner.Plan) {
 
 // start begins a command: annotate, taint, condition, launch.
 func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, now time.Time) error {
+	if cmd.Reboot {
+		return c.startReboot(ctx, st, cmd, now)
+	}
 	logger := log.FromContext(ctx)
 	cs := commandState{
 		ID: commandID(cmd, now), Reason: string(cmd.Reason), ConsolidationType: cmd.ConsolidationType, Started: now,

@@ -272,6 +272,12 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	if err := c.untaintStale(ctx, st); err != nil {
 		errs = append(errs, err)
 	}
+	// Reboots for repair in progress: ended when the node comes back. They
+	// hold nothing else (the planner counts them against the budgets).
+	rebooting, err := c.driveReboots(ctx, st, now)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.liftHolds(ctx, st); err != nil {
 		errs = append(errs, err)
 	}
@@ -330,7 +336,7 @@ func (c *Controller) Pass(ctx context.Context) (time.Duration, error) {
 	switch {
 	case len(errs) > 0:
 		return c.opts.ActiveInterval, errors.Join(errs...)
-	case started > 0 || c.held != nil || draining > 0:
+	case started > 0 || c.held != nil || draining > 0 || rebooting:
 		return c.opts.ActiveInterval, nil
 	}
 	return c.opts.Interval, nil

@@ -329,6 +329,8 @@ func (c *Controller) nodeState(n *corev1.Node, nc *karpv1.NodeClaim, now time.Ti
 		}
 	}
 	s.NotReady = !ready
+	s.Rebooting, s.RepairReboots, s.LastReboot = rebootState(nc)
+	s.DoNotRepair = n.Annotations[planner.DoNotRepairAnnotation] == "true" || nc.Annotations[planner.DoNotRepairAnnotation] == "true"
 	if d := nc.GetCondition(karpv1.ConditionTypeDrifted); d != nil && d.Status == metav1.ConditionTrue {
 		s.Drifted = d.Reason
 	}

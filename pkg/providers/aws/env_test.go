@@ -257,6 +257,9 @@ func (e *env) checkCallsAllowed() {
 	for _, pol := range iampolicy.ControllerPolicies(params) {
 		docs = append(docs, pol.Document)
 	}
+	if e.opts.RebootForRepair {
+		docs = append(docs, iampolicy.RebootForRepairPolicy(params).Document)
+	}
 	seen := map[string]bool{}
 	for _, c := range e.emu.Calls() {
 		seen[c.Action] = true

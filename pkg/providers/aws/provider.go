@@ -83,6 +83,10 @@ type Options struct {
 	// capacity reservations node classes select (their status still
 	// lists them).
 	NoReservedCapacity bool
+	// RebootForRepair (the peer's AWS feature gate): the repair policies
+	// of reboot-clearable GPU faults reboot the instance rather than
+	// replace it (package repair).
+	RebootForRepair bool
 }
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	awsprovider "github.com/dovetail-sh/dovetail/pkg/providers/aws"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
@@ -685,4 +686,70 @@ func TestProviderIDRoundTrip(t *testing.T) {
 
 func asCreateError(err error, target **cloudprovider.CreateError) bool {
 	return errorsAs(err, target)
+}
+
+// Reboot reboots the NodeClaim's instance in place through EC2
+// RebootInstances (allowed by the RebootForRepair policy only: the IAM
+// check at the end of the test); a terminated instance is NodeClaimNotFound.
+// RepairPolicies reboot the reboot-clearable GPU faults only with the gate.
+func TestRebootForRepair(t *testing.T) {
+	e := newEnv(t, envOptions{provider: awsprovider.Options{RebootForRepair: true}})
+	launched, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := launched.Status.ProviderID[strings.LastIndexByte(launched.Status.ProviderID, '/')+1:]
+	pollUntil(t, "the instance running", 30*time.Second, func() (bool, error) {
+		in, ok := e.emu.Instance(id)
+		return ok && in.State == awsemu.StateRunning, nil
+	})
+	if err := e.p.Reboot(e.ctx, launched); err != nil {
+		t.Fatalf("Reboot: %v", err)
+	}
+	pollUntil(t, "the reboot to end", 30*time.Second, func() (bool, error) {
+		in, _ := e.emu.Instance(id)
+		return in.Reboots == 1, nil
+	})
+	if in, _ := e.emu.Instance(id); in.State != awsemu.StateRunning {
+		t.Errorf("instance %s after the reboot, want running", in.State)
+	}
+	reboots := 0
+	for _, c := range e.emu.Calls() {
+		if c.Action == "ec2:RebootInstances" {
+			reboots++
+		}
+	}
+	if reboots != 1 {
+		t.Errorf("%d RebootInstances calls, want 1", reboots)
+	}
+	rebootPolicies := func(ps []cloudprovider.RepairPolicy) int {
+		n := 0
+		for _, p := range ps {
+			if p.Action == cloudprovider.RepairReboot {
+				n++
+			}
+		}
+		return n
+	}
+	if n := rebootPolicies(e.p.RepairPolicies()); n != 1 {
+		t.Errorf("%d reboot policies with RebootForRepair, want 1 (the reboot-clearable XIDs)", n)
+	}
+	off := e.opts
+	off.RebootForRepair = false
+	plain, err := awsprovider.New(e.ctx, e.cfg, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rebootPolicies(plain.RepairPolicies()); n != 0 {
+		t.Errorf("%d reboot policies without RebootForRepair, want 0", n)
+	}
+	if err := e.p.Delete(e.ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the instance terminated", 30*time.Second, func() (bool, error) {
+		return cloudprovider.IsNodeClaimNotFound(e.p.Delete(e.ctx, launched)), nil
+	})
+	if err := e.p.Reboot(e.ctx, launched); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Errorf("Reboot of a terminated instance = %v, want NodeClaimNotFound", err)
+	}
 }

@@ -341,3 +341,20 @@ func ControllerPolicies(p Params) []Policy {
 		{Name: name("ResourceDiscovery"), Short: "ResourceDiscovery", Document: resourceDiscovery},
 	}
 }
+
+// RebootForRepairPolicy is the policy the AWS feature gate RebootForRepair
+// needs on top of ControllerPolicies: ec2:RebootInstances on the
+// cluster's own instances (node repair reboots a reboot-clearable fault in
+// place). Attach it only with the gate on.
+func RebootForRepairPolicy(p Params) Policy {
+	doc := Document{Version: "2012-10-17", Statement: []Statement{{
+		Sid: "AllowScopedReboot", Effect: Allow,
+		Action:   []string{"ec2:RebootInstances"},
+		Resource: []string{fmt.Sprintf("arn:%s:ec2:%s:*:instance/*", p.Partition, p.Region)},
+		Condition: map[string]map[string]any{
+			"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/" + p.ClusterName: "owned"},
+			"StringLike":   {"aws:ResourceTag/" + tagNodePool: "*"},
+		},
+	}}}
+	return Policy{Name: "dovetail-RebootForRepair-" + p.ClusterName, Short: "RebootForRepair", Document: doc}
+}

@@ -167,6 +167,7 @@ func TestGoldenFiles(t *testing.T) {
 	for _, pol := range ControllerPolicies(TemplateParams()) {
 		files["controller-"+pol.Short+".json"] = pol.Document.Indented()
 	}
+	files["gate-RebootForRepair.json"] = RebootForRepairPolicy(TemplateParams()).Document.Indented()
 	files["interruption-queue-policy.json"] = QueuePolicy(TemplateParams()).Indented()
 	rules, err := json.MarshalIndent(EventRules(), "", "  ")
 	if err != nil {

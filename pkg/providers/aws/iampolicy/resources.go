@@ -38,7 +38,7 @@ func RequestResources(p Params, action string) (resources []string, ok bool) {
 		return []string{ec2("launch-template/lt-0123456789abcdef0")}, true
 	case "ec2:TerminateInstances":
 		return []string{ec2("instance/i-0123456789abcdef0")}, true
-	case "ec2:CreateTags":
+	case "ec2:CreateTags", "ec2:RebootInstances":
 		return []string{ec2("instance/i-0123456789abcdef0")}, true
 	case "iam:GetInstanceProfile", "iam:CreateInstanceProfile", "iam:TagInstanceProfile",
 		"iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile":

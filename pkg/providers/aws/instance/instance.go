@@ -221,6 +221,16 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 	return err
 }
 
+// Reboot reboots one instance in place (EC2 RebootInstances, not
+// batched: repair reboots one node at a time).
+func (p *Provider) Reboot(ctx context.Context, id string) error {
+	_, err := p.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		return fmt.Errorf("rebooting instance %s: %w", id, err)
+	}
+	return nil
+}
+
 // Retain forgets the records (see Recent) of instances learned before
 // since that are not in live: call it with a List of every instance the
 // caller owns that started at since.
