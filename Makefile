@@ -6,7 +6,7 @@ export GOFLAGS := -buildvcs=false
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GO_TEST_TIMEOUT ?= 35m
 
-.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz soak soak-cycle test-upstream
+.PHONY: all build run test controlplane chromium generate verify-generated vet unit fmt-check clean charts helm image terraform-iam tofu-fmt test-e2e-long fuzz soak soak-cycle test-upstream test-takeover
 
 all: build
 
@@ -85,6 +85,10 @@ test-upstream: build controlplane
 	go build -o bin/upstream ./test/upstream
 	DOVETAIL_CONTROLPLANE_DIR=$$(cd tools && go run ./cmd/build-controlplane 2>/dev/null) \
 	  bin/upstream -binary bin/dovetail -out bin/upstream-results $(UPSTREAM_FLAGS)
+
+## test-takeover: the real peer (Karpenter, built from the Go module proxy at run time, ~25 min cold) provisions on the local stack, dovetail takes over in place, the workload grows, the peer takes over again; fails on any deletion, drift, Pending pod or reconcile error (hack/takeover/takeover.sh; TAKEOVER_DIR keeps binaries); not part of `make test`
+test-takeover: controlplane helm
+	hack/takeover/takeover.sh
 
 ## run: the demo: local stack + examples/, a sample workload scaled up, a spot interruption, a live view (Ctrl-C stops)
 run: build controlplane

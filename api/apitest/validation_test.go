@@ -373,6 +373,7 @@ func validCases() []validCase {
 		{name: "capacity-type as a template label (the peer allows it)", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.sh/capacity-type: spot}}}}`},
 		{name: "limits on any resource", base: np, patch: `spec: {limits: {nodes: "10", nvidia.com/gpu: "8"}}`},
 		{name: "nodeclaim with nodepool requirement and expireAfter", base: nc, patch: `spec: {expireAfter: Never, taints: [{key: team, value: b, effect: NoExecute}]}`},
+		{name: "ec2nodeclass requirement and template label (the peer allows both)", base: np, patch: `spec: {template: {metadata: {labels: {karpenter.k8s.aws/ec2nodeclass: default}}, spec: {requirements: [{key: karpenter.k8s.aws/ec2nodeclass, operator: In, values: [default]}]}}}`},
 		{name: "nodeclaim with the peer's ec2nodeclass requirement", base: nc, patch: `spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [default]}, {key: karpenter.k8s.aws/ec2nodeclass, operator: In, values: [default]}]}`},
 		{name: "alias al2023@latest without amiFamily", base: ec2, patch: `spec: {amiFamily: null, amiSelectorTerms: [{alias: al2023@latest}]}`},
 		{name: "pinned alias with matching amiFamily", base: ec2, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{alias: al2023@v20240807}]}`},

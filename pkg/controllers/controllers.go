@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/capacitybuffer"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/cost"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/interruption"
@@ -69,6 +70,7 @@ var (
 	_ Controller = (*offerings.Controller)(nil)
 	_ Controller = (*nodeoverlay.Controller)(nil)
 	_ Controller = (*static.Controller)(nil)
+	_ Controller = (*capacitybuffer.Controller)(nil)
 	_ Controller = (*offeringmetrics.Controller)(nil)
 	_ Controller = (*podmetrics.Controller)(nil)
 
@@ -87,6 +89,7 @@ var (
 	_ reconcile.Reconciler = (*offerings.Controller)(nil)
 	_ reconcile.Reconciler = (*nodeoverlay.Controller)(nil)
 	_ reconcile.Reconciler = (*static.Controller)(nil)
+	_ reconcile.Reconciler = (*capacitybuffer.Controller)(nil)
 	_ reconcile.Reconciler = (*offeringmetrics.Controller)(nil)
 )
 
@@ -147,10 +150,17 @@ type Config struct {
 	// (spec.replicas) with the static controller; off, such a pool gets
 	// ValidationSucceeded=False from the readiness controller and no nodes.
 	StaticCapacity bool
+	// CapacityBuffer (feature gate CapacityBuffer) runs the capacity
+	// buffer controller and has provisioning and disruption keep the
+	// buffers' room; off, CapacityBuffers are not read.
+	CapacityBuffer bool
 	// NodeRepair (feature gate NodeRepair) replaces nodes whose conditions
 	// match one of the cloud provider's repair policies past its
 	// toleration (the disruption controller, reason Unhealthy).
 	NodeRepair bool
+	// LifecycleWorkers is how many NodeClaims nodeclaim.lifecycle
+	// reconciles at once (0: lifecycle.Workers).
+	LifecycleWorkers int
 }
 
 // NewControllers lists every controller dovetail runs, wired with its
@@ -173,7 +183,9 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	newNodeClaim := func(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cloudprovider.InstanceType, reason string) *karpv1.NodeClaim {
 		return provisioning.NewNodeClaim(np, planned, types, reason, cfg.Provisioning.MaxInstanceTypes)
 	}
-	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, cfg.Provisioning)
+	provOpts := cfg.Provisioning
+	provOpts.CapacityBuffers = cfg.CapacityBuffer
+	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, provOpts)
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
 		hash.NewController(d.Client),
@@ -187,7 +199,8 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 
 		// NodeClaims from launch to deletion.
 		lifecycle.NewController(d.Client, cloud("nodeclaim.lifecycle"), d.Clock, d.Recorder, d.Metrics, d.Unavailable,
-			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout, RegistrationHold: lifecycle.DefaultRegistrationHold}),
+			lifecycle.Options{LaunchTimeout: cfg.LaunchTimeout, RegistrationTimeout: cfg.RegistrationTimeout, RegistrationHold: lifecycle.DefaultRegistrationHold,
+				Workers: cfg.LifecycleWorkers}),
 		drift.NewController(d.Client, cloud("nodeclaim.drift"), d.Clock, cfg.DriftPollInterval),
 		// Pod events and the Consolidatable condition, read by disruption.
 		podevents.NewController(d.Client, d.Clock),
@@ -223,6 +236,11 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		out = append(out, static.New(d.Client, live, cloud("nodepool.static"), d.Clock, d.Recorder, d.Unavailable,
 			newNodeClaim, static.Options{Snapshot: disruptionOptions(cfg).Snapshot}))
 	}
+	if cfg.CapacityBuffer {
+		// CapacityBuffers resolved into status; provisioning keeps their
+		// room (provOpts.CapacityBuffers).
+		out = append(out, capacitybuffer.New(d.Client, d.Clock, d.Recorder, capacitybuffer.Options{}))
+	}
 	if d.APIReader != nil && cfg.CostNamespace != "" {
 		// What the fleet costs, hour by hour, kept in the cluster.
 		out = append(out, cost.NewController(d.Client, d.APIReader, d.Clock, cost.Options{Namespace: cfg.CostNamespace}))
@@ -243,6 +261,7 @@ func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
 	o.NodeRepair = cfg.NodeRepair
+	o.CapacityBuffers = cfg.CapacityBuffer
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}

@@ -55,6 +55,10 @@ const (
 	// CodeStaticPool: the node belongs to a static pool (spec.replicas),
 	// whose nodes are not consolidated; only drift replaces them.
 	CodeStaticPool Code = "StaticPool"
+	// CodeBufferRoom: empty, but it holds the room of a CapacityBuffer
+	// (the buffer's pods would be placed on it); deleting or shrinking the
+	// buffer lets it go.
+	CodeBufferRoom Code = "CapacityBuffer"
 	// CodeRepairTolerating: a condition matches a repair policy, but has
 	// not lasted its toleration yet.
 	CodeRepairTolerating Code = "UnhealthyWithinToleration"
@@ -83,5 +87,5 @@ func Codes() []Code {
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
 		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool,
-		CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeDoNotRepair, CodeRebooting, CodeNotCandidate}
+		CodeBufferRoom, CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeDoNotRepair, CodeRebooting, CodeNotCandidate}
 }

@@ -554,15 +554,22 @@ func doNotDisruptAt(pod *corev1.Pod, now time.Time) (time.Time, bool) {
 	return until, until.After(now)
 }
 
-// placedOn reports whether the base plan puts a pending pod on node.
-func (p *planner) placedOn(node string) int {
+// placedOn counts the pending pods the base plan puts on node, and names
+// the capacity buffers whose room it holds there.
+func (p *planner) placedOn(node string) (int, []string) {
 	c := 0
+	var buffers []string
 	for _, pl := range p.base.Existing {
 		if pl.Node == node && !pl.InFlight {
+			if name, ok := engine.BufferOf(pl.Pod); ok {
+				buffers = append(buffers, pl.Pod.Namespace+"/"+name)
+				continue
+			}
 			c++
 		}
 	}
-	return c
+	slices.Sort(buffers)
+	return c, slices.Compact(buffers)
 }
 
 // empty removes nodes with no reschedulable pods, per pool within the
@@ -592,8 +599,11 @@ func (p *planner) empty() error {
 				return err
 			}
 		}
-		if c := p.placedOn(n.name); c > 0 {
+		if c, buffers := p.placedOn(n.name); c > 0 {
 			p.keep(n, CodeNeededByPending, "empty, but %d pending pods would be placed on it", c)
+			continue
+		} else if len(buffers) > 0 {
+			p.keep(n, CodeBufferRoom, "empty, but it holds the room of CapacityBuffer %s", strings.Join(buffers, ", "))
 			continue
 		}
 		if _, ok := byPool[n.pool]; !ok {

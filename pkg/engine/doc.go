@@ -30,6 +30,11 @@
 //   - A new node comes from the highest-weight NodePool that can take the
 //     pod; a lower one only when the higher cannot (requirements, taints,
 //     limits, no available offering, topology).
+//   - Buffers (Input.Buffers, CapacityBuffers) are room kept on purpose:
+//     pods of a template that no one waits for yet, planned after the
+//     pending pods with every constraint above; Plan.Buffers says where
+//     each buffer's room is (existing, in flight, new, nowhere). Their pods
+//     are named so they can never collide with a real pod (BufferOf).
 //
 // # Pipeline
 //

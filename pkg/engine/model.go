@@ -79,6 +79,10 @@ type WhatIf struct {
 // Compile checks and compiles in for what-ifs. Its error is the one Solve
 // would return for the same input.
 func Compile(in *Input) (*Model, error) {
+	in, errs := withBuffers(in)
+	if len(errs) > 0 {
+		return nil, &InputError{Errs: errs}
+	}
 	s, err := newSolverBase(in, true)
 	if err != nil {
 		return nil, err

@@ -111,14 +111,21 @@ type cdaemon struct {
 // non-nil only for malformed input (an *InputError wrapping
 // ErrInvalidInput); the same input always gives the same plan.
 func Solve(in *Input) (*Plan, error) {
+	orig := in
+	in, errs := withBuffers(in)
+	if len(errs) > 0 {
+		return nil, &InputError{Errs: errs}
+	}
 	s, err := newSolver(in)
 	if err != nil {
 		return nil, err
 	}
-	return s.runBest(func() *solver {
+	plan := s.runBest(func() *solver {
 		alt, _ := newSolver(in) // in compiled without error once already
 		return alt
-	}).finish(), nil
+	}).finish()
+	plan.Buffers = bufferRooms(orig.Buffers, plan)
+	return plan, nil
 }
 
 // runBest runs s with the default heuristics and, when multiStart says

@@ -14,6 +14,9 @@ import (
 type Input struct {
 	// Pods are the pending pods to place.
 	Pods []*corev1.Pod
+	// Buffers are spare capacity kept on purpose: room for pods of a
+	// shape that no pod asks for yet, planned after Pods (see Buffer).
+	Buffers []Buffer
 	// Nodes are the nodes that exist, with the pods bound to them.
 	Nodes []ExistingNode
 	// InFlight are NodeClaims being launched: capacity on its way.
@@ -180,6 +183,9 @@ type Plan struct {
 	// Options.SkipLowerBound is set). The disruption planner's fleet bound
 	// sets every weight to 0 to bound any fleet.
 	LowerBound float64
+	// Buffers says where each of the input's Buffers is kept, in input
+	// order (Solve only; a Model's what-ifs leave it empty).
+	Buffers []BufferRoom
 	// Stats are counts about the solve.
 	Stats Stats
 }

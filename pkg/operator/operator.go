@@ -26,6 +26,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
@@ -92,7 +93,7 @@ type Operator struct {
 // API types.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, karpv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, karpv1alpha1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -232,7 +233,8 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options, deps Deps) 
 }
 
 // ControllerConfig resolves the controllers' tunables from the options:
-// liveness timeouts scaled by LivenessTimeScale, batch windows passed on.
+// liveness timeouts scaled by LivenessTimeScale, batch windows passed on,
+// the NodeClaim lifecycle's workers scaled with CPU_REQUESTS.
 func ControllerConfig(opts Options) controllers.Config {
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * opts.LivenessTimeScale) }
 	return controllers.Config{
@@ -252,6 +254,9 @@ func ControllerConfig(opts Options) controllers.Config {
 		NodeRepair:               opts.FeatureGates[NodeRepairGate],
 		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
 		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
+		CapacityBuffer:           opts.FeatureGates[CapacityBufferGate],
+		// CPU_REQUESTS (0 when not given: one core).
+		LifecycleWorkers: lifecycle.ScaledWorkers(opts.Peer.CPURequests),
 	}
 }
 

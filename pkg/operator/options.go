@@ -275,8 +275,8 @@ var Gates = map[string]Gate{
 	StaticCapacityGate: {Default: false,
 		On:  "a NodePool with spec.replicas keeps exactly that many nodes within limits.nodes (controllers.Config.StaticCapacity)",
 		Off: "NodePools provision for pending pods only; a NodePool with spec.replicas gets ValidationSucceeded=False and no nodes"},
-	"CapacityBuffer": {Default: false, RefuseOn: true,
-		On:  "not implemented: CapacityBuffers are installed and validated but not provisioned (docs/api.md)",
+	CapacityBufferGate: {Default: false,
+		On:  "CapacityBuffers are resolved (status, conditions) and their room is provisioned ahead of pending pods and kept from consolidation (controllers.Config.CapacityBuffer)",
 		Off: "CapacityBuffers are ignored, as the peer ignores them with the gate off; no headroom is provisioned ahead of pending pods"},
 	"TerminateFirstDrift": {Default: false, RefuseOn: true,
 		On:  "not implemented: drift always launches the replacement before terminating the drifted node",
@@ -314,6 +314,10 @@ const SchedulerHandoffGate = "SchedulerHandoff"
 // StaticCapacityGate names the gate of static NodePools (spec.replicas;
 // controllers.Config.StaticCapacity).
 const StaticCapacityGate = "StaticCapacity"
+
+// CapacityBufferGate names the gate of CapacityBuffers
+// (controllers.Config.CapacityBuffer).
+const CapacityBufferGate = "CapacityBuffer"
 
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).

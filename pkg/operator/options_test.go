@@ -197,3 +197,20 @@ func TestFeatureGateValues(t *testing.T) {
 		t.Error("SpotToSpotConsolidation=true did not reach controllers.Config")
 	}
 }
+
+// TestCPURequestsScaleTheLifecycleWorkers: CPU_REQUESTS works as the
+// peer's does: the NodeClaim lifecycle controller's concurrency grows
+// linearly with the container's CPU request in whole cores, from 100 at
+// one core (or none given) to 5000 at 60 cores and no further.
+func TestCPURequestsScaleTheLifecycleWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		millis int64
+		want   int
+	}{{0, 100}, {500, 100}, {1000, 100}, {1001, 183}, {2000, 183}, {4000, 349}, {60000, 5000}, {128000, 5000}} {
+		o := operator.DefaultOptions()
+		o.Peer.CPURequests = tc.millis
+		if got := operator.ControllerConfig(o).LifecycleWorkers; got != tc.want {
+			t.Errorf("CPU_REQUESTS=%d: %d lifecycle workers, want %d", tc.millis, got, tc.want)
+		}
+	}
+}

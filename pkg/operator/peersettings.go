@@ -33,9 +33,10 @@ type PeerSettings struct {
 	// not called; for dovetail that is the Pricing API, so on-demand prices
 	// come from the built-in table.
 	IsolatedVPC bool
-	// EKSControlPlane (eksControlPlane): accepted either way; dovetail
-	// reads what it is not given (endpoint, CA, service CIDR, version)
-	// with eks:DescribeCluster in both cases.
+	// EKSControlPlane (eksControlPlane): where the Kubernetes version
+	// nodes are told comes from: the API server when false (the peer's
+	// default), eks:DescribeCluster when true. The endpoint, CA and service
+	// CIDR not given are read with eks:DescribeCluster either way.
 	EKSControlPlane bool
 	// VMMemoryOverheadPercent (vmMemoryOverheadPercent): the fraction of
 	// memory lost to virtualisation, in (0, 1).
@@ -72,8 +73,9 @@ type PeerSettings struct {
 	// LogErrorOutputPaths (logErrorOutputPaths): stderr only.
 	LogErrorOutputPaths []string
 	// CPURequests (cpuRequests): the container's CPU request in
-	// millicores (the downward API). Checked, not acted on: dovetail's
-	// reconcile concurrency is fixed.
+	// millicores (the downward API). As the peer's, it scales how many
+	// NodeClaims the lifecycle controller reconciles at once
+	// (lifecycle.ScaledWorkers: 100 at one core, 5000 at 60).
 	CPURequests int64
 	// MemoryLimit (memoryLimit): the container's memory limit in bytes
 	// (the downward API); when positive and GOMEMLIMIT is unset, Go's soft

@@ -88,11 +88,20 @@ func checkKey(key string, allowed []string, p *field.Path, what string) *field.E
 	case key == corev1.LabelHostname:
 		return field.Forbidden(p, what+" may not use kubernetes.io/hostname")
 	case inDomain(key, karpv1.Group) && !slices.Contains(allowed, key):
-		if len(allowed) == 0 {
+		var own []string
+		for _, a := range allowed {
+			if inDomain(a, karpv1.Group) {
+				own = append(own, a)
+			}
+		}
+		if len(own) == 0 {
 			return field.Forbidden(p, what+" may not use keys in the karpenter.sh domain")
 		}
-		return field.Forbidden(p, what+" may not use keys in the karpenter.sh domain, except "+strings.Join(allowed, " and "))
+		return field.Forbidden(p, what+" may not use keys in the karpenter.sh domain, except "+strings.Join(own, " and "))
 	case inDomain(key, awsv1.Group) && !slices.Contains(awsv1.WellKnownLabels, key) && !slices.Contains(allowed, key):
+		if slices.Contains(allowed, awsv1.LabelNodeClass) {
+			return field.Forbidden(p, what+" may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels or "+awsv1.LabelNodeClass)
+		}
 		return field.Forbidden(p, what+" may use keys in the karpenter.k8s.aws domain only if they are well-known instance labels")
 	}
 	return nil
@@ -120,7 +129,7 @@ func validateNodePool(np *karpv1.NodePool) field.ErrorList {
 	}
 	tmpl := spec.Child("template")
 	for _, k := range sortedKeys(np.Spec.Template.Labels) {
-		if fe := checkKey(k, []string{karpv1.CapacityTypeLabelKey}, tmpl.Child("metadata", "labels").Key(k), "labels"); fe != nil {
+		if fe := checkKey(k, []string{karpv1.CapacityTypeLabelKey, awsv1.LabelNodeClass}, tmpl.Child("metadata", "labels").Key(k), "labels"); fe != nil {
 			errs = append(errs, fe)
 		}
 	}
@@ -130,7 +139,11 @@ func validateNodePool(np *karpv1.NodePool) field.ErrorList {
 	} else {
 		errs = append(errs, validateRef(ref, tmpl.Child("spec", "nodeClassRef"))...)
 	}
-	errs = append(errs, validateRequirements(ts.Requirements, []string{karpv1.CapacityTypeLabelKey}, tmpl.Child("spec", "requirements"))...)
+	// karpenter.k8s.aws/ec2nodeclass is allowed, as the peer allows it: it
+	// is the label every node of the pool gets (the name of its
+	// nodeClassRef), so a requirement on it either agrees with the
+	// reference or leaves the pool unable to launch (snapshot.NodePool).
+	errs = append(errs, validateRequirements(ts.Requirements, []string{karpv1.CapacityTypeLabelKey, awsv1.LabelNodeClass}, tmpl.Child("spec", "requirements"))...)
 	// spec.replicas is valid (the API server accepts it): such a pool is
 	// planned as unsupported (no nodes), as the controller treats it.
 	for _, e := range np.RuntimeValidate() {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
@@ -47,6 +48,11 @@ type Cluster struct {
 	Namespaces []*corev1.Namespace
 	// Unavailable offerings are out of capacity.
 	Unavailable []engine.OfferingKey
+	// CapacityBuffers with the PodTemplates their status names become the
+	// engine's Buffers (see Buffers); nil when the CapacityBuffer gate is
+	// off.
+	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
 }
 
 // Options are the caller's settings for Build.
@@ -241,7 +247,13 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 	}
 
 	in.Volumes = VolumeZones(c.PersistentVolumeClaims, c.PersistentVolumes, c.StorageClasses)
+	in.Buffers = Buffers(c.CapacityBuffers, c.PodTemplates)
 	in.NamespaceLabels = namespaceLabels(c.Namespaces, c.Pods)
+	for _, b := range in.Buffers {
+		if _, ok := in.NamespaceLabels[b.Namespace]; !ok {
+			in.NamespaceLabels[b.Namespace] = map[string]string{corev1.LabelMetadataName: b.Namespace}
+		}
+	}
 	return in, nil
 }
 

@@ -27,6 +27,10 @@
 //   - Destinations: where a disruption command planned the pods it evicts,
 //     by the owner that recreates them (Destinations, OwnerOf);
 //     Nominations says which new pods of those owners to nominate where.
+//   - Buffers: the CapacityBuffers whose status is resolved, with the
+//     PodTemplates they name, become engine.Buffers (Buffers, BufferCount:
+//     the count from a buffer's spec, shared with the capacity buffer
+//     controller).
 //   - Unsupported: a pool the engine must not plan nodes for yet (Windows
 //     node classes, reserved-only capacity); its pods get the reason.
 //

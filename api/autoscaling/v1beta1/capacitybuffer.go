@@ -120,3 +120,20 @@ type CapacityBufferStatus struct {
 	// +optional
 	ProvisioningStrategy *string `json:"provisioningStrategy,omitempty"`
 }
+
+// Condition types of a CapacityBuffer's status, as the API defines them.
+const (
+	// ConditionReadyForProvisioning: the buffer's shape and count are
+	// resolved (status.podTemplateRef, status.replicas).
+	ConditionReadyForProvisioning = "ReadyForProvisioning"
+	// ConditionProvisioning: the buffer's room exists (True) or is being
+	// made or cannot be (False).
+	ConditionProvisioning = "Provisioning"
+)
+
+// Kinds a scalableRef may name (group apps).
+const (
+	KindDeployment  = "Deployment"
+	KindReplicaSet  = "ReplicaSet"
+	KindStatefulSet = "StatefulSet"
+)

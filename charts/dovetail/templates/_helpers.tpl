@@ -66,7 +66,7 @@ pkg/operator's Gates with RefuseOn (charts' TestChartValuesReachTheController
 fails when the two disagree). */}}
 {{- define "dovetail.featureGates" -}}
 {{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" "schedulerHandoff" -}}
-{{- $refusedOn := list "nodeOverlay" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" -}}
+{{- $refusedOn := list "nodeOverlay" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" -}}
 {{- include "dovetail.gates" (list "settings.featureGates" .Values.settings.featureGates $known $refusedOn) -}}
 {{- end -}}
 

@@ -177,7 +177,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.StringVar(&p.MinValuesPolicy, "min-values-policy", p.MinValuesPolicy, "how minValues are treated: Strict (BestEffort is not implemented)")
 	f.StringVar(&p.ClusterCABundle, "cluster-ca-bundle", p.ClusterCABundle, "base64 PEM CA bundle of the API server for new nodes (empty: from eks:DescribeCluster)")
 	f.BoolVar(&p.IsolatedVPC, "isolated-vpc", p.IsolatedVPC, "call no AWS service without a VPC endpoint: on-demand prices come from the built-in table, not the Pricing API")
-	f.BoolVar(&p.EKSControlPlane, "eks-control-plane", p.EKSControlPlane, "the peer's EKS switch; dovetail reads cluster details not given with eks:DescribeCluster either way")
+	f.BoolVar(&p.EKSControlPlane, "eks-control-plane", p.EKSControlPlane, "read the Kubernetes version nodes are told with eks:DescribeCluster instead of from the API server (the endpoint, CA and service CIDR not given are read with eks:DescribeCluster either way)")
 	f.Float64Var(&p.VMMemoryOverheadPercent, "vm-memory-overhead-percent", p.VMMemoryOverheadPercent, "fraction of instance memory lost to virtualisation, in (0, 1)")
 	f.IntVar(&p.ReservedENIs, "reserved-enis", p.ReservedENIs, "ENIs not counted for pods when computing max-pods")
 	f.BoolVar(&p.EnableZonalShift, "enable-zonal-shift", p.EnableZonalShift, "respect ARC zonal shifts (not implemented: only false)")
@@ -192,7 +192,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.StringVar(&p.KarpenterService, "karpenter-service", p.KarpenterService, "name of the controller's Service (checked; dovetail has no webhooks to serve on it)")
 	f.StringSliceVar(&p.LogOutputPaths, "log-output-paths", p.LogOutputPaths, "where logs go: stdout and/or stderr (default stderr)")
 	f.StringSliceVar(&p.LogErrorOutputPaths, "log-error-output-paths", p.LogErrorOutputPaths, "the logger's own errors: stderr only")
-	f.Int64Var(&p.CPURequests, "cpu-requests", p.CPURequests, "the container's CPU request in millicores (from the downward API; checked, not acted on)")
+	f.Int64Var(&p.CPURequests, "cpu-requests", p.CPURequests, "the container's CPU request in millicores (from the downward API); scales how many NodeClaims are reconciled at once")
 	f.Int64Var(&p.MemoryLimit, "memory-limit", p.MemoryLimit, "the container's memory limit in bytes (from the downward API): Go's soft memory limit becomes 90% of it unless GOMEMLIMIT is set")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	for _, b := range bindings {

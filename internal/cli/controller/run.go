@@ -33,7 +33,8 @@ func Run(ctx context.Context, opts *Options) error {
 	ctrllog.SetLogger(logger)
 	klog.SetLogger(logger)
 	peer := opts.Operator.Peer
-	if err := checkServerVersion(cfg, peer.KubernetesMinVersion); err != nil {
+	serverVersion, err := checkServerVersion(cfg, peer.KubernetesMinVersion)
+	if err != nil {
 		return err
 	}
 	if limit := peer.SoftMemoryLimit(); limit > 0 && opts.Getenv("GOMEMLIMIT") == "" {
@@ -42,7 +43,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	cloud := opts.Cloud
 	if cloud == nil {
-		cloud = awsCloud(opts)
+		cloud = awsCloud(opts, serverVersion)
 	}
 	op, err := operator.New(ctx, cfg, opts.Operator, operator.Deps{Cloud: cloud, Logger: logger})
 	if err != nil {
@@ -57,28 +58,16 @@ func Run(ctx context.Context, opts *Options) error {
 // chain (environment, shared config, web identity / Pod Identity, IMDS),
 // and the SQS interruption queue when one is named; AWS_ENDPOINT_URL points
 // both at the local emulator.
-func awsCloud(opts *Options) func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
+func awsCloud(opts *Options, serverVersion string) func(context.Context, manager.Manager, events.EventRecorder) (operator.Cloud, error) {
 	return func(ctx context.Context, mgr manager.Manager, recorder events.EventRecorder) (operator.Cloud, error) {
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
 			return operator.Cloud{}, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
-		p, err := aws.New(ctx, awsCfg, aws.Options{
-			ClusterName:     opts.Operator.ClusterName,
-			ClusterEndpoint: opts.Operator.ClusterEndpoint,
-			Reader:          mgr.GetClient(),
-			APIReader:       mgr.GetAPIReader(),
-			Log:             mgr.GetLogger().WithName("aws"),
-			Recorder:        recorder,
-			ClusterCA:       opts.Operator.Peer.ClusterCABundle,
-			IsolatedVPC:     opts.Operator.Peer.IsolatedVPC,
-			RebootForRepair: opts.Operator.Peer.AWSFeatureGates[operator.RebootForRepairGate],
-			ReservedENIs:    opts.Operator.Peer.ReservedENIs,
-			// The gate is on by default, as the peer's.
-			NoReservedCapacity: !opts.Operator.FeatureGates[operator.ReservedCapacityGate],
-			// Validate keeps it in (0, 1); the provider's 0 means its default.
-			VMMemoryOverheadPercent: opts.Operator.Peer.VMMemoryOverheadPercent,
-		})
+		po := providerOptions(opts.Operator, serverVersion)
+		po.Reader, po.APIReader = mgr.GetClient(), mgr.GetAPIReader()
+		po.Log, po.Recorder = mgr.GetLogger().WithName("aws"), recorder
+		p, err := aws.New(ctx, awsCfg, po)
 		if err != nil {
 			return operator.Cloud{}, err
 		}
@@ -95,6 +84,30 @@ func awsCloud(opts *Options) func(context.Context, manager.Manager, events.Event
 		}
 		return cloud, nil
 	}
+}
+
+// providerOptions are the AWS provider's settings from the operator's.
+// The Kubernetes version nodes are told (and AMI aliases resolve for) comes,
+// as the peer's EKS_CONTROL_PLANE says, from the API server (serverVersion,
+// major.minor) when it is false, or from eks:DescribeCluster when it is true
+// (left empty here, the provider asks EKS).
+func providerOptions(o operator.Options, serverVersion string) aws.Options {
+	po := aws.Options{
+		ClusterName:     o.ClusterName,
+		ClusterEndpoint: o.ClusterEndpoint,
+		ClusterCA:       o.Peer.ClusterCABundle,
+		IsolatedVPC:     o.Peer.IsolatedVPC,
+		RebootForRepair: o.Peer.AWSFeatureGates[operator.RebootForRepairGate],
+		ReservedENIs:    o.Peer.ReservedENIs,
+		// The gate is on by default, as the peer's.
+		NoReservedCapacity: !o.FeatureGates[operator.ReservedCapacityGate],
+		// Validate keeps it in (0, 1); the provider's 0 means its default.
+		VMMemoryOverheadPercent: o.Peer.VMMemoryOverheadPercent,
+	}
+	if !o.Peer.EKSControlPlane {
+		po.KubernetesVersion = serverVersion
+	}
+	return po
 }
 
 // logWriter is where logs go: the log output paths (stdout and/or stderr),
@@ -119,26 +132,26 @@ func (o *Options) logWriter() io.Writer {
 }
 
 // checkServerVersion refuses an API server older than min (the peer's
-// KUBERNETES_MIN_VERSION).
-func checkServerVersion(cfg *rest.Config, min string) error {
+// KUBERNETES_MIN_VERSION) and returns its version as major.minor.
+func checkServerVersion(cfg *rest.Config, min string) (string, error) {
 	want, err := utilversion.ParseGeneric(min)
 	if err != nil {
-		return cmdutil.BadInputf("kubernetes min version %q: %v", min, err)
+		return "", cmdutil.BadInputf("kubernetes min version %q: %v", min, err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return err
+		return "", err
 	}
 	info, err := dc.ServerVersion()
 	if err != nil {
-		return fmt.Errorf("reading the API server's version: %w", err)
+		return "", fmt.Errorf("reading the API server's version: %w", err)
 	}
 	got, err := utilversion.ParseGeneric(info.GitVersion)
 	if err != nil {
-		return fmt.Errorf("the API server's version %q: %w", info.GitVersion, err)
+		return "", fmt.Errorf("the API server's version %q: %w", info.GitVersion, err)
 	}
 	if got.LessThan(want) {
-		return fmt.Errorf("the API server is %s, older than the minimum %s (KUBERNETES_MIN_VERSION / --kubernetes-min-version)", info.GitVersion, min)
+		return "", fmt.Errorf("the API server is %s, older than the minimum %s (KUBERNETES_MIN_VERSION / --kubernetes-min-version)", info.GitVersion, min)
 	}
-	return nil
+	return fmt.Sprintf("%d.%d", got.Major(), got.Minor()), nil
 }

@@ -214,8 +214,12 @@ func matchesIgnoringOfferingKeys(reqs requirements.Requirements, labels map[stri
 }
 
 // typeLevelKey reports whether instance types answer for the key: the
-// well-known labels and the provider's (karpenter.k8s.aws/...) ones.
+// well-known labels and the provider's (karpenter.k8s.aws/...) ones, but
+// not karpenter.k8s.aws/ec2nodeclass, which names the node's class.
 func typeLevelKey(key string) bool {
+	if key == "karpenter.k8s.aws/ec2nodeclass" {
+		return false
+	}
 	return slices.Contains(karpv1.WellKnownLabels, key) || strings.HasPrefix(key, "karpenter.k8s.aws/")
 }
 

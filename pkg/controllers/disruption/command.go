@@ -130,7 +130,8 @@ func (c *Controller) plan(ctx context.Context, st *state, now time.Time) (*plann
 // nothing better" (Unconsolidatable); other kept codes make no event.
 var (
 	blockedCodes = []planner.Code{planner.CodeNodeDoNotDisrupt, planner.CodePodDoNotDisrupt, planner.CodePDB,
-		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked, planner.CodeDoNotRepair}
+		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked, planner.CodeDoNotRepair,
+		planner.CodeBufferRoom}
 	unconsolidatableCodes = []planner.Code{planner.CodeCannotReschedule, planner.CodeNoCheaper, planner.CodeSpotToSpotDisabled,
 		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
 )

@@ -73,6 +73,10 @@ type Options struct {
 	PlacementGate bool
 	// Snapshot are the options of snapshot.Build (region, engine options).
 	Snapshot snapshot.Options
+	// CapacityBuffers (feature gate CapacityBuffer): the CapacityBuffers'
+	// room is part of the plan, so nodes holding it are not consolidated
+	// away.
+	CapacityBuffers bool
 }
 
 func (o Options) withDefaults() Options {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
@@ -264,6 +265,27 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	if c.unavailable != nil {
 		for _, e := range c.unavailable.List() {
 			sc.Unavailable = append(sc.Unavailable, engine.OfferingKey(e.Offering))
+		}
+	}
+	if c.opts.CapacityBuffers {
+		// The buffers' room is planned as pending pods: an empty node that
+		// holds it is kept (CapacityBuffer), a node is consolidated only
+		// if the room fits elsewhere.
+		var cbs autoscalingv1beta1.CapacityBufferList
+		if err := c.kube.List(ctx, &cbs); err != nil {
+			return nil, nil, fmt.Errorf("listing CapacityBuffers: %w", err)
+		}
+		var pts corev1.PodTemplateList
+		if len(cbs.Items) > 0 {
+			if err := c.kube.List(ctx, &pts); err != nil {
+				return nil, nil, fmt.Errorf("listing PodTemplates: %w", err)
+			}
+		}
+		for i := range cbs.Items {
+			sc.CapacityBuffers = append(sc.CapacityBuffers, &cbs.Items[i])
+		}
+		for i := range pts.Items {
+			sc.PodTemplates = append(sc.PodTemplates, &pts.Items[i])
 		}
 	}
 	cluster, err := snapshot.Build(sc, w.types, c.opts.Snapshot)

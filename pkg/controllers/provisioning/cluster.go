@@ -188,6 +188,11 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	for i := range nss.Items {
 		c.Namespaces = append(c.Namespaces, &nss.Items[i])
 	}
+	if p.opts.CapacityBuffers {
+		if err := p.readBuffers(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if p.unavailable != nil {
 		for _, e := range p.unavailable.List() {
 			c.Unavailable = append(c.Unavailable, engine.OfferingKey(e.Offering))

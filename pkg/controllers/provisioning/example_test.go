@@ -16,7 +16,8 @@ import (
 
 // ExampleNewNodeClaim shows the NodeClaim made from one planned node: the
 // template's labels and taints, the plan's narrowed requirements, and the
-// NodePool and template labels as requirements.
+// NodePool, EC2NodeClass and template labels as requirements (the peer
+// writes karpenter.k8s.aws/ec2nodeclass on its NodeClaims too).
 func ExampleNewNodeClaim() {
 	np := controllerstest.NodePool("team-b")
 	np.Spec.Template.Labels = map[string]string{"team": "b"}
@@ -30,7 +31,8 @@ func ExampleNewNodeClaim() {
 			requirements.MustNew(karpv1.CapacityTypeLabelKey, requirements.Operator(corev1.NodeSelectorOpIn), []string{"on-demand"}, nil),
 			requirements.MustNew(corev1.LabelInstanceTypeStable, requirements.Operator(corev1.NodeSelectorOpIn), []string{"m5.large", "c5.xlarge"}, nil),
 		),
-		Labels:              map[string]string{"team": "b", corev1.LabelHostname: "team-b-1", corev1.LabelArchStable: "amd64"},
+		// As the engine plans it: the pool's EC2NodeClass is a label.
+		Labels:              map[string]string{"team": "b", corev1.LabelHostname: "team-b-1", corev1.LabelArchStable: "amd64", "karpenter.k8s.aws/ec2nodeclass": "default"},
 		Taints:              np.Spec.Template.Spec.Taints,
 		InstanceTypeOptions: []string{"m5.large", "c5.xlarge"},
 		Requests:            corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
@@ -54,12 +56,14 @@ func ExampleNewNodeClaim() {
 	fmt.Println("requests cpu:", cpu.String())
 	// Output:
 	// generateName: team-b-
+	// label karpenter.k8s.aws/ec2nodeclass=default
 	// label karpenter.sh/nodepool=team-b
 	// label kubernetes.io/arch=amd64
 	// label team=b
 	// requirement karpenter.sh/capacity-type In [on-demand]
 	// requirement kubernetes.io/arch In [amd64]
 	// requirement node.kubernetes.io/instance-type In [m5.large c5.xlarge]
+	// requirement karpenter.k8s.aws/ec2nodeclass In [default]
 	// requirement karpenter.sh/nodepool In [team-b]
 	// requirement team In [b]
 	// taints: team=b:NoSchedule

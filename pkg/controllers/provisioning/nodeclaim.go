@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
@@ -40,9 +41,10 @@ const DefaultMaxInstanceTypes = 60
 //     the creation reason;
 //   - requirements: the plan's (instance types In the cheapest maxTypes
 //     options, zone and capacity type narrowed as planned, minValues kept),
-//     plus karpenter.sh/nodepool and the template labels as In
-//     requirements, so a restarted controller matches pods to the in-flight
-//     NodeClaim exactly as the plan did;
+//     plus karpenter.sh/nodepool, karpenter.k8s.aws/ec2nodeclass (as the
+//     peer writes it) and the template labels as In requirements, so a
+//     restarted controller matches pods to the in-flight NodeClaim exactly
+//     as the plan did;
 //   - taints, startup taints, nodeClassRef, expireAfter and
 //     terminationGracePeriod from the template; resources.requests from the
 //     plan (the pods' requests plus daemonset overhead).
@@ -102,6 +104,9 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 	}
 	extra := map[string]string{karpv1.NodePoolLabelKey: np.Name}
 	maps.Copy(extra, tmpl.Labels)
+	if v, ok := planned.Labels[awsv1.LabelNodeClass]; ok {
+		extra[awsv1.LabelNodeClass] = v
+	}
 	for _, k := range sortedKeys(extra) {
 		if !seen[k] {
 			wire = append(wire, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{extra[k]}})

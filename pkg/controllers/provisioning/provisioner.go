@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -63,6 +64,10 @@ type Options struct {
 	// MaxInstanceTypes caps the instance types a NodeClaim offers the
 	// cloud (DefaultMaxInstanceTypes when zero).
 	MaxInstanceTypes int
+	// CapacityBuffers (feature gate CapacityBuffer): keep room for the
+	// CapacityBuffers the capacity buffer controller resolved (see
+	// buffers.go). Off, CapacityBuffers are not read at all.
+	CapacityBuffers bool
 }
 
 func (o Options) withDefaults() Options {
@@ -99,10 +104,13 @@ type Provisioner struct {
 	podStore toolscache.Store
 	// kinds counts the unbound pods of each kind (set by watch) for the
 	// hand-off.
-	kinds   *unboundKinds
-	mu      sync.Mutex // one pass at a time
-	seq     uint64
-	retries int
+	kinds *unboundKinds
+	// buffered is set while some CapacityBuffer is kept: pods binding to
+	// nodes then trigger a pass (they may take the buffer's room).
+	buffered atomic.Bool
+	mu       sync.Mutex // one pass at a time
+	seq      uint64
+	retries  int
 }
 
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
@@ -271,7 +279,9 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 	p.metrics.IgnoredPods.Set(float64(ignored))
 	p.metrics.IgnoredPodsAlias.Set(float64(ignored))
 	res := &Result{Pending: len(v.pending), Skipped: v.skipped}
-	if len(v.pending) == 0 {
+	buffers := snapshot.Buffers(v.cluster.CapacityBuffers, v.cluster.PodTemplates)
+	p.buffered.Store(len(buffers) > 0)
+	if len(v.pending) == 0 && len(buffers) == 0 {
 		p.metrics.Batches.WithLabelValues("empty").Inc()
 		p.metrics.UnschedulablePods.WithLabelValues(ControllerLabel).Set(0)
 		p.clearLimitEvents(nil)
@@ -303,8 +313,15 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 	actStart := p.clock.Now()
 	err = p.act(ctx, v, plan, res)
 	actTime := p.clock.Since(actStart)
-	p.metrics.UnschedulablePods.WithLabelValues(ControllerLabel).Set(float64(len(plan.Unschedulable)))
-	p.log.Info("provisioning pass", "pending", len(v.pending), "existing", len(plan.Existing),
+	bufferPods := 0
+	for _, r := range plan.Buffers {
+		bufferPods += r.Wanted
+	}
+	p.metrics.UnschedulablePods.WithLabelValues(ControllerLabel).Set(float64(len(plan.Unschedulable) - unschedulableBufferPods(plan)))
+	if berr := p.bufferStatus(ctx, v, plan); berr != nil {
+		err = errors.Join(err, berr)
+	}
+	p.log.Info("provisioning pass", "pending", len(v.pending), "bufferPods", bufferPods, "existing", len(plan.Existing),
 		"newNodeClaims", len(res.Created), "pricePerHour", plan.PricePerHour, "unschedulable", len(plan.Unschedulable),
 		"skippedNodePools", len(v.skipped), "read", readTime, "solve", solveTime, "act", actTime, "total", p.clock.Since(begin))
 	return res, err

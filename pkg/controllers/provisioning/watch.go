@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
@@ -57,6 +59,12 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 			n, ok2 := obj.(*corev1.Pod)
 			if ok1 && ok2 {
 				kinds.update(o, n)
+			}
+			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" && p.buffered.Load() {
+				// A pod bound: it may have taken a CapacityBuffer's room,
+				// which is planned again.
+				p.Trigger()
+				return
 			}
 			if ok1 && ok2 && p.mem.refused(o, n) {
 				// The scheduler tried a handed-off pod and cleared its
@@ -146,6 +154,24 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 		DeleteFunc: func(any) { p.Trigger() },
 	}); err != nil {
 		return err
+	}
+
+	if p.opts.CapacityBuffers {
+		// A buffer created, deleted or resolved again, or its template
+		// changed: its room is planned again.
+		for _, obj := range []client.Object{&autoscalingv1beta1.CapacityBuffer{}, &corev1.PodTemplate{}} {
+			inf, err := c.GetInformer(ctx, obj)
+			if err != nil {
+				return fmt.Errorf("%T informer: %w", obj, err)
+			}
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { p.Trigger() },
+				UpdateFunc: func(any, any) { p.Trigger() },
+				DeleteFunc: func(any) { p.Trigger() },
+			}); err != nil {
+				return err
+			}
+		}
 	}
 
 	pools, err := c.GetInformer(ctx, &karpv1.NodePool{})

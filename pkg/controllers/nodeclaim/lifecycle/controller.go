@@ -48,6 +48,10 @@ type Options struct {
 	// reconcile after the swap; the controller binary uses
 	// DefaultRegistrationHold.
 	RegistrationHold time.Duration
+	// Workers is how many NodeClaims are reconciled at once. Zero means
+	// the Workers constant; the controller binary scales it with the
+	// container's CPU request (ScaledWorkers).
+	Workers int
 }
 
 func (o Options) withDefaults() Options {
@@ -57,7 +61,23 @@ func (o Options) withDefaults() Options {
 	if o.RegistrationTimeout <= 0 {
 		o.RegistrationTimeout = DefaultRegistrationTimeout
 	}
+	if o.Workers <= 0 {
+		o.Workers = Workers
+	}
 	return o
+}
+
+// MaxWorkers bounds ScaledWorkers.
+const MaxWorkers = 5000
+
+// ScaledWorkers is Workers scaled with the controller's CPU request in
+// millicores, as the peer scales this controller (the peer's CPU_REQUESTS):
+// Workers at one core or less, MaxWorkers at 60 cores, linear between in
+// whole cores (rounded up).
+func ScaledWorkers(cpuMillis int64) int {
+	cores := max((cpuMillis+999)/1000, 1)
+	w := Workers + int(float64(MaxWorkers-Workers)/59*float64(cores-1))
+	return min(w, MaxWorkers)
 }
 
 // Controller drives a NodeClaim from creation to Ready: finalizer, launch,
@@ -100,7 +120,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, nodeclaimutil.MapNodeToNodeClaim(mgr.GetClient())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.Workers}).
 		Complete(c)
 }
 
