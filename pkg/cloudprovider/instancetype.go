@@ -98,6 +98,14 @@ type Offering struct {
 	// PriceOverlay names the NodeOverlay that set Price (pkg/overlay);
 	// empty for the cloud's price.
 	PriceOverlay string
+	// ReservationID, ReservationType and ReservedCapacity describe a
+	// CapacityTypeReserved offering: the capacity reservation it launches
+	// into, the reservation's type ("default" for an on-demand capacity
+	// reservation, "capacity-block") and how many more instances it holds
+	// now. Empty and zero for other capacity types.
+	ReservationID    string
+	ReservationType  string
+	ReservedCapacity int
 }
 
 // Offerings is a list of offerings with query helpers.

@@ -301,11 +301,11 @@ func TestNodeSelectionConstraints(t *testing.T) {
 			},
 		},
 		{
-			name:  "reserved-only pool gives Unsupported",
+			name:  "reserved-only pool without a reservation has no offering",
 			pools: []engine.NodePool{pool("reserved", 10, req(labelCT, requirements.In, "reserved"))},
 			pod:   newPod("p", "1", "1Gi"),
 			check: func(t *testing.T, plan *engine.Plan) {
-				wantUnschedulable(t, plan, "p", engine.Unsupported, "reserved")
+				wantUnschedulable(t, plan, "p", engine.NoAvailableOffering, "available offering")
 			},
 		},
 		{

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -108,6 +109,7 @@ func (s *solver) finish() *Plan {
 	slices.SortStableFunc(claims, func(a, b *snode) int { return cmp.Compare(a.pool.idx, b.pool.idx) })
 	seq := make([]int, len(s.pools))
 	var boundClaims []*snode
+	room := maps.Clone(s.reservedRoom)
 	for _, n := range claims {
 		p := n.pool
 		opts := s.options(n)
@@ -116,6 +118,9 @@ func (s *solver) finish() *Plan {
 			continue
 		}
 		off, _ := opts[0].cheapest(n.zones, n.cts)
+		if off.ct == ctReserved {
+			opts, off = s.reserve(n, opts, room)
+		}
 		name := ""
 		for {
 			seq[p.idx]++
@@ -388,4 +393,41 @@ func formatLimit(name any, v int64) string {
 		return formatAmount(rMem, v)
 	}
 	return fmt.Sprint(v)
+}
+
+// reserve gives claim n, whose cheapest offering is reserved, room in a
+// capacity reservation of its first option (its cheapest reserved
+// offering whose reservation has room, taken off room); when every
+// reservation of the option is full, the claim leaves the reserved
+// capacity type out and takes its options and offering from the others.
+// Reservations hold a counted number of instances, so claims in plan
+// order fill them and the rest are planned on the pool's other capacity
+// types. A reserved offering without a reservation id (a catalog's) is not
+// counted. A claim allowed only reserved capacity keeps its offering: its
+// launch fails for lack of capacity and the next plan sees the
+// reservation full.
+func (s *solver) reserve(n *snode, opts []*ctype, room map[string]int) ([]*ctype, coff) {
+	for _, o := range opts[0].offs {
+		if o.ct != ctReserved || !n.zones.has(o.zone) || !n.cts.has(o.ct) {
+			continue
+		}
+		if o.res == "" {
+			return opts, o // reserved capacity of no counted reservation (a simulate catalog's)
+		}
+		if room[o.res] > 0 {
+			room[o.res]--
+			return opts, o
+		}
+	}
+	cts := n.cts
+	n.cts &^= 1 << uint(ctReserved)
+	if n.cts != 0 {
+		if alt := s.options(n); len(alt) > 0 {
+			off, _ := alt[0].cheapest(n.zones, n.cts)
+			return alt, off
+		}
+	}
+	n.cts = cts
+	off, _ := opts[0].cheapest(n.zones, n.cts)
+	return opts, off
 }

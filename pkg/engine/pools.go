@@ -43,6 +43,8 @@ type coff struct {
 	zone  int
 	ct    int
 	price float64
+	// res is the capacity reservation of a reserved offering.
+	res string
 }
 
 // cheapest returns the cheapest usable offering within the masks.
@@ -195,10 +197,6 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 					cts |= 1 << c
 				}
 			}
-			if cts == 1<<ctReserved && p.unsupported == "" {
-				p.unsupported = "capacity type reserved is not supported yet"
-			}
-			cts &^= 1 << ctReserved
 		case kindZone, kindZoneID:
 			// Offering filters, applied per offering below.
 		case kindNodePool:
@@ -267,7 +265,13 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 			if !ok {
 				continue
 			}
-			t.offs = append(t.offs, coff{zone: z, ct: c, price: o.Price})
+			t.offs = append(t.offs, coff{zone: z, ct: c, price: o.Price, res: o.ReservationID})
+			if c == ctReserved && o.ReservationID != "" {
+				if s.reservedRoom == nil {
+					s.reservedRoom = map[string]int{}
+				}
+				s.reservedRoom[o.ReservationID] = o.ReservedCapacity
+			}
 			t.zones |= 1 << uint(z)
 			t.cts |= 1 << uint(c)
 			t.minPrice = math.Min(t.minPrice, o.Price)
@@ -502,7 +506,7 @@ func (s *solver) computeTermCompat(p *cpool, term requirements.Requirements) *al
 					}
 				}
 				if r.Has(cloudprovider.CapacityTypeReserved) && !r.Has(cloudprovider.CapacityTypeSpot) && !r.Has(cloudprovider.CapacityTypeOnDemand) {
-					return fail(key, "reserved capacity is not supported yet")
+					return fail(key, "no capacity reservation of the pool's node class has room")
 				}
 				return fail(key, fmt.Sprintf("%s; the pool provides [%s]", describeReq(r), strings.Join(offered, " ")))
 			}

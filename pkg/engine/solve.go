@@ -27,6 +27,10 @@ type solver struct {
 
 	hasPreferTaints bool
 
+	// reservedRoom is each capacity reservation's available count, from
+	// its reserved offerings (see finish).
+	reservedRoom map[string]int
+
 	sclasses []*sclass
 	classes  []*cclass
 	pclasses []*pclass

@@ -261,8 +261,8 @@ type Gate struct {
 // gates: ReservedCapacity=true, the others false) carries over unchanged.
 var Gates = map[string]Gate{
 	"ReservedCapacity": {Default: true,
-		On:  "accepted; dovetail launches no reserved capacity: an EC2NodeClass with capacityReservationSelectorTerms gets CapacityReservationsReady=False (NotSupported), and a NodePool that allows only karpenter.sh/capacity-type=reserved gets no nodes",
-		Off: "reserved capacity is not used (what dovetail does either way)"},
+		On:  "the capacity reservations an EC2NodeClass's capacityReservationSelectorTerms select get reserved offerings, preferred while they have room (docs/aws.md)",
+		Off: "reserved capacity is not used: no reserved offerings, nothing launches into a capacity reservation"},
 	"SpotToSpotConsolidation": {Default: false,
 		On:  "consolidation may replace a spot node with a cheaper spot node (controllers.Config.SpotToSpotConsolidation)",
 		Off: "spot nodes are consolidated only by deletion or replacement with on-demand, never spot-to-spot"},

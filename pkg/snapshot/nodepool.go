@@ -26,9 +26,6 @@ const (
 	// ReasonWindows is given to pools whose node class uses a Windows AMI
 	// family or alias.
 	ReasonWindows = "Windows AMI families are not supported yet"
-	// ReasonReservedOnly is given to pools that allow only the reserved
-	// capacity type.
-	ReasonReservedOnly = "the reserved capacity type is not supported yet"
 )
 
 // NodeClassKey is how a nodeClassRef is resolved: the EC2NodeClass of that
@@ -91,8 +88,6 @@ func NodePool(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, types []*cloudprovide
 		out.UnsupportedReason = fmt.Sprintf("%s (EC2NodeClass %q uses %s)", ReasonWindows, nc.Name, nc.AMIFamily())
 	case nc != nil && nc.Alias() != "" && awsv1.FamilyFromAlias(nc.Alias()) == "":
 		out.UnsupportedReason = fmt.Sprintf("EC2NodeClass %q has an AMI alias of an unknown family: %q", nc.Name, nc.Alias())
-	case reservedOnly(reqs):
-		out.UnsupportedReason = ReasonReservedOnly
 	}
 	return out, nil
 }
@@ -102,14 +97,4 @@ func NodePool(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, types []*cloudprovide
 func excludesOwnClass(reqs requirements.Requirements, class string) bool {
 	r := reqs.Get(awsv1.LabelNodeClass)
 	return r != nil && class != "" && !r.Has(class)
-}
-
-// reservedOnly reports whether the capacity-type requirement allows
-// reserved and neither spot nor on-demand.
-func reservedOnly(reqs requirements.Requirements) bool {
-	r := reqs.Get(karpv1.CapacityTypeLabelKey)
-	if r == nil {
-		return false
-	}
-	return r.Has(cloudprovider.CapacityTypeReserved) && !r.Has(cloudprovider.CapacityTypeSpot) && !r.Has(cloudprovider.CapacityTypeOnDemand)
 }

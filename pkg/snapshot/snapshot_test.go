@@ -193,7 +193,7 @@ func TestNodePool(t *testing.T) {
 		}), unsupported: snapshot.ReasonWindows},
 		{name: "reserved only", np: nodePool("p", "c", func(np *karpv1.NodePool) {
 			np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.CapacityTypeLabelKey, Operator: "In", Values: []string{"reserved"}}}
-		}), nc: nodeClass("c"), unsupported: snapshot.ReasonReservedOnly},
+		}), nc: nodeClass("c")},
 		{name: "static pool", np: nodePool("p", "c", func(np *karpv1.NodePool) { np.Spec.Replicas = ptr.To(int64(3)) }),
 			nc: nodeClass("c"), unsupported: snapshot.ReasonStaticPool},
 		{name: "reserved or spot is supported", np: nodePool("p", "c", func(np *karpv1.NodePool) {

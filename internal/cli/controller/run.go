@@ -99,6 +99,8 @@ func providerOptions(o operator.Options, serverVersion string) aws.Options {
 		IsolatedVPC:     o.Peer.IsolatedVPC,
 		RebootForRepair: o.Peer.AWSFeatureGates[operator.RebootForRepairGate],
 		ReservedENIs:    o.Peer.ReservedENIs,
+		// The gate is on by default, as the peer's.
+		NoReservedCapacity: !o.FeatureGates[operator.ReservedCapacityGate],
 		// Validate keeps it in (0, 1); the provider's 0 means its default.
 		VMMemoryOverheadPercent: o.Peer.VMMemoryOverheadPercent,
 	}

@@ -34,6 +34,7 @@ var capacityErrorCodes = map[string]bool{
 	"InsufficientCapacity":         true,
 	"InsufficientHostCapacity":     true,
 	"InsufficientReservedCapacity": true,
+	"ReservationCapacityExceeded":  true,
 	"MaxSpotInstanceCountExceeded": true,
 	"SpotMaxPriceTooLow":           true,
 	"UnfulfillableCapacity":        true,
@@ -58,6 +59,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types: %w", err)
 	}
+	types = p.withReserved(ctx, nc, types)
 	if in, err := p.launchedBefore(ctx, nodeClaim); err != nil {
 		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
 	} else if in != nil {
@@ -164,6 +166,9 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	}
 	in := res.Instance
 	in.ImageID = images[in.Type]
+	if in.CapacityReservationID != "" {
+		p.launchedInto(in.CapacityReservationID)
+	}
 	for _, g := range nc.Status.SecurityGroups {
 		in.SecurityGroupIDs = append(in.SecurityGroupIDs, g.ID)
 	}
@@ -329,7 +334,10 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 				arch = r.Values[0]
 			}
 		}
-		var overrides []instance.Override
+		// Overrides by the reservation their template targets ("" for a
+		// launch outside reservations): one template per reservation.
+		byReservation := map[string][]instance.Override{}
+		var reservations []string
 		for _, pt := range plan.Types {
 			if pt.Type.Labels[karpv1.LabelArch] != arch {
 				continue
@@ -339,28 +347,41 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 			}
 			for _, o := range pt.Offerings {
 				if sid, ok := subnetByZone[o.Zone]; ok {
-					overrides = append(overrides, instance.Override{InstanceType: pt.Type.Name, SubnetID: sid, Zone: o.Zone})
+					rid := ""
+					if plan.CapacityType == cloudprovider.CapacityTypeReserved {
+						rid = o.ReservationID
+					}
+					if _, seen := byReservation[rid]; !seen {
+						reservations = append(reservations, rid)
+					}
+					byReservation[rid] = append(byReservation[rid], instance.Override{InstanceType: pt.Type.Name, SubnetID: sid, Zone: o.Zone})
 					images[pt.Type.Name] = ami.ID
 				}
 			}
 		}
-		if len(overrides) == 0 {
-			continue
+		for _, rid := range reservations {
+			overrides := byReservation[rid]
+			content := launchtemplate.Content{
+				ImageID: ami.ID, UserData: data, SecurityGroupIDs: sgs, InstanceProfile: nc.Status.InstanceProfile,
+				HTTPEndpoint: *mo.HTTPEndpoint, HTTPProtocolIPv6: *mo.HTTPProtocolIPv6,
+				HTTPPutResponseHopLimit: *mo.HTTPPutResponseHopLimit, HTTPTokens: *mo.HTTPTokens,
+				BlockDevices:       launchtemplate.BlockDevices(nc),
+				DetailedMonitoring: nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
+				AssociatePublicIP:  nc.Spec.AssociatePublicIPAddress,
+				Tags:               tags,
+			}
+			switch {
+			case rid != "":
+				content.CapacityReservationPreference, content.CapacityReservationID = "capacity-reservations-only", rid
+			case len(nc.Status.CapacityReservations) > 0:
+				content.CapacityReservationPreference = "none"
+			}
+			tpl, err := p.templates.Ensure(ctx, content)
+			if err != nil {
+				return nil, nil, &cloudprovider.CreateError{Reason: ReasonLaunchTemplateFailed, Err: err}
+			}
+			req.Configs = append(req.Configs, instance.LaunchConfig{LaunchTemplateName: tpl.Name, Overrides: overrides, CapacityReservationID: rid})
 		}
-		content := launchtemplate.Content{
-			ImageID: ami.ID, UserData: data, SecurityGroupIDs: sgs, InstanceProfile: nc.Status.InstanceProfile,
-			HTTPEndpoint: *mo.HTTPEndpoint, HTTPProtocolIPv6: *mo.HTTPProtocolIPv6,
-			HTTPPutResponseHopLimit: *mo.HTTPPutResponseHopLimit, HTTPTokens: *mo.HTTPTokens,
-			BlockDevices:       launchtemplate.BlockDevices(nc),
-			DetailedMonitoring: nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
-			AssociatePublicIP:  nc.Spec.AssociatePublicIPAddress,
-			Tags:               tags,
-		}
-		tpl, err := p.templates.Ensure(ctx, content)
-		if err != nil {
-			return nil, nil, &cloudprovider.CreateError{Reason: ReasonLaunchTemplateFailed, Err: err}
-		}
-		req.Configs = append(req.Configs, instance.LaunchConfig{LaunchTemplateName: tpl.Name, Overrides: overrides})
 	}
 	if len(req.Configs) == 0 {
 		return nil, nil, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
@@ -401,6 +422,10 @@ func (p *Provider) launchedClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeC
 	out.Labels[karpv1.LabelTopologyZone] = in.Zone
 	out.Labels[karpv1.LabelTopologyRegion] = p.region
 	out.Labels[karpv1.CapacityTypeLabelKey] = in.CapacityType
+	if in.CapacityReservationID != "" {
+		out.Labels[awsv1.LabelCapacityReservationID] = in.CapacityReservationID
+		out.Labels[awsv1.LabelCapacityReservationType] = reservationType(nc, in.CapacityReservationID)
+	}
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nodeclass.Hash(nc)
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = nodeclass.HashVersion
 	// The fleet request tagged the instance with the NodeClaim's name.
@@ -418,4 +443,15 @@ func filterZero(l corev1.ResourceList) corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// reservationType is the type of a reservation the class resolved
+// ("default" when it no longer lists it).
+func reservationType(nc *awsv1.EC2NodeClass, id string) string {
+	for _, cr := range nc.Status.CapacityReservations {
+		if cr.ID == id && cr.ReservationType != "" {
+			return cr.ReservationType
+		}
+	}
+	return nodeclass.ReservationTypeDefault
 }

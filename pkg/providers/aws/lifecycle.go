@@ -186,8 +186,17 @@ func (p *Provider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (
 	return DriftOf(nc, in), nil
 }
 
+// DriftCapacityReservation: the instance runs in a capacity reservation
+// its class no longer resolves (cancelled, expired, or no longer
+// selected); it now runs, and is paid for, as on-demand, so it is replaced
+// like any drifted node and the plan decides what replaces it.
+const DriftCapacityReservation cloudprovider.DriftReason = "CapacityReservationDrift"
+
 // DriftOf compares an instance with its class's resolved status.
 func DriftOf(nc *awsv1.EC2NodeClass, in *instance.Instance) cloudprovider.DriftReason {
+	if in.CapacityReservationID != "" && !slices.ContainsFunc(nc.Status.CapacityReservations, func(cr awsv1.CapacityReservation) bool { return cr.ID == in.CapacityReservationID }) {
+		return DriftCapacityReservation
+	}
 	if len(nc.Status.AMIs) > 0 && !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == in.ImageID }) {
 		return cloudprovider.DriftImage
 	}

@@ -157,7 +157,7 @@ func PlanLaunchAt(types []*cloudprovider.InstanceType, reqs requirements.Require
 	if !allows(reqs, karpv1.LabelTopologyRegion, region) {
 		return Plan{}, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes, Err: fmt.Errorf("the requirements exclude region %s", region)}
 	}
-	capTypes := []string{cloudprovider.CapacityTypeSpot, cloudprovider.CapacityTypeOnDemand}
+	capTypes := []string{cloudprovider.CapacityTypeSpot, cloudprovider.CapacityTypeOnDemand, cloudprovider.CapacityTypeReserved}
 	if reqs.Get(karpv1.CapacityTypeLabelKey) == nil {
 		capTypes = []string{cloudprovider.CapacityTypeOnDemand}
 	}

@@ -78,6 +78,11 @@ type Options struct {
 	// IsolatedVPC: call no AWS service without a VPC endpoint, which here
 	// is the Pricing API; on-demand prices come from the built-in table.
 	IsolatedVPC bool
+	// NoReservedCapacity turns the ReservedCapacity gate off: instance
+	// types get no reserved offerings, so nothing launches into the
+	// capacity reservations node classes select (their status still
+	// lists them).
+	NoReservedCapacity bool
 	// RebootForRepair (the peer's AWS feature gate): the repair policies
 	// of reboot-clearable GPU faults reboot the instance rather than
 	// replace it (package repair).
@@ -100,6 +105,7 @@ type Provider struct {
 	resolver     *nodeclass.Resolver
 	launches     *launches
 	subnets      *subnets
+	reservations *reservationCounts
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -129,7 +135,8 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 		o.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	clients := sdk.NewClients(cfg, o.Retry)
-	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}, subnets: newSubnets()}
+	p := &Provider{o: o, region: cfg.Region, clients: clients, launches: &launches{started: o.Clock.Now()}, subnets: newSubnets(),
+		reservations: &reservationCounts{avail: map[string]int{}, fetched: map[string]time.Time{}}}
 	p.spotFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "dovetail", Subsystem: "cloudprovider", Name: "spot_price_failures_total",
 		Help: "Price loads in which live spot prices (DescribeSpotPriceHistory) could not be had.",
@@ -291,7 +298,11 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePo
 	if err != nil {
 		return nil, err
 	}
-	return p.types.List(ctx, nc)
+	types, err := p.types.List(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	return p.withReserved(ctx, nc, types), nil
 }
 
 // ProviderID formats the providerID of an instance.

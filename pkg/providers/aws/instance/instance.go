@@ -20,17 +20,20 @@ import (
 
 // Instance is what the provider needs to know about an instance.
 type Instance struct {
-	ID               string
-	Type             string
-	Zone             string
-	SubnetID         string
-	ImageID          string
-	CapacityType     string // spot or on-demand
-	State            string
-	PrivateDNSName   string
-	SecurityGroupIDs []string
-	Tags             map[string]string
-	LaunchTime       time.Time
+	ID           string
+	Type         string
+	Zone         string
+	SubnetID     string
+	ImageID      string
+	CapacityType string // spot, on-demand or reserved
+	// CapacityReservationID is the capacity reservation the instance runs
+	// in (capacity type reserved), "" outside one.
+	CapacityReservationID string
+	State                 string
+	PrivateDNSName        string
+	SecurityGroupIDs      []string
+	Tags                  map[string]string
+	LaunchTime            time.Time
 }
 
 // Override is one (instance type, subnet) a fleet may launch into.
@@ -44,11 +47,15 @@ type Override struct {
 type LaunchConfig struct {
 	LaunchTemplateName string     `json:"launchTemplateName"`
 	Overrides          []Override `json:"overrides"`
+	// CapacityReservationID is the reservation the template targets
+	// (a reserved launch), "" otherwise.
+	CapacityReservationID string `json:"capacityReservationID,omitempty"`
 }
 
 // LaunchRequest is one instant fleet of one instance.
 type LaunchRequest struct {
-	// CapacityType is "spot" or "on-demand".
+	// CapacityType is "spot", "on-demand" or "reserved" (an on-demand
+	// fleet whose templates target capacity reservations).
 	CapacityType string         `json:"capacityType"`
 	Configs      []LaunchConfig `json:"configs"`
 	// Tags go on the fleet, the instances, their volumes and network
@@ -254,6 +261,11 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
 		},
 	}
+	if req.CapacityType == "reserved" {
+		// Into an on-demand capacity reservation: an on-demand fleet of
+		// templates that target it.
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeOnDemand
+	}
 	if req.CapacityType == "spot" {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	} else {
@@ -294,7 +306,7 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 	var errs []FleetError
 	for _, e := range out.Errors {
 		fe := FleetError{CapacityType: string(e.Lifecycle), Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage)}
-		if fe.CapacityType == "" {
+		if fe.CapacityType == "" || req.CapacityType == "reserved" {
 			fe.CapacityType = req.CapacityType
 		}
 		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
@@ -316,6 +328,10 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 			if inst.Type == "" {
 				inst.Type = string(lo.Overrides.InstanceType)
 			}
+		}
+		if req.CapacityType == "reserved" {
+			inst.CapacityType = "reserved"
+			inst.CapacityReservationID = reservationOf(req.Configs, inst.Type, inst.SubnetID)
 		}
 		for _, id := range fi.InstanceIds {
 			c := inst
@@ -382,6 +398,19 @@ func (p *Provider) List(ctx context.Context, filters []ec2types.Filter) (map[str
 	return out, nil
 }
 
+// reservationOf is the reservation of the config whose overrides hold the
+// (type, subnet) a reserved fleet launched.
+func reservationOf(configs []LaunchConfig, typ, subnet string) string {
+	for _, c := range configs {
+		for _, o := range c.Overrides {
+			if o.InstanceType == typ && o.SubnetID == subnet {
+				return c.CapacityReservationID
+			}
+		}
+	}
+	return ""
+}
+
 func fromEC2(in ec2types.Instance) *Instance {
 	i := &Instance{
 		ID: aws.ToString(in.InstanceId), Type: string(in.InstanceType), SubnetID: aws.ToString(in.SubnetId),
@@ -390,6 +419,9 @@ func fromEC2(in ec2types.Instance) *Instance {
 	}
 	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		i.CapacityType = "spot"
+	}
+	if id := aws.ToString(in.CapacityReservationId); id != "" {
+		i.CapacityType, i.CapacityReservationID = "reserved", id
 	}
 	if in.Placement != nil {
 		i.Zone = aws.ToString(in.Placement.AvailabilityZone)

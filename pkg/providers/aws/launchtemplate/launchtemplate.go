@@ -51,6 +51,13 @@ type Content struct {
 	AssociatePublicIP       *bool         `json:"associatePublicIP,omitempty"`
 	// Tags are put on the template itself.
 	Tags map[string]string `json:"tags,omitempty"`
+	// CapacityReservationPreference and CapacityReservationID are the
+	// template's CapacityReservationSpecification: a reserved launch's
+	// template targets its reservation (capacity-reservations-only); the
+	// other launches of a class that selects reservations say none, so
+	// that they never take an open reservation's room unplanned.
+	CapacityReservationPreference string `json:"capacityReservationPreference,omitempty"`
+	CapacityReservationID         string `json:"capacityReservationID,omitempty"`
 }
 
 // Hash is a hex digest of the content (security group order ignored).
@@ -140,6 +147,14 @@ func (c Content) Data() *ec2types.RequestLaunchTemplateData {
 	}
 	if c.UserData != "" {
 		d.UserData = aws.String(encodeBase64(c.UserData))
+	}
+	if c.CapacityReservationPreference != "" || c.CapacityReservationID != "" {
+		d.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreference(c.CapacityReservationPreference),
+		}
+		if c.CapacityReservationID != "" {
+			d.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(c.CapacityReservationID)}
+		}
 	}
 	if c.InstanceProfile != "" {
 		d.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(c.InstanceProfile)}

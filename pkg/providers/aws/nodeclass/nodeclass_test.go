@@ -3,11 +3,14 @@ package nodeclass_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -250,26 +253,82 @@ func TestAliasParametersExist(t *testing.T) {
 	}
 }
 
-// A class that selects capacity reservations gets a not-supported
-// condition (and stays Ready: it still launches, outside reservations).
-func TestCapacityReservationsNotSupported(t *testing.T) {
-	_, r := newResolver(t)
+// capacityReservationSelectorTerms resolve into status.capacityReservations
+// (by id, or by tags and owner and match criteria; active ones only) and
+// CapacityReservationsReady=True; an id that names no active reservation
+// is a False condition naming it, the others still resolved, the class
+// still Ready.
+func TestCapacityReservationsResolve(t *testing.T) {
+	e, r := newResolver(t)
+	ctx := context.Background()
+	ec2c := awstest.Clients(e).EC2
+	zone := e.Options().Region + "a"
+	create := func(typ string, n int32, match ec2types.InstanceMatchCriteria, tags map[string]string) string {
+		t.Helper()
+		in := &ec2.CreateCapacityReservationInput{InstanceType: aws.String(typ), InstancePlatform: ec2types.CapacityReservationInstancePlatformLinuxUnix,
+			AvailabilityZone: aws.String(zone), InstanceCount: aws.Int32(n), InstanceMatchCriteria: match}
+		for k, v := range tags {
+			in.TagSpecifications = []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeCapacityReservation,
+				Tags: []ec2types.Tag{{Key: aws.String(k), Value: aws.String(v)}}}}
+		}
+		out, err := ec2c.CreateCapacityReservation(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.CapacityReservation.CapacityReservationId)
+	}
+	byID := create("c5.2xlarge", 3, ec2types.InstanceMatchCriteriaTargeted, nil)
+	tagged := create("m5.large", 2, ec2types.InstanceMatchCriteriaOpen, map[string]string{"team": "ml"})
+	cancelled := create("m5.large", 1, ec2types.InstanceMatchCriteriaOpen, map[string]string{"team": "ml"})
+	create("m5.large", 1, ec2types.InstanceMatchCriteriaOpen, map[string]string{"team": "web"})
+	if _, err := ec2c.CancelCapacityReservation(ctx, &ec2.CancelCapacityReservationInput{CapacityReservationId: aws.String(cancelled)}); err != nil {
+		t.Fatal(err)
+	}
+
 	nc := discoveryClass()
-	out, err := r.Resolve(context.Background(), nc)
+	out, err := r.Resolve(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(out, awsv1.ConditionTypeCapacityReservationsReady); c.Status != metav1.ConditionTrue || len(out.Status.CapacityReservations) != 0 {
+		t.Errorf("without reservation terms: %+v, %v", c, out.Status.CapacityReservations)
+	}
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{
+		{ID: byID}, {Tags: map[string]string{"team": "ml"}, OwnerID: e.Options().AccountID},
+	}
+	out, err = r.Resolve(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := cond(out, awsv1.ConditionTypeCapacityReservationsReady); c.Status != metav1.ConditionTrue {
-		t.Errorf("without reservation terms: %+v", c)
+		t.Errorf("resolved terms: %+v", c)
 	}
-	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-	out, err = r.Resolve(context.Background(), nc)
+	var got []string
+	for _, cr := range out.Status.CapacityReservations {
+		got = append(got, cr.ID+" "+cr.InstanceType+" "+cr.AvailabilityZone+" "+cr.InstanceMatchCriteria+" "+cr.ReservationType+" "+cr.OwnerID)
+	}
+	want := []string{
+		byID + " c5.2xlarge " + zone + " targeted default " + e.Options().AccountID,
+		tagged + " m5.large " + zone + " open default " + e.Options().AccountID,
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("status.capacityReservations:\n got %q\nwant %q", got, want)
+	}
+
+	// Bad input: an id that does not exist, and one cancelled.
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: byID}, {ID: "cr-0123456789abcdef0"}, {ID: cancelled}}
+	out, err = r.Resolve(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cond(out, awsv1.ConditionTypeCapacityReservationsReady)
-	if c.Status != metav1.ConditionFalse || c.Reason != nodeclass.ReasonNotSupported || !strings.Contains(c.Message, "capacityReservationSelectorTerms") {
-		t.Errorf("with reservation terms: %+v", c)
+	if c.Status != metav1.ConditionFalse || c.Reason != nodeclass.ReasonCapacityReservationNotFound ||
+		!strings.Contains(c.Message, "cr-0123456789abcdef0 (spec.capacityReservationSelectorTerms[1].id)") || !strings.Contains(c.Message, cancelled) {
+		t.Errorf("with a missing id: %+v", c)
+	}
+	if len(out.Status.CapacityReservations) != 1 || out.Status.CapacityReservations[0].ID != byID {
+		t.Errorf("the existing reservation is not kept: %v", out.Status.CapacityReservations)
 	}
 	if !out.IsTrue(awsv1.ConditionTypeReady) {
 		t.Errorf("the class is not Ready: %+v", out.Status.Conditions)

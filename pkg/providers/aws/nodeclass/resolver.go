@@ -49,12 +49,6 @@ const (
 	ReasonValidationFailed = "ValidationFailed"
 )
 
-// CapacityReservationsNotSupported is the message of the
-// CapacityReservationsReady=False condition of a class that selects
-// capacity reservations.
-const CapacityReservationsNotSupported = "dovetail does not launch into capacity reservations: spec.capacityReservationSelectorTerms is not acted on; " +
-	"nodes of this class launch as on-demand or spot outside any reservation"
-
 // Tag keys dovetail puts on what it creates.
 const (
 	TagClusterPrefix = "kubernetes.io/cluster/"
@@ -139,13 +133,10 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 		out.Status.InstanceProfile = profile
 		out.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, ReasonResolved, "", now)
 	}
-	// Capacity reservations are not supported: say so on the class (not
-	// one of the Ready dependents, so the class still launches).
-	out.Status.CapacityReservations = nil
-	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
-		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionFalse, ReasonNotSupported, CapacityReservationsNotSupported, now)
-	} else {
-		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonResolved, "", now)
+	// Capacity reservations (reservations.go): not one of the Ready
+	// dependents, so a class with a bad id still launches outside it.
+	if err := r.capacityReservationsStatus(ctx, nc, out); err != nil {
+		return nil, err
 	}
 	if errs := nc.RuntimeValidate(); len(errs) > 0 {
 		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, errs.ToAggregate().Error(), now)
