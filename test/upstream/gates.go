@@ -17,6 +17,21 @@ var groupGates = map[string][]string{
 	"Reboot":         {"NodeRepair=true"},
 }
 
+// groupAWSGates are the AWS provider gates (AWS_FEATURE_GATES) a group runs
+// with: the Reboot specs need repair by reboot, which the peer's AWS
+// provider keeps behind RebootForRepair.
+var groupAWSGates = map[string][]string{
+	"Reboot": {"RebootForRepair=true"},
+}
+
+// awsFeatureGates is the AWS_FEATURE_GATES value of a group's controller,
+// or "" for dovetail's defaults.
+func awsFeatureGates(group string) string {
+	g := slices.Clone(groupAWSGates[group])
+	slices.Sort(g)
+	return strings.Join(g, ",")
+}
+
 // featureGates is the FEATURE_GATES value of a group's controller, or ""
 // for dovetail's defaults.
 func featureGates(group string) string {

@@ -91,7 +91,7 @@ func runUnit(ctx context.Context, cfg runConfig, n int, u unit, progress func(st
 	testLog := filepath.Join(dir, "test.log")
 	logs := []string{rel(cfg.OutDir, testLog), rel(cfg.OutDir, stackLog), rel(cfg.OutDir, controllerLog)}
 
-	st, kubeconfig, err := startStack(ctx, cfg, stackDir, stackLog, gates)
+	st, kubeconfig, err := startStack(ctx, cfg, stackDir, stackLog, gates, awsFeatureGates(u.Specs[0].Group))
 	if err != nil {
 		return fail("stack", err.Error(), logs...)
 	}
@@ -267,7 +267,7 @@ func readAllReports(b []byte) ([]specReport, error) {
 // startStack starts `dovetail local up` in its own process group with
 // FEATURE_GATES set to gates (unset when empty) and waits for its ready
 // line, returning the kubeconfig path.
-func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates string) (*group, string, error) {
+func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates, awsGates string) (*group, string, error) {
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", err
@@ -276,8 +276,12 @@ func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates string) 
 	cmd := exec.Command(cfg.Binary, "local", "up", "--dir", dir, "--cluster-name", cfg.ClusterName)
 	env := withoutVar(os.Environ(), "FEATURE_GATES")
 	env = withoutVar(env, "KUBECONFIG")
+	env = withoutVar(env, "AWS_FEATURE_GATES")
 	if gates != "" {
 		env = append(env, "FEATURE_GATES="+gates)
+	}
+	if awsGates != "" {
+		env = append(env, "AWS_FEATURE_GATES="+awsGates)
 	}
 	cmd.Env = env
 	cmd.Stderr = lf

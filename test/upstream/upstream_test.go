@@ -147,6 +147,12 @@ func TestFeatureGatesPerGroup(t *testing.T) {
 	if got := featureGates("Reboot"); got != "NodeRepair=true" {
 		t.Errorf("Reboot: %q", got)
 	}
+	if got := awsFeatureGates("Reboot"); got != "RebootForRepair=true" {
+		t.Errorf("AWS gates for Reboot = %q", got)
+	}
+	if got := awsFeatureGates("Repair"); got != "" {
+		t.Errorf("AWS gates for Repair = %q, want dovetail's defaults", got)
+	}
 	if got := featureGates("Integration"); got != "" {
 		t.Errorf("Integration: %q", got)
 	}

@@ -61,7 +61,7 @@ type CapacityBufferSpec struct {
 	// +optional
 	ScalableRef *ScalableRef `json:"scalableRef,omitempty"`
 	// Replicas is the number of chunks wanted. With Percentage too, the
-	// smaller of the two applies.
+	// larger of the two applies (Limits can still lower it).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
