@@ -95,9 +95,11 @@ func TestRulesAreASCII(t *testing.T) {
 }
 
 // TestWellKnownAWSLabelsInNodePoolRules checks that the NodePool rules allow
-// exactly the karpenter.k8s.aws labels package awsv1 declares well known.
+// exactly the karpenter.k8s.aws labels package awsv1 declares well known,
+// and the EC2NodeClass's own label (the peer's CRD allows it, and the peer
+// writes it on every NodeClaim).
 func TestWellKnownAWSLabelsInNodePoolRules(t *testing.T) {
-	var want []string
+	want := []string{awsv1.LabelNodeClass}
 	for _, l := range awsv1.WellKnownLabels {
 		if strings.HasPrefix(l, awsv1.Group+"/") {
 			want = append(want, l)
