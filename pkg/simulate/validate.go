@@ -72,10 +72,11 @@ func validateWorkload(replicas *int32, spec *corev1.PodSpec, path *field.Path) f
 }
 
 func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if len(spec.Containers) == 0 {
-		return field.ErrorList{field.Required(path.Child("containers"), "a pod needs at least one container")}
+		errs = append(errs, field.Required(path.Child("containers"), "a pod needs at least one container"))
 	}
-	return nil
+	return append(errs, checkPodResources(spec, path)...)
 }
 
 // inDomain reports whether key is in domain (the domain itself or a
@@ -181,6 +182,11 @@ func validateNodeClaim(nc *karpv1.NodeClaim) field.ErrorList {
 	// The peer writes its EC2NodeClass's name as a requirement on every
 	// NodeClaim it creates.
 	errs = append(errs, validateRequirements(nc.Spec.Requirements, []string{karpv1.CapacityTypeLabelKey, karpv1.NodePoolLabelKey, awsv1.LabelNodeClass}, spec.Child("requirements"))...)
+	// The status is what an existing claim's node offers (the CRD check
+	// leaves it out, as the server does on create): as for a Node's, no
+	// amount may be negative or out of range.
+	errs = append(errs, checkAmounts(nc.Status.Capacity, field.NewPath("status", "capacity"))...)
+	errs = append(errs, checkAmounts(nc.Status.Allocatable, field.NewPath("status", "allocatable"))...)
 	return append(errs, nc.RuntimeValidate()...)
 }
 
