@@ -40,6 +40,8 @@ func TestReadRefusesWhatTheAPIServerRefuses(t *testing.T) {
 		{"pod overhead", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {overhead: {cpu: -1}, containers: [{name: c}]}\n", "spec.overhead[cpu]: Invalid value"},
 		{"NodeClaim with negative capacity", "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: nc}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n  requirements: [{key: karpenter.sh/nodepool, operator: In, values: [general]}]\nstatus: {capacity: {cpu: -4}, allocatable: {memory: -1Gi}}\n", "status.capacity[cpu]: Invalid value"},
 		{"NodeClaim with negative allocatable", "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: nc}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n  requirements: [{key: karpenter.sh/nodepool, operator: In, values: [general]}]\nstatus: {allocatable: {memory: -1Gi}}\n", "status.allocatable[memory]: Invalid value"},
+		{"1 MiB resource name", pod("{name: p}", "{? "+strings.Repeat("r", 1<<20)+" : 1}"), "spec.containers[0].resources.requests: Invalid value"},
+		{"ESC in a resource name", pod("{name: p}", `{"a.io/g\u001bpu": 1}`), "spec.containers[0].resources.requests: Invalid value"},
 		{"nodepool label value", strings.Replace(poolDoc, "metadata: {name: general}", "metadata: {name: general, labels: {team: \""+strings.Repeat("v", 64)+"\"}}", 1), "metadata.labels: Invalid value"},
 	}
 	for _, c := range cases {
@@ -56,5 +58,28 @@ func TestReadRefusesWhatTheAPIServerRefuses(t *testing.T) {
 				t.Fatalf("error is %d bytes: it echoes too much of the input", len(err.Error()))
 			}
 		})
+	}
+}
+
+// TestReadAcceptsValidResources: what the API server accepts in a pod's
+// resources is accepted (the checks above refuse no more than it does).
+func TestReadAcceptsValidResources(t *testing.T) {
+	in := `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  overhead: {cpu: 250m, memory: 120Mi}
+  initContainers:
+  - {name: i, resources: {requests: {cpu: 100m}}}
+  containers:
+  - name: c
+    resources:
+      requests: {cpu: 500m, memory: 1Gi, ephemeral-storage: 1Gi, nvidia.com/gpu: 2, hugepages-2Mi: 4Mi, kubernetes.io/foo: 0.5}
+      limits: {cpu: 1, memory: 1Gi, nvidia.com/gpu: "2", hugepages-2Mi: 4Mi}
+  - {name: d, resources: {limits: {example.com/dongle: 1, cpu: 2}}}
+`
+	var m simulate.Manifests
+	if err := m.Read("in.yaml", []byte(in)); err != nil {
+		t.Fatal(err)
 	}
 }
