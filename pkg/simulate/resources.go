@@ -177,3 +177,17 @@ func checkPodResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// checkNodeAmounts is checkAmounts (non-negative, in the engine's range)
+// plus ValidateResourceQuantityValue's rule, applied by ValidateNode to a
+// node's capacity and allocatable, that an extended resource is a whole
+// number.
+func checkNodeAmounts(l corev1.ResourceList, p *field.Path) field.ErrorList {
+	errs := checkAmounts(l, p)
+	for _, name := range sortedResources(l) {
+		if q := l[name]; q.Sign() >= 0 && isExtendedResourceName(name) && q.MilliValue()%1000 != 0 {
+			errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), msgNotInteger))
+		}
+	}
+	return errs
+}

@@ -42,6 +42,7 @@ func TestReadRefusesWhatTheAPIServerRefuses(t *testing.T) {
 		{"NodeClaim with negative allocatable", "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: nc}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n  requirements: [{key: karpenter.sh/nodepool, operator: In, values: [general]}]\nstatus: {allocatable: {memory: -1Gi}}\n", "status.allocatable[memory]: Invalid value"},
 		{"1 MiB resource name", pod("{name: p}", "{? "+strings.Repeat("r", 1<<20)+" : 1}"), "spec.containers[0].resources.requests: Invalid value"},
 		{"ESC in a resource name", pod("{name: p}", `{"a.io/g\u001bpu": 1}`), "spec.containers[0].resources.requests: Invalid value"},
+		{"Node with a fractional GPU", "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {capacity: {nvidia.com/gpu: 500m}}\n", "status.capacity[nvidia.com/gpu]: Invalid value: \"500m\": must be an integer"},
 		{"nodepool label value", strings.Replace(poolDoc, "metadata: {name: general}", "metadata: {name: general, labels: {team: \""+strings.Repeat("v", 64)+"\"}}", 1), "metadata.labels: Invalid value"},
 	}
 	for _, c := range cases {
