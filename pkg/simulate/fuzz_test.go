@@ -44,6 +44,12 @@ func fuzzSeeds(f *testing.F) {
 		"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 4, completions: 2, template: {spec: {containers: [{name: c}]}}}\n",
 		"apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {a: b}}\nstatus: {allocatable: {cpu: 4, memory: 8Gi, pods: 10}}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds}\nspec: {selector: {}, template: {spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}}}\n",
 		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: 7, resources: {requests: {cpu: x}}}]}\n",
+		// Duplicate keys (refused, never last-wins), in YAML and JSON, and
+		// resources the API server refuses (issue 34 item 4).
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n      requests:\n        cpu: 1\n        cpu: 100\n",
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "name": "q"}, "spec": {"containers": [{"name": "c"}]}}`,
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {nvidia.com/gpu: \"0.5\", pods: 1e15, cpu: 2}, limits: {cpu: 1}}}]}\n",
+		"apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: nc}\nspec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}\nstatus: {capacity: {cpu: -4}}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -215,6 +215,11 @@ func FuzzRead(f *testing.F) {
 		"--- {apiVersion: v1, kind: Node, metadata: {name: node-1}}\n",
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: -1, template: {spec: {containers: [{name: c}]}}}\n",
 		"\xff\xfe", "kind: [", "apiVersion: 1\nkind: 2\n", "metadata: {name: {a: b}}\nkind: Pod\napiVersion: v1\n",
+		// Duplicate keys, YAML and JSON, at the top and nested.
+		"apiVersion: v1\nkind: Pod\nkind: Node\nmetadata: {name: p}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 1, cpu: 100}}}]}\n",
+		`{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": {"a": "1", "a": "2"}}}`,
+		"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Node, metadata: {name: n, name: m}}]\n",
 	} {
 		f.Add([]byte(s))
 	}

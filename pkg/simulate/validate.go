@@ -38,8 +38,8 @@ func validate(kind string, obj any) field.ErrorList {
 	case *corev1.Pod:
 		return validatePodSpec(&o.Spec, field.NewPath("spec"))
 	case *corev1.Node:
-		return append(checkAmounts(o.Status.Capacity, field.NewPath("status", "capacity")),
-			checkAmounts(o.Status.Allocatable, field.NewPath("status", "allocatable"))...)
+		return append(checkNodeAmounts(o.Status.Capacity, field.NewPath("status", "capacity")),
+			checkNodeAmounts(o.Status.Allocatable, field.NewPath("status", "allocatable"))...)
 	case *appsv1.Deployment:
 		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
 	case *appsv1.ReplicaSet:
@@ -72,10 +72,11 @@ func validateWorkload(replicas *int32, spec *corev1.PodSpec, path *field.Path) f
 }
 
 func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if len(spec.Containers) == 0 {
-		return field.ErrorList{field.Required(path.Child("containers"), "a pod needs at least one container")}
+		errs = append(errs, field.Required(path.Child("containers"), "a pod needs at least one container"))
 	}
-	return nil
+	return append(errs, checkPodResources(spec, path)...)
 }
 
 // inDomain reports whether key is in domain (the domain itself or a
@@ -181,6 +182,12 @@ func validateNodeClaim(nc *karpv1.NodeClaim) field.ErrorList {
 	// The peer writes its EC2NodeClass's name as a requirement on every
 	// NodeClaim it creates.
 	errs = append(errs, validateRequirements(nc.Spec.Requirements, []string{karpv1.CapacityTypeLabelKey, karpv1.NodePoolLabelKey, awsv1.LabelNodeClass}, spec.Child("requirements"))...)
+	// The status is what an existing claim's node offers (the CRD check
+	// leaves it out, as the server does on create): as for a Node's, no
+	// amount may be negative or out of range, nor an extended resource
+	// fractional.
+	errs = append(errs, checkNodeAmounts(nc.Status.Capacity, field.NewPath("status", "capacity"))...)
+	errs = append(errs, checkNodeAmounts(nc.Status.Allocatable, field.NewPath("status", "allocatable"))...)
 	return append(errs, nc.RuntimeValidate()...)
 }
 
