@@ -126,7 +126,9 @@ var kinds = map[string]kindInfo{
 	"NodeOverlay": kindOf("karpenter.sh/v1alpha1", false, func(o *karpv1alpha1.NodeOverlay) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *karpv1alpha1.NodeOverlay) { m.NodeOverlays = append(m.NodeOverlays, o) }),
 	"CapacityBuffer": kindOf("autoscaling.x-k8s.io/v1beta1", true, func(o *autoscalingv1beta1.CapacityBuffer) *metav1.ObjectMeta { return &o.ObjectMeta },
-		func(m *Manifests, o *autoscalingv1beta1.CapacityBuffer) { m.CapacityBuffers = append(m.CapacityBuffers, o) }),
+		func(m *Manifests, o *autoscalingv1beta1.CapacityBuffer) {
+			m.CapacityBuffers = append(m.CapacityBuffers, o)
+		}),
 	"PodTemplate": kindOf("v1", true, func(o *corev1.PodTemplate) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *corev1.PodTemplate) { m.PodTemplates = append(m.PodTemplates, o) }),
 	"StorageClass": kindOf("storage.k8s.io/v1", false, func(o *storagev1.StorageClass) *metav1.ObjectMeta { return &o.ObjectMeta },

@@ -103,4 +103,3 @@ func bufferSummary(r *Result) string {
 	}
 	return fmt.Sprintf("Buffer room: %d of %d chunks kept (%d buffers)\n", placed, wanted, len(r.Buffers))
 }
-
