@@ -101,5 +101,9 @@ func bufferSummary(r *Result) string {
 		wanted += b.Wanted
 		placed += b.Existing + b.InFlight + b.New
 	}
-	return fmt.Sprintf("Buffer room: %d of %d chunks kept (%d buffers)\n", placed, wanted, len(r.Buffers))
+	plural := "s"
+	if len(r.Buffers) == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("Buffer room: %d of %d chunks kept (%d buffer%s)\n", placed, wanted, len(r.Buffers), plural)
 }
