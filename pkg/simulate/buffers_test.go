@@ -3,6 +3,7 @@ package simulate_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -160,5 +161,27 @@ func TestSimulateBufferExample(t *testing.T) {
 	}
 	if got["default/batch-worker"] != [2]int{3, 3} || got["default/web-headroom"] != [2]int{2, 2} {
 		t.Errorf("room %v (warnings %q), want batch-worker 3 of 3, web-headroom 2 of 2", got, r.Warnings)
+	}
+}
+
+// The engine's complaint about a buffer's chunk names the PodTemplate it
+// is shaped from, once.
+func TestSimulateBufferBadTemplateLocated(t *testing.T) {
+	m := &simulate.Manifests{}
+	in := strings.Join([]string{nodeClassDoc, overlayPool, `apiVersion: v1
+kind: PodTemplate
+metadata: {name: bad}
+template:
+  spec:
+    containers: [{name: c, image: i, resources: {requests: {cpu: "-1"}}}]
+`, bufferDoc("{podTemplateRef: {name: bad}, replicas: 2}")}, "---\n")
+	if err := m.Read("in.yaml", []byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := simulate.Run(m, simulate.Options{Region: "us-east-1", Zones: []string{"us-east-1a"}})
+	var ies simulate.InputErrors
+	if !errors.As(err, &ies) || len(ies) != 1 || ies[0].Kind != "PodTemplate" || ies[0].Name != "bad" ||
+		!strings.Contains(err.Error(), "template.spec.containers") || !strings.Contains(err.Error(), "CapacityBuffer default/b") {
+		t.Errorf("error %v, want one naming PodTemplate bad, template.spec.containers and the buffer", err)
 	}
 }

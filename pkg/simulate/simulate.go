@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -286,16 +287,26 @@ var podPath = regexp.MustCompile(`^pods\[(\d+)\](\[[^\]]*\])?\.?`)
 func (m *Manifests) locate(in *engine.Input, errs field.ErrorList) InputErrors {
 	var out InputErrors
 	var sources map[string]bufferSource
+	seen := map[string]bool{}
 	for _, fe := range errs {
 		sub := podPath.FindStringSubmatch(fe.Field)
 		if sub == nil {
 			return nil
 		}
 		i, err := strconv.Atoi(sub[1])
-		if err != nil || i >= len(in.Pods) || in.Pods[i] == nil {
+		if err != nil {
 			return nil
 		}
-		pod := in.Pods[i]
+		var pod *corev1.Pod
+		if i < len(in.Pods) {
+			pod = in.Pods[i]
+		} else if ns, name, ok := strings.Cut(strings.Trim(sub[2], "[]"), "/"); ok {
+			// The engine appends the buffers' pods after in.Pods.
+			pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		}
+		if pod == nil {
+			return nil
+		}
 		rest := strings.TrimPrefix(fe.Field, sub[0])
 		kind, ns, name := "Pod", pod.Namespace, pod.Name
 		if engine.IsBufferPod(pod) {
@@ -315,7 +326,11 @@ func (m *Manifests) locate(in *engine.Input, errs field.ErrorList) InputErrors {
 			c := *fe
 			c.Field = src.path + rest
 			c.Detail = strings.TrimSpace(fmt.Sprintf("%s (CapacityBuffer %s/%s)", c.Detail, ns, buffer))
-			out = append(out, o.errorf(src.key.Kind, src.key.Name, field.ErrorList{&c}, nil))
+			e := o.errorf(src.key.Kind, src.key.Name, field.ErrorList{&c}, nil)
+			if !seen[e.Error()] { // every chunk has the same shape: once
+				seen[e.Error()] = true
+				out = append(out, e)
+			}
 			continue
 		}
 		if o, ok := m.Origin(ObjectKey{Kind: kind, Namespace: ns, Name: name}); ok {
