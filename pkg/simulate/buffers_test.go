@@ -185,3 +185,30 @@ template:
 		t.Errorf("error %v, want one naming PodTemplate bad, template.spec.containers and the buffer", err)
 	}
 }
+
+// Room that fits on an existing node is counted there, not launched.
+func TestSimulateBufferRoomOnExistingNode(t *testing.T) {
+	const node = `apiVersion: v1
+kind: Node
+metadata:
+  name: roomy
+  labels: {karpenter.sh/nodepool: general, karpenter.sh/capacity-type: on-demand, node.kubernetes.io/instance-type: m6i.2xlarge, topology.kubernetes.io/zone: us-east-1a, kubernetes.io/arch: amd64, kubernetes.io/os: linux}
+status:
+  allocatable: {cpu: 7910m, memory: 30Gi, pods: "58"}
+`
+	m := &simulate.Manifests{}
+	in := strings.Join([]string{nodeClassDoc, overlayPool, node, bufferTemplate, bufferDoc("{podTemplateRef: {name: shape}, replicas: 2}")}, "---\n")
+	// Without web's 24 pods the node is free for the buffer.
+	in = strings.Replace(in, "replicas: 24", "replicas: 0", 1)
+	if err := m.Read("in.yaml", []byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := simulate.Run(m, simulate.Options{Region: "us-east-1", Zones: []string{"us-east-1a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := bufferRoom(t, r)
+	if room.Wanted != 2 || room.Existing != 2 || room.New != 0 || len(room.Nodes) != 1 || room.Nodes[0] != "roomy" || len(r.NodeClaims) != 0 {
+		t.Errorf("room %+v with %d new claims, want both chunks on roomy", room, len(r.NodeClaims))
+	}
+}
