@@ -14,10 +14,8 @@ import (
 // object the API server refuses in TestInvalidObjectsRefused, naming the
 // same field, and accepts every object it accepts in
 // TestValidEdgeCasesAccepted (simulate reads manifests without a server).
-// NodeOverlays are read and held to the same rule. CapacityBuffer, which
-// simulate does not read, is refused whether valid or not, naming the
-// kind: a plan that ignored it would differ from the peer's with its gate
-// on. (A kind simulate does not read is refused by kind.)
+// NodeOverlays and CapacityBuffers are read and held to the same rule.
+// (A kind simulate does not read is refused by kind.)
 func TestSimulateAgreesWithTheAPIServer(t *testing.T) {
 	read := func(t *testing.T, base, patch string) error {
 		t.Helper()

@@ -22,6 +22,11 @@
 //   - Workload expansion: Deployments, ReplicaSets, StatefulSets and Jobs
 //     become pods named <owner>-<n>; DaemonSets are overhead on new nodes
 //     and get pods on the existing Nodes they would run on.
+//   - Buffers: CapacityBuffers are resolved against the input's
+//     PodTemplates and scalables (snapshot.ResolveBuffer, the controller's
+//     rules) into status and planned as the engine's Buffers, in both
+//     modes; Result.Buffers reports each buffer's room, and a buffer that
+//     does not resolve is a warning naming its file and field (buffers.go).
 //   - Adoption: a node without karpenter.sh/nodepool is given to the
 //     highest-weight NodePool that could have made it (DisruptionInput).
 //   - Catalog file: an --instance-types file that replaces the built-in EC2

@@ -132,6 +132,7 @@ func (m *Manifests) cluster(maxPods, maxNodePools int, strictRefs bool) (c *snap
 		DaemonSets: m.DaemonSets, PersistentVolumes: m.PersistentVolumes, StorageClasses: m.StorageClasses,
 		Namespaces: m.Namespaces, Overlays: m.NodeOverlays,
 	}
+	c.CapacityBuffers, c.PodTemplates, _, warnings = m.buffers()
 	var errs InputErrors
 	origin := func(kind, ns, name string) Origin {
 		o, _ := m.Origin(ObjectKey{Kind: kind, Namespace: ns, Name: name})

@@ -22,6 +22,7 @@ import (
 	sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
@@ -46,6 +47,8 @@ type Manifests struct {
 	Namespaces             []*corev1.Namespace
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 	NodeOverlays           []*karpv1alpha1.NodeOverlay
+	CapacityBuffers        []*autoscalingv1beta1.CapacityBuffer
+	PodTemplates           []*corev1.PodTemplate
 
 	origins map[ObjectKey]Origin
 	// pdbAllowed are the PDBs whose document states
@@ -122,6 +125,12 @@ var kinds = map[string]kindInfo{
 		}),
 	"NodeOverlay": kindOf("karpenter.sh/v1alpha1", false, func(o *karpv1alpha1.NodeOverlay) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *karpv1alpha1.NodeOverlay) { m.NodeOverlays = append(m.NodeOverlays, o) }),
+	"CapacityBuffer": kindOf("autoscaling.x-k8s.io/v1beta1", true, func(o *autoscalingv1beta1.CapacityBuffer) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *autoscalingv1beta1.CapacityBuffer) {
+			m.CapacityBuffers = append(m.CapacityBuffers, o)
+		}),
+	"PodTemplate": kindOf("v1", true, func(o *corev1.PodTemplate) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *corev1.PodTemplate) { m.PodTemplates = append(m.PodTemplates, o) }),
 	"StorageClass": kindOf("storage.k8s.io/v1", false, func(o *storagev1.StorageClass) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *storagev1.StorageClass) { m.StorageClasses = append(m.StorageClasses, o) }),
 }

@@ -112,6 +112,16 @@ apiVersion: karpenter.sh/v1alpha1
 kind: NodeOverlay
 metadata: {name: o}
 spec: {requirements: [{key: kubernetes.io/arch, operator: In, values: [arm64]}], priceAdjustment: "-10%"}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: shape}
+template: {spec: {containers: [{name: c, image: i}]}}
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: b}
+spec: {podTemplateRef: {name: shape}, replicas: 2}
 `
 	m := &simulate.Manifests{}
 	if err := m.Read("all.yaml", []byte(in)); err != nil {
@@ -123,6 +133,7 @@ spec: {requirements: [{key: kubernetes.io/arch, operator: In, values: [arm64]}],
 		"Node": len(m.Nodes), "NodeClaim": len(m.NodeClaims), "PersistentVolumeClaim": len(m.PersistentVolumeClaims),
 		"PersistentVolume": len(m.PersistentVolumes), "StorageClass": len(m.StorageClasses), "Namespace": len(m.Namespaces),
 		"PodDisruptionBudget": len(m.PodDisruptionBudgets), "NodeOverlay": len(m.NodeOverlays),
+		"PodTemplate": len(m.PodTemplates), "CapacityBuffer": len(m.CapacityBuffers),
 	}
 	for _, k := range simulate.Kinds() {
 		if k == "List" {

@@ -108,6 +108,7 @@ func renderTable(w io.Writer, r *Result) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", esc(u.Pod), esc(u.Code), oneLine(u.Reason))
 		}
 	}
+	renderBuffers(tw, r)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -127,6 +128,9 @@ func renderTable(w io.Writer, r *Result) error {
 		"Total: $%.4f/hour   lower bound: $%.4f/hour   gap: %s   solve time: %s\n",
 		len(r.NodeClaims), placedNew, placedExisting, len(r.Unschedulable),
 		r.TotalPricePerHour, r.LowerBoundPricePerHour, gap, formatSeconds(r.DurationSeconds))
+	if s := bufferSummary(r); s != "" && err == nil {
+		_, err = io.WriteString(w, s)
+	}
 	return err
 }
 

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -94,6 +95,16 @@ func writeJSON(w io.Writer, r *Result) error {
 		e.raw("}")
 	})
 	e.raw(",\n")
+	if len(r.Buffers) > 0 {
+		// Few and small: encoding/json writes them.
+		data, err := json.MarshalIndent(r.Buffers, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		e.key(1, "buffers")
+		e.rawBytes(data)
+		e.raw(",\n")
+	}
 	e.key(1, "totalPricePerHour")
 	e.float(r.TotalPricePerHour)
 	e.raw(",\n")

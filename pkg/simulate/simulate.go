@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -84,6 +85,10 @@ type Result struct {
 	NodeClaims    []NodeClaim     `json:"nodeClaims"`
 	ExistingNodes []ExistingNode  `json:"existingNodes"`
 	Unschedulable []Unschedulable `json:"unschedulable"`
+	// Buffers is where the plan keeps each CapacityBuffer's room (none
+	// without buffers in the input). Their pods are also in the lists
+	// above, named capacitybuffer:<buffer>:<n>.
+	Buffers []BufferRoom `json:"buffers,omitempty"`
 	// TotalPricePerHour is the price of the new NodeClaims only.
 	TotalPricePerHour float64 `json:"totalPricePerHour"`
 	// LowerBoundPricePerHour is the engine's proven lower bound for the
@@ -263,6 +268,7 @@ func FromPlan(plan *engine.Plan) *Result {
 	for _, u := range plan.Unschedulable {
 		r.Unschedulable = append(r.Unschedulable, Unschedulable{Pod: u.Pod.String(), Code: string(u.Code), Reason: u.Message})
 	}
+	r.Buffers = bufferRooms(plan)
 	return r
 }
 
@@ -280,18 +286,53 @@ var podPath = regexp.MustCompile(`^pods\[(\d+)\](\[[^\]]*\])?\.?`)
 // error cannot be located.
 func (m *Manifests) locate(in *engine.Input, errs field.ErrorList) InputErrors {
 	var out InputErrors
+	var sources map[string]bufferSource
+	seen := map[string]bool{}
 	for _, fe := range errs {
 		sub := podPath.FindStringSubmatch(fe.Field)
 		if sub == nil {
 			return nil
 		}
 		i, err := strconv.Atoi(sub[1])
-		if err != nil || i >= len(in.Pods) || in.Pods[i] == nil {
+		if err != nil {
 			return nil
 		}
-		pod := in.Pods[i]
+		var pod *corev1.Pod
+		if i < len(in.Pods) {
+			pod = in.Pods[i]
+		} else if ns, name, ok := strings.Cut(strings.Trim(sub[2], "[]"), "/"); ok {
+			// The engine appends the buffers' pods after in.Pods.
+			pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		}
+		if pod == nil {
+			return nil
+		}
 		rest := strings.TrimPrefix(fe.Field, sub[0])
 		kind, ns, name := "Pod", pod.Namespace, pod.Name
+		if engine.IsBufferPod(pod) {
+			// A buffer's chunk: the object its shape comes from.
+			buffer, _ := engine.BufferOf(engine.PodRef{Namespace: ns, Name: name})
+			if sources == nil {
+				_, _, sources, _ = m.buffers()
+			}
+			src, ok := sources[ns+"/"+buffer]
+			if !ok {
+				return nil
+			}
+			o, ok := m.Origin(src.key)
+			if !ok {
+				return nil
+			}
+			c := *fe
+			c.Field = src.path + rest
+			c.Detail = strings.TrimSpace(fmt.Sprintf("%s (CapacityBuffer %s/%s)", c.Detail, ns, buffer))
+			e := o.errorf(src.key.Kind, src.key.Name, field.ErrorList{&c}, nil)
+			if !seen[e.Error()] { // every chunk has the same shape: once
+				seen[e.Error()] = true
+				out = append(out, e)
+			}
+			continue
+		}
 		if o, ok := m.Origin(ObjectKey{Kind: kind, Namespace: ns, Name: name}); ok {
 			c := *fe
 			c.Field = rest

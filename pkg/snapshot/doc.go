@@ -29,8 +29,9 @@
 //     Nominations says which new pods of those owners to nominate where.
 //   - Buffers: the CapacityBuffers whose status is resolved, with the
 //     PodTemplates they name, become engine.Buffers (Buffers, BufferCount:
-//     the count from a buffer's spec, shared with the capacity buffer
-//     controller).
+//     the count from a buffer's spec; ResolveBuffer: a spec resolved
+//     against the objects it names, shared by the capacity buffer
+//     controller and simulate).
 //   - Unsupported: a pool the engine must not plan nodes for yet (Windows
 //     node classes, reserved-only capacity); its pods get the reason.
 //

@@ -2,6 +2,7 @@ package capacitybuffer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,9 +33,9 @@ import (
 // provision.
 const (
 	ReasonResolved            = "Resolved"
-	ReasonPodTemplateNotFound = "PodTemplateNotFound"
-	ReasonScalableRefNotFound = "ScalableRefNotFound"
-	ReasonResolutionFailed    = "ResolutionFailed"
+	ReasonPodTemplateNotFound = snapshot.BufferPodTemplateNotFound
+	ReasonScalableRefNotFound = snapshot.BufferScalableRefNotFound
+	ReasonResolutionFailed    = snapshot.BufferResolutionFailed
 
 	ReasonNotReadyForProvisioning = "NotReadyForProvisioning"
 	ReasonBufferEmpty             = "BufferEmpty"
@@ -176,74 +177,49 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: c.opts.Interval}, nil
 }
 
-// resolve finds the buffer's shape and count.
+// resolve finds the buffer's shape and count: snapshot.ResolveBuffer
+// (the rules simulate applies offline) over the objects of the buffer's
+// namespace; a scalable's template is kept in the buffer's own
+// PodTemplate, which status.podTemplateRef names.
 func (c *Controller) resolve(ctx context.Context, cb *autoscalingv1beta1.CapacityBuffer) resolution {
-	spec := &cb.Spec
+	lookup := func(kind, namespace, name string) (any, error) {
+		var obj client.Object
+		switch kind {
+		case "PodTemplate":
+			obj = &corev1.PodTemplate{}
+		case autoscalingv1beta1.KindDeployment:
+			obj = &appsv1.Deployment{}
+		case autoscalingv1beta1.KindReplicaSet:
+			obj = &appsv1.ReplicaSet{}
+		case autoscalingv1beta1.KindStatefulSet:
+			obj = &appsv1.StatefulSet{}
+		default:
+			return nil, nil
+		}
+		if err := c.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
+		}
+		return obj, nil
+	}
+	r, err := snapshot.ResolveBuffer(cb, lookup)
+	var be *snapshot.BufferError
 	switch {
-	case spec.PodTemplateRef != nil:
-		pt := &corev1.PodTemplate{}
-		err := c.kube.Get(ctx, client.ObjectKey{Namespace: cb.Namespace, Name: spec.PodTemplateRef.Name}, pt)
-		if apierrors.IsNotFound(err) {
-			return resolution{reason: ReasonPodTemplateNotFound, message: fmt.Sprintf("spec.podTemplateRef: PodTemplate %s/%s not found", cb.Namespace, spec.PodTemplateRef.Name)}
-		}
-		if err != nil {
-			return resolution{retryError: fmt.Errorf("reading PodTemplate %s/%s: %w", cb.Namespace, spec.PodTemplateRef.Name, err)}
-		}
-		return counted(spec, pt, nil, fmt.Sprintf("PodTemplate %s", pt.Name))
-	case spec.ScalableRef != nil:
-		return c.resolveScalable(ctx, cb)
+	case errors.As(err, &be):
+		return resolution{reason: be.Reason, message: be.Error()}
+	case err != nil:
+		return resolution{retryError: err}
 	}
-	return resolution{reason: ReasonResolutionFailed, message: "spec: neither podTemplateRef nor scalableRef is set"}
-}
-
-// counted completes a resolution with the buffer's count.
-func counted(spec *autoscalingv1beta1.CapacityBufferSpec, pt *corev1.PodTemplate, scalableReplicas *int32, from string) resolution {
-	n, err := snapshot.BufferCount(spec, &pt.Template.Spec, scalableReplicas)
-	if err != nil {
-		return resolution{reason: ReasonResolutionFailed, message: err.Error()}
-	}
-	return resolution{template: pt, count: n, reason: ReasonResolved, message: fmt.Sprintf("%d chunks shaped like %s", n, from)}
-}
-
-// resolveScalable reads the scalable's pod template and replicas, and
-// keeps the buffer's own PodTemplate equal to that template.
-func (c *Controller) resolveScalable(ctx context.Context, cb *autoscalingv1beta1.CapacityBuffer) resolution {
-	ref := cb.Spec.ScalableRef
-	if ref.APIGroup != "" && ref.APIGroup != appsv1.GroupName {
-		return resolution{reason: ReasonResolutionFailed, message: fmt.Sprintf("spec.scalableRef.apiGroup: %q is not supported: only %q (Deployment, ReplicaSet, StatefulSet)", ref.APIGroup, appsv1.GroupName)}
-	}
-	key := client.ObjectKey{Namespace: cb.Namespace, Name: ref.Name}
-	var obj client.Object
-	var tmpl func() (corev1.PodTemplateSpec, *int32)
-	switch ref.Kind {
-	case autoscalingv1beta1.KindDeployment:
-		d := &appsv1.Deployment{}
-		obj, tmpl = d, func() (corev1.PodTemplateSpec, *int32) { return d.Spec.Template, d.Spec.Replicas }
-	case autoscalingv1beta1.KindReplicaSet:
-		rs := &appsv1.ReplicaSet{}
-		obj, tmpl = rs, func() (corev1.PodTemplateSpec, *int32) { return rs.Spec.Template, rs.Spec.Replicas }
-	case autoscalingv1beta1.KindStatefulSet:
-		ss := &appsv1.StatefulSet{}
-		obj, tmpl = ss, func() (corev1.PodTemplateSpec, *int32) { return ss.Spec.Template, ss.Spec.Replicas }
-	default:
-		return resolution{reason: ReasonResolutionFailed, message: fmt.Sprintf("spec.scalableRef.kind: %q is not supported: Deployment, ReplicaSet or StatefulSet", ref.Kind)}
-	}
-	if err := c.kube.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return resolution{reason: ReasonScalableRefNotFound, message: fmt.Sprintf("spec.scalableRef: %s %s/%s not found", ref.Kind, cb.Namespace, ref.Name)}
-		}
-		return resolution{retryError: fmt.Errorf("reading %s %s: %w", ref.Kind, key, err)}
-	}
-	spec, replicas := tmpl()
-	if replicas == nil {
-		one := int32(1) // the API server's default
-		replicas = &one
-	}
-	pt, res := c.ownTemplate(ctx, cb, spec)
+	pt := r.PodTemplate
 	if pt == nil {
-		return res
+		var res resolution
+		if pt, res = c.ownTemplate(ctx, cb, r.Template); pt == nil {
+			return res
+		}
 	}
-	return counted(&cb.Spec, pt, replicas, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
+	return resolution{template: pt, count: r.Count, reason: ReasonResolved, message: fmt.Sprintf("%d chunks shaped like %s", r.Count, r.From)}
 }
 
 // ownTemplate creates or updates the buffer's own PodTemplate to spec.
