@@ -178,14 +178,19 @@ func (s *solver) zoneQuotas() {
 		if g.univZones&^reach != 0 {
 			continue
 		}
-		total := int(g.total) + len(c.pods)
-		base, extra := total/m, total%m
+		// The pods that count are the class's and those already counted in
+		// the universe's zones: g.total also holds member pods on nodes
+		// the spread's node filters leave out (nodeAffinityPolicy Honor),
+		// which must not raise the quotas.
+		total := len(c.pods)
 		var zones []int
 		for z := 0; z < nz; z++ {
 			if g.univZones.has(z) {
 				zones = append(zones, z)
+				total += int(g.cnt(z))
 			}
 		}
+		base, extra := total/m, total%m
 		// Zones already holding more existing pods take the extras first;
 		// then rotate by class.
 		rot := c.id % m
