@@ -52,8 +52,9 @@ type PeerSettings struct {
 	LegacyNodeRepair bool
 	// DisableClusterStateObservability: true is refused.
 	DisableClusterStateObservability bool
-	// DisableDryRun (disableDryRun): accepted either way; dovetail never
-	// dry-runs launches to validate an EC2NodeClass.
+	// DisableDryRun (disableDryRun): true skips the DryRun CreateLaunchTemplate,
+	// CreateFleet and RunInstances calls that validate each EC2NodeClass
+	// (ValidationSucceeded; aws.Options.DisableDryRun).
 	DisableDryRun bool
 	// AMIRefreshInterval, SubnetRefreshInterval and
 	// SecurityGroupRefreshInterval: each at least a minute. dovetail

@@ -184,7 +184,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.BoolVar(&p.IgnoreDRARequests, "ignore-dra-requests", p.IgnoreDRARequests, "ignore pods' DRA claims when sizing nodes (only true: DRA sizing is not implemented)")
 	f.BoolVar(&p.LegacyNodeRepair, "legacy-node-repair", p.LegacyNodeRepair, "the peer's legacy node repair controller (not implemented: only false)")
 	f.BoolVar(&p.DisableClusterStateObservability, "disable-cluster-state-observability", p.DisableClusterStateObservability, "turn off cluster state metrics and events (not implemented: only false)")
-	f.BoolVar(&p.DisableDryRun, "disable-dry-run", p.DisableDryRun, "the peer's EC2NodeClass dry-run switch; dovetail never dry-runs, so either value does the same")
+	f.BoolVar(&p.DisableDryRun, "disable-dry-run", p.DisableDryRun, "skip the DryRun launch calls that validate each EC2NodeClass (ValidationSucceeded)")
 	f.DurationVar(&p.AMIRefreshInterval, "ami-refresh-interval", p.AMIRefreshInterval, "re-resolve EC2NodeClass AMIs this often (at least 1m; classes are resolved at the shortest of the three refresh intervals)")
 	f.DurationVar(&p.SubnetRefreshInterval, "subnet-refresh-interval", p.SubnetRefreshInterval, "re-resolve EC2NodeClass subnets this often (at least 1m)")
 	f.DurationVar(&p.SecurityGroupRefreshInterval, "security-group-refresh-interval", p.SecurityGroupRefreshInterval, "re-resolve EC2NodeClass security groups this often (at least 1m)")

@@ -98,6 +98,7 @@ func providerOptions(o operator.Options, serverVersion string) aws.Options {
 		ClusterCA:       o.Peer.ClusterCABundle,
 		IsolatedVPC:     o.Peer.IsolatedVPC,
 		RebootForRepair: o.Peer.AWSFeatureGates[operator.RebootForRepairGate],
+		DisableDryRun:   o.Peer.DisableDryRun,
 		ReservedENIs:    o.Peer.ReservedENIs,
 		// The gate is on by default, as the peer's.
 		NoReservedCapacity: !o.FeatureGates[operator.ReservedCapacityGate],

@@ -24,3 +24,18 @@ func TestEKSControlPlaneChoosesTheVersionSource(t *testing.T) {
 		t.Errorf("settings lost: %+v", po)
 	}
 }
+
+// TestDisableDryRunReachesProvider: DISABLE_DRY_RUN is handed to the AWS
+// provider (which skips the EC2NodeClass dry-run launch calls), off by
+// default as the peer's.
+func TestDisableDryRunReachesProvider(t *testing.T) {
+	o := operator.DefaultOptions()
+	o.ClusterName = "prod"
+	if providerOptions(o, "1.37").DisableDryRun {
+		t.Error("DisableDryRun on by default, want off (classes are dry-run validated)")
+	}
+	o.Peer.DisableDryRun = true
+	if !providerOptions(o, "1.37").DisableDryRun {
+		t.Error("DISABLE_DRY_RUN=true did not reach the provider")
+	}
+}

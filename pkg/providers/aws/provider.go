@@ -87,6 +87,9 @@ type Options struct {
 	// of reboot-clearable GPU faults reboot the instance rather than
 	// replace it (package repair).
 	RebootForRepair bool
+	// DisableDryRun (the peer's DISABLE_DRY_RUN) skips the DryRun launch
+	// calls that validate each EC2NodeClass (nodeclass.Resolver).
+	DisableDryRun bool
 }
 
 // Provider is the AWS implementation of cloudprovider.CloudProvider.
@@ -169,6 +172,7 @@ func New(ctx context.Context, cfg sdkaws.Config, o Options) (*Provider, error) {
 	p.resolver = &nodeclass.Resolver{
 		EC2: clients.EC2, SSM: clients.SSM, IAM: clients.IAM, ClusterName: o.ClusterName, Region: cfg.Region,
 		KubernetesVersion: p.o.KubernetesVersion, Clock: o.Clock,
+		DisableDryRun:  o.DisableDryRun,
 		Recorder:       o.Recorder,
 		ObserveSubnets: p.subnets.observe,
 		SpotPrices: func() (string, bool) {

@@ -5,7 +5,8 @@
 // nodeclass.Resolver satisfies the interface) on every change and every
 // refresh interval, and writes the returned status (subnets, security
 // groups, AMIs, instance profile, and the SubnetsReady, SecurityGroupsReady,
-// AMIsReady, InstanceProfileReady and Ready conditions) when it differs.
+// AMIsReady, InstanceProfileReady, ValidationSucceeded (with the dry-run
+// launch checks unless disabled) and Ready conditions) when it differs.
 // A resolver error (the cloud could not be asked) leaves the status as it
 // was and is retried with backoff.
 //

@@ -32,6 +32,13 @@ func RequestResources(p Params, action string) (resources []string, ok bool) {
 			ec2("subnet/subnet-0123456789abcdef0"), ec2("security-group/sg-0123456789abcdef0"),
 			ec2Public("image/ami-0123456789abcdef0"), ec2("spot-instances-request/*"),
 		}, true
+	case "ec2:RunInstances":
+		// Only as a dry run, validating an EC2NodeClass (no template).
+		return []string{
+			ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"),
+			ec2("subnet/subnet-0123456789abcdef0"), ec2("security-group/sg-0123456789abcdef0"),
+			ec2Public("image/ami-0123456789abcdef0"),
+		}, true
 	case "ec2:CreateLaunchTemplate":
 		return []string{ec2("launch-template/*")}, true
 	case "ec2:DeleteLaunchTemplate":

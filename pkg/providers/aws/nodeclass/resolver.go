@@ -79,6 +79,16 @@ type Resolver struct {
 	// AvailableIpAddressCount after Subnets describes them, with the time
 	// the description was asked for (the launch's subnet choice).
 	ObserveSubnets func(at time.Time, free map[string]int64)
+	// DisableDryRun (the peer's DISABLE_DRY_RUN) skips the dry-run
+	// launch calls that otherwise validate a class's resolved parameters
+	// (dryrun.go); ValidationSucceeded then reflects RuntimeValidate only.
+	DisableDryRun bool
+	// DryRunTTL is how long a passed dry-run validation is reused for an
+	// unchanged class and resolution (default DefaultDryRunTTL); a failed
+	// one is checked again after at most DefaultDryRunFailureTTL.
+	DryRunTTL time.Duration
+
+	dryRuns dryRunCache
 }
 
 // Resolve returns a copy of nc with status.subnets, securityGroups, amis,
@@ -138,10 +148,24 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 	if err := r.capacityReservationsStatus(ctx, nc, out); err != nil {
 		return nil, err
 	}
-	if errs := nc.RuntimeValidate(); len(errs) > 0 {
+	errs := nc.RuntimeValidate()
+	switch {
+	case len(errs) > 0:
 		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, ReasonValidationFailed, errs.ToAggregate().Error(), now)
-	} else {
+	case r.DisableDryRun || len(subnets) == 0 || len(sgs) == 0 || len(amis) == 0 || profileErr != nil:
+		// Without resolved launch parameters there is nothing to dry-run;
+		// another condition already keeps the class un-Ready.
 		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValid, "", now)
+	default:
+		reason, msg, err := r.dryRunValidate(ctx, nc, out, now)
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, reason, msg, now)
+		} else {
+			out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, ReasonValid, "", now)
+		}
 	}
 	r.spotPricesCondition(nc, out, now)
 	if fields := UnsupportedFields(&nc.Spec); len(fields) > 0 {
