@@ -29,6 +29,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/nodeclass"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // ProviderName is what Name returns.
@@ -318,14 +319,30 @@ func ProviderID(zone, instanceID string) string { return "aws:///" + zone + "/" 
 // instance id, found missing and garbage-collected like any other).
 func ParseProviderID(providerID string) (string, error) {
 	provider, rest, ok := strings.Cut(providerID, ":///")
+	bad := func() error {
+		// %q escapes control characters; Clip caps what a hostile status echoes.
+		return fmt.Errorf("providerID %q is not <provider>:///<zone>/<instance-id>", termtext.Clip(providerID, 128))
+	}
 	if !ok || provider == "" || strings.Contains(provider, "/") {
-		return "", fmt.Errorf("providerID %q is not <provider>:///<zone>/<instance-id>", providerID)
+		return "", bad()
 	}
 	zone, id, ok := strings.Cut(rest, "/")
-	if !ok || zone == "" || !strings.HasPrefix(id, "i-") || strings.Contains(id, "/") {
-		return "", fmt.Errorf("providerID %q is not <provider>:///<zone>/<instance-id>", providerID)
+	if !ok || zone == "" || !strings.HasPrefix(id, "i-") || len(id) == len("i-") || !instanceIDChars(id[2:]) {
+		return "", bad()
 	}
 	return id, nil
+}
+
+// instanceIDChars reports whether s is only ASCII letters and digits, as
+// the part of an EC2 instance id after "i-" is ("..", "/", escapes are not).
+func instanceIDChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeCA(ca string) string {

@@ -670,6 +670,9 @@ func TestProviderIDRoundTrip(t *testing.T) {
 		{in: "Provider:///AZ/i-01234567890123456", wantID: "i-01234567890123456"},
 		{in: ":///AZ/i-1", wantErr: true},
 		{in: "aws:////i-1", wantErr: true},
+		{in: "aws:///us-east-1a/i-../../../x", wantErr: true},
+		{in: "aws:///us-east-1a/i-..\x1b[2J", wantErr: true},
+		{in: "aws:///us-east-1a/i-", wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
