@@ -26,7 +26,10 @@ var liveStates = []string{"pending", "running", "stopping", "stopped"}
 func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
 	id, err := ParseProviderID(providerID)
 	if err != nil {
-		return nil, err
+		// No instance has such an id: the NodeClaim's status is garbage,
+		// and garbage collection deletes it (its Delete finds any instance
+		// by the NodeClaim's tag) instead of failing on it forever.
+		return nil, &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID, Err: err}
 	}
 	in, err := p.instances.Get(ctx, id)
 	if err != nil {
@@ -97,11 +100,16 @@ func (p *Provider) claimFor(in *instance.Instance) *karpv1.NodeClaim {
 // Delete terminates the NodeClaim's instance.
 func (p *Provider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
 	var in *instance.Instance
-	if pid := nodeClaim.Status.ProviderID; pid != "" {
-		id, err := ParseProviderID(pid)
-		if err != nil {
-			return err
-		}
+	pid := nodeClaim.Status.ProviderID
+	id := ""
+	if pid != "" {
+		// An unparseable providerID (a garbage status) names no instance:
+		// look the instance up by the NodeClaim's tag, as before launch,
+		// so that whatever it launched is still terminated.
+		id, _ = ParseProviderID(pid)
+	}
+	if id != "" {
+		var err error
 		in, err = p.instances.Get(ctx, id)
 		if err != nil {
 			if instance.IsNotFound(err) {

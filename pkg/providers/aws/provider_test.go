@@ -388,6 +388,33 @@ func TestGetListDelete(t *testing.T) {
 	}
 }
 
+// TestGarbageProviderID: a NodeClaim whose status.providerID is garbage
+// (escapes, a path) names no instance: Get says NodeClaimNotFound, so
+// garbage collection deletes the claim instead of failing on it every
+// sweep, and Delete still terminates the instance the claim launched,
+// found by its tag.
+func TestGarbageProviderID(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	launched, err := e.p.Create(e.ctx, e.claim())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []string{"aws:///us-east-1a/i-../../../x", "aws:///us-east-1a/i-..\x1b[2J", "aws:///us-east-1a/i-"} {
+		if _, err := e.p.Get(e.ctx, pid); !cloudprovider.IsNodeClaimNotFound(err) {
+			t.Errorf("Get(%q) = %v, want NodeClaimNotFound", pid, err)
+		}
+	}
+	garbage := launched.DeepCopy()
+	garbage.Status.ProviderID = "aws:///us-east-1a/i-../../../x"
+	if err := e.p.Delete(e.ctx, garbage); err != nil {
+		t.Fatalf("Delete with a garbage providerID: %v", err)
+	}
+	pollUntil(t, "the claim's instance to terminate", 30*time.Second, func() (bool, error) {
+		_, err := e.p.Get(e.ctx, launched.Status.ProviderID)
+		return cloudprovider.IsNodeClaimNotFound(err), nil
+	})
+}
+
 func TestDrift(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	launched, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))

@@ -20,6 +20,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/singleton"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // Defaults.
@@ -204,7 +205,7 @@ func (c *Controller) nodeClaims(ctx context.Context, ncs []karpv1.NodeClaim, ins
 		}
 		c.metrics.GarbageCollected.WithLabelValues(KindNodeClaim).Inc()
 		c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, ReasonInstanceGone, "Delete",
-			"Instance %s no longer exists; deleting the NodeClaim", nc.Status.ProviderID)
+			"Instance %s no longer exists; deleting the NodeClaim", termtext.Escape(termtext.Clip(nc.Status.ProviderID, 256)))
 	}
 	return errors.Join(errs...)
 }
