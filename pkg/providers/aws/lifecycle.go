@@ -136,6 +136,12 @@ func (p *Provider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) erro
 			return &cloudprovider.NodeClaimNotFoundError{Err: fmt.Errorf("no instance is tagged for NodeClaim %s", nodeClaim.Name)}
 		}
 	}
+	if tag, ok := in.Tags[karpv1.NodeClaimTagKey]; ok && tag != nodeClaim.Name && nodeClaim.Name != "" {
+		// The providerID names another NodeClaim's instance (a status
+		// copied or written by hand): that instance is not this claim's to
+		// terminate.
+		return &cloudprovider.NodeClaimNotFoundError{ProviderID: pid, Err: fmt.Errorf("instance %s belongs to NodeClaim %s, not %s", in.ID, tag, nodeClaim.Name)}
+	}
 	if !p.owned(in) {
 		// Never terminate what the cluster does not own.
 		return &cloudprovider.NodeClaimNotFoundError{ProviderID: ProviderID(in.Zone, in.ID), Err: fmt.Errorf("instance %s is not tagged %s%s=owned", in.ID, TagClusterPrefix, p.o.ClusterName)}

@@ -415,6 +415,29 @@ func TestGarbageProviderID(t *testing.T) {
 	})
 }
 
+// TestDeleteLeavesAnotherClaimsInstance: a NodeClaim whose providerID names
+// another NodeClaim's instance (a copied status) does not terminate it.
+func TestDeleteLeavesAnotherClaimsInstance(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	owner, err := e.p.Create(e.ctx, e.claim())
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostor := owner.DeepCopy()
+	impostor.Name = owner.Name + "-impostor"
+	if err := e.p.Delete(e.ctx, impostor); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Fatalf("Delete of an impostor = %v, want NodeClaimNotFound", err)
+	}
+	if _, err := e.p.Get(e.ctx, owner.Status.ProviderID); err != nil {
+		t.Fatalf("the owner's instance after the impostor's Delete: %v", err)
+	}
+	for _, c := range e.emu.Calls() {
+		if c.Action == "ec2:TerminateInstances" {
+			t.Fatalf("TerminateInstances was called for an impostor")
+		}
+	}
+}
+
 func TestDrift(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	launched, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -270,13 +271,18 @@ func TestRegistrationHoldsScheduling(t *testing.T) {
 
 func removeTaint(t *testing.T, env *controllerstest.Env, nodeName, key string) {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
-	if err := env.Get(node); err != nil {
-		t.Fatal(err)
-	}
-	base := node.DeepCopy()
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == key })
-	if err := env.Client.Patch(env.Context(), node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The controller patches the node too (labels, taints): on a conflict,
+	// read it again and retry, as a DaemonSet removing its taint would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+		if err := env.Get(node); err != nil {
+			return err
+		}
+		base := node.DeepCopy()
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == key })
+		return env.Client.Patch(env.Context(), node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
