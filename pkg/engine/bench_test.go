@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/engine/workload"
 )
@@ -68,7 +71,7 @@ func BenchmarkSolveMixed(b *testing.B) {
 // work per pool must stay small, and the lower bound must not grow with
 // pools x types.
 func BenchmarkSolveManyPools(b *testing.B) {
-	for _, n := range []int{100, 1000} {
+	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("pools=%d", n), func(b *testing.B) {
 			in := workload.Reference(30, workload.ReferenceSeed)
 			base := in.NodePools[0]
@@ -81,4 +84,27 @@ func BenchmarkSolveManyPools(b *testing.B) {
 			benchSolve(b, in)
 		})
 	}
+	// One pool per team: a label and a limit of its own; every tenth pool
+	// weighs more, and pods of one team select its pool.
+	b.Run("teams=5000", func(b *testing.B) {
+		in := workload.Reference(30, workload.ReferenceSeed)
+		base := in.NodePools[0]
+		in.NodePools = make([]engine.NodePool, 5000)
+		for i := range in.NodePools {
+			np := base
+			np.Name = fmt.Sprintf("team-%d", i)
+			np.Labels = map[string]string{"team": fmt.Sprint(i)}
+			np.Weight = int32(i % 10 / 9)
+			np.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(100 + i))}
+			in.NodePools[i] = np
+		}
+		for i := range in.Pods {
+			if i%3 == 0 {
+				p := in.Pods[i].DeepCopy()
+				p.Spec.NodeSelector = map[string]string{"team": fmt.Sprint(i * 7)}
+				in.Pods[i] = p
+			}
+		}
+		benchSolve(b, in)
+	})
 }

@@ -163,7 +163,20 @@ func twinPools(order []*pclass, poolsOf [][]*pcPool) map[*cpool]*cpool {
 	rep := make(map[*cpool]*cpool, len(seen))
 	bySig := map[string]*cpool{}
 	var kb keyBuilder
+	sameUses := func(a, b []use) bool {
+		return slices.EqualFunc(a, b, func(x, y use) bool {
+			return x.class == y.class && len(x.alts) == len(y.alts) && (len(x.alts) == 0 || &x.alts[0] == &y.alts[0])
+		})
+	}
 	for _, p := range seen {
+		// A compile twin that the classes use through the same alternatives
+		// (pclassFor shares them) has the same column: skip the signature.
+		if tw := p.twin; tw != nil && tw != p {
+			if r, ok := rep[tw]; ok && sameUses(uses[p], uses[tw]) {
+				rep[p] = r
+				continue
+			}
+		}
 		kb.reset()
 		for _, u := range uses[p] {
 			kb.int(int64(u.class))

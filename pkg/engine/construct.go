@@ -546,19 +546,7 @@ func (s *solver) worthIt(pc *pclass, n *snode) bool {
 
 // inFirstTier reports whether p is among the class's highest-weight pools.
 func (pc *pclass) inFirstTier(p *cpool) bool {
-	if len(pc.pools) == 0 {
-		return false
-	}
-	w := pc.pools[0].pool.weight
-	for _, pp := range pc.pools {
-		if pp.pool.weight != w {
-			return false
-		}
-		if pp.pool == p {
-			return true
-		}
-	}
-	return false
+	return pc.firstTier.has(p.idx)
 }
 
 func (s *solver) scanExisting(pc *pclass, zp []int) bool {
@@ -692,8 +680,19 @@ func (s *solver) createClaim(pc *pclass, tier []*pcPool, zp []int) *snode {
 	var best *snode
 	var bestDec decision
 	bestCost := inf
+	var proposed map[*cpool]bool // twin sets that already proposed
 	for _, pp := range tier {
+		tw := pp.pool.twin
+		if tw != nil && proposed[tw] {
+			continue
+		}
 		n, d := s.proposeClaim(pc, pp, zp)
+		if n != nil && tw != nil {
+			if proposed == nil {
+				proposed = map[*cpool]bool{}
+			}
+			proposed[tw] = true
+		}
 		cost := inf
 		if n != nil {
 			cost = podShareCost(pc.req, n.target, n.zones, n.cts)

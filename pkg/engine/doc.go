@@ -61,6 +61,16 @@
 // what-if plans exactly what Solve plans on the input rewritten by hand
 // (TestModelWhatIfMatchesSolve). pkg/disruption asks its questions this way.
 //
+// # Many pools
+//
+// Pools that differ only in name, template labels, taints (but for which
+// daemonsets tolerate them), limits and requirements on keys their
+// instance types do not carry are twins (cpool.twin): they share one
+// compiled type list, answer every node selector term that does not name
+// one of their own keys alike, and a tier tries them as one pool that
+// overflows in name order. A cluster with a NodePool per team costs about
+// one pool (BenchmarkSolveManyPools, TestTwinPools).
+//
 // # Vocabulary
 //
 //   - Class: pods that are interchangeable for placement (same requests,

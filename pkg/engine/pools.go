@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -97,7 +98,10 @@ type cpool struct {
 	free map[string]*requirements.Requirement
 	// typeKeys are the label keys the pool's instance types carry.
 	typeKeys map[string]bool
-	taints   []corev1.Taint
+	// ownKeys are the keys of fixed and free but karpenter.sh/nodepool
+	// and the region: what the pool, not its types, puts on its nodes.
+	ownKeys []string
+	taints  []corev1.Taint
 	// types are the instance types that pass the pool's requirements and
 	// have at least one usable offering, cheapest first.
 	types    []*ctype
@@ -113,6 +117,210 @@ type cpool struct {
 	unsupported       string
 	unsupportedBroken string
 	termCache         map[string]*altInfo
+	// twin is the first compiled pool this one is a twin of (itself for
+	// that pool; nil when the pool shares with none): twins differ only in
+	// name, template label values, limit values and taints, share types, minValues
+	// and free keys, and give every term that names neither
+	// karpenter.sh/nodepool nor a template label (namedBy) the same answer. Pools of a tier try twins in order and stop at the first
+	// that can make the claim, so n twins cost about one pool.
+	twin *cpool
+}
+
+// namedBy reports whether term names a label that may tell p from its
+// twins: karpenter.sh/nodepool or one of its own keys (poolLabels).
+func (p *cpool) namedBy(term requirements.Requirements) bool {
+	if term.Has(labelNodePool) {
+		return true
+	}
+	for _, k := range p.ownKeys {
+		if term.Has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// twinKey is what two pools must share to be twins: everything compilePool
+// reads but the name, the template labels' and limits' values and the
+// taints (but for which daemonsets tolerate them). shareable is false for a pool
+// whose compile depends on its name (a karpenter.sh/nodepool requirement,
+// or a daemonset that selects on the key).
+func (s *solver) twinKey(np *NodePool) (key string, shareable bool) {
+	if np.Requirements.Has(labelNodePool) {
+		return "", false
+	}
+	if s.daemonsSelectOn(labelNodePool) {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "w=%d\x00u=%s\x00", np.Weight, np.UnsupportedReason)
+	if len(np.InstanceTypes) > 0 {
+		fmt.Fprintf(&b, "t=%p/%d\x00", &np.InstanceTypes[0], len(np.InstanceTypes))
+	}
+	// Requirements on what the types carry, capacity types and zones shape
+	// the compile. Those on other keys (and template labels) become the
+	// pool's own labels: their values tell twins apart only for terms that
+	// name the key (namedBy), unless a daemonset selects on the key or a
+	// label and a requirement meet on it (poolLabels' contradiction).
+	typeKeys := s.typeKeysOf(np)
+	for r := range np.Requirements.All() {
+		key := r.Key()
+		if classifyKey(key) != kindOther || typeKeys[key] || s.daemonsSelectOn(key) {
+			fmt.Fprintf(&b, "r=%s\x00", r.String())
+			continue
+		}
+		if _, ok := np.Labels[key]; ok {
+			fmt.Fprintf(&b, "r=%s\x00", r.String())
+			continue
+		}
+		fmt.Fprintf(&b, "o=%q", key)
+		if mv := r.MinValues(); mv != nil {
+			fmt.Fprintf(&b, "/%d", *mv)
+		}
+		b.WriteByte(0)
+	}
+	for _, k := range slices.Sorted(maps.Keys(np.Labels)) {
+		if np.Requirements.Has(k) || s.daemonsSelectOn(k) {
+			fmt.Fprintf(&b, "l=%q=%q\x00", k, np.Labels[k])
+		} else {
+			fmt.Fprintf(&b, "l=%q\x00", k)
+		}
+	}
+	// Taints tell twins apart per pod (poolReject reads each pool's); the
+	// compile reads them only for which daemonsets run on the pool's nodes.
+	b.WriteString("ds=")
+	for _, d := range s.daemons {
+		if _, ok := tolerates(d.tolerations, np.Taints); ok {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(np.Limits)) {
+		fmt.Fprintf(&b, "lim=%s\x00", name)
+	}
+	return b.String(), true
+}
+
+// typeKeysOf returns the label keys np's instance types carry (and
+// node.kubernetes.io/instance-type), computed once per type list.
+func (s *solver) typeKeysOf(np *NodePool) map[string]bool {
+	var id listID
+	if len(np.InstanceTypes) > 0 {
+		id = listID{&np.InstanceTypes[0], len(np.InstanceTypes)}
+		if k, ok := s.typeKeyCache[id]; ok {
+			return k
+		}
+	}
+	keys := map[string]bool{labelInstanceType: true}
+	for _, it := range np.InstanceTypes {
+		if it == nil {
+			continue
+		}
+		for k := range it.Labels {
+			keys[k] = true
+		}
+	}
+	if id.first != nil {
+		if s.typeKeyCache == nil {
+			s.typeKeyCache = map[listID]map[string]bool{}
+		}
+		s.typeKeyCache[id] = keys
+	}
+	return keys
+}
+
+// listID names a list of instance types by its backing array and length:
+// pools of one node class share their class's list.
+type listID struct {
+	first **cloudprovider.InstanceType
+	n     int
+}
+
+// poolLabels sets what p's nodes carry that its types do not: fixed labels
+// (karpenter.sh/nodepool, the region, template labels, requirements on
+// other keys that allow one value), free keys (requirements on other keys
+// that allow several; each node picks one), and ownKeys (the keys of
+// both, but karpenter.sh/nodepool and the region). It returns why the
+// pool can make no node, or "".
+func (s *solver) poolLabels(p *cpool) (broken string) {
+	np := p.np
+	p.fixed = map[string]string{labelNodePool: np.Name}
+	p.free = map[string]*requirements.Requirement{}
+	p.ownKeys = p.ownKeys[:0]
+	if s.in.Region != "" {
+		p.fixed[labelRegion] = s.in.Region
+	}
+	for k, v := range np.Labels {
+		p.fixed[k] = v
+		p.ownKeys = append(p.ownKeys, k)
+	}
+	for r := range np.Requirements.All() {
+		key := r.Key()
+		switch classifyKey(key) {
+		case kindCapacity, kindZone, kindZoneID, kindHostname:
+			// Offering filters (applied per offering), or refused by
+			// validation.
+		case kindNodePool:
+			if !r.Has(np.Name) && broken == "" {
+				broken = fmt.Sprintf("its requirement %s excludes its own name", describeReq(r))
+			}
+		case kindRegion:
+			if s.in.Region != "" && !r.Has(s.in.Region) && broken == "" {
+				broken = fmt.Sprintf("its requirement %s excludes the region %q", describeReq(r), s.in.Region)
+			}
+		default:
+			if p.typeKeys[key] {
+				continue
+			}
+			if v, ok := np.Labels[key]; ok {
+				if !r.Has(v) && broken == "" {
+					broken = fmt.Sprintf("its template label %s=%s contradicts its requirement %s", key, v, describeReq(r))
+				}
+				continue
+			}
+			p.ownKeys = append(p.ownKeys, key)
+			if vals := r.Values(); r.IsFinite() && !r.AllowsAbsent() && len(vals) == 1 {
+				p.fixed[key] = vals[0]
+				continue
+			}
+			p.free[key] = r
+		}
+	}
+	return broken
+}
+
+// daemonsSelectOn reports whether a daemonset's node selector names key.
+func (s *solver) daemonsSelectOn(key string) bool {
+	for _, d := range s.daemons {
+		for _, t := range d.terms {
+			if t.Has(key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// twinFor returns a pool for np that shares p's compiled parts (np is a
+// twin of p's pool by twinKey).
+func (s *solver) twinFor(p *cpool, np *NodePool) *cpool {
+	c := *p
+	c.np, c.name, c.taints, c.reqs = np, np.Name, np.Taints, np.Requirements
+	c.ownKeys = nil
+	s.poolLabels(&c) // broken only by what twinKey keeps whole
+	c.termCache = map[string]*altInfo{}
+	c.limits = make([]limitEntry, len(p.limits))
+	for i, e := range p.limits {
+		q := np.Limits[e.name]
+		e = limitEntry{name: e.name, limit: quantityValue(e.name, &q)}
+		e.remaining = e.limit
+		if u, ok := np.Usage[e.name]; ok {
+			e.remaining -= quantityValue(e.name, &u)
+		}
+		c.limits[i] = e
+	}
+	return &c
 }
 
 // altInfo is what one node selector term allows in one pool.
@@ -154,9 +362,22 @@ func (s *solver) compilePools() {
 	s.poolByName = map[string]*cpool{}
 	// Each type's allocatable is computed once, however many pools offer it.
 	allocOf := map[*cloudprovider.InstanceType]rvec{}
+	// Twin pools (equal but for their names and limit values) share one
+	// compiled type list: thousands of copies of a pool cost one compile.
+	twins := map[string]*cpool{}
 	for _, i := range order {
 		np := &in.NodePools[i]
-		p := s.compilePool(np, unavailable, allocOf)
+		var p *cpool
+		key, shareable := s.twinKey(np)
+		if rep := twins[key]; shareable && rep != nil {
+			p = s.twinFor(rep, np)
+		} else {
+			p = s.compilePool(np, unavailable, allocOf)
+			if shareable {
+				p.twin = p
+				twins[key] = p
+			}
+		}
 		p.idx = len(s.pools)
 		s.pools = append(s.pools, p)
 		s.poolByName[p.name] = p
@@ -166,66 +387,20 @@ func (s *solver) compilePools() {
 func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, allocOf map[*cloudprovider.InstanceType]rvec) *cpool {
 	p := &cpool{
 		np: np, name: np.Name, weight: np.Weight, reqs: np.Requirements,
-		fixed: map[string]string{labelNodePool: np.Name}, free: map[string]*requirements.Requirement{},
-		typeKeys: map[string]bool{labelInstanceType: true}, taints: np.Taints,
+		typeKeys: s.typeKeysOf(np), taints: np.Taints,
 		nodesLimit: -1, unsupported: np.UnsupportedReason, termCache: map[string]*altInfo{},
-	}
-	if s.in.Region != "" {
-		p.fixed[labelRegion] = s.in.Region
-	}
-	for k, v := range np.Labels {
-		p.fixed[k] = v
-	}
-	for _, it := range np.InstanceTypes {
-		if it == nil {
-			continue
-		}
-		for k := range it.Labels {
-			p.typeKeys[k] = true
-		}
 	}
 	// Capacity types: a pool that leaves the key open gets on-demand only.
 	cts := ctmask(1 << ctOnDemand)
-	broken := ""
-	for r := range np.Requirements.All() {
-		key := r.Key()
-		switch classifyKey(key) {
-		case kindCapacity:
-			cts = 0
-			for c := range nCT {
-				if r.Has(ctNames[c]) {
-					cts |= 1 << c
-				}
+	if r := np.Requirements.Get(labelCapacityType); r != nil {
+		cts = 0
+		for c := range nCT {
+			if r.Has(ctNames[c]) {
+				cts |= 1 << c
 			}
-		case kindZone, kindZoneID:
-			// Offering filters, applied per offering below.
-		case kindNodePool:
-			if !r.Has(np.Name) {
-				broken = fmt.Sprintf("its requirement %s excludes its own name", describeReq(r))
-			}
-		case kindHostname:
-			// Validation rejects it; nothing to compile.
-		case kindRegion:
-			if s.in.Region != "" && !r.Has(s.in.Region) {
-				broken = fmt.Sprintf("its requirement %s excludes the region %q", describeReq(r), s.in.Region)
-			}
-		default:
-			if p.typeKeys[key] {
-				continue
-			}
-			if v, ok := np.Labels[key]; ok {
-				if !r.Has(v) {
-					broken = fmt.Sprintf("its template label %s=%s contradicts its requirement %s", key, v, describeReq(r))
-				}
-				continue
-			}
-			if vals := r.Values(); r.IsFinite() && !r.AllowsAbsent() && len(vals) == 1 {
-				p.fixed[key] = vals[0]
-				continue
-			}
-			p.free[key] = r
 		}
 	}
+	broken := s.poolLabels(p)
 	p.cts = 0
 	// Types that pass the requirements, with their usable offerings.
 	var types []*ctype
@@ -438,6 +613,10 @@ func typePasses(reqs requirements.Requirements, typeKeys map[string]bool, labels
 // termCompat compiles what a node selector term allows in a pool (cached
 // by the term's canonical string).
 func (s *solver) termCompat(p *cpool, term requirements.Requirements) *altInfo {
+	if tw := p.twin; tw != nil && tw != p && !p.namedBy(term) {
+		// Only their names and template labels tell twins apart.
+		return s.termCompat(tw, term)
+	}
 	key := term.String()
 	if ai, ok := p.termCache[key]; ok {
 		return ai

@@ -23,7 +23,9 @@ type solver struct {
 
 	pools      []*cpool
 	poolByName map[string]*cpool
-	daemons    []*cdaemon
+	// typeKeyCache holds typeKeysOf per instance type list.
+	typeKeyCache map[listID]map[string]bool
+	daemons      []*cdaemon
 
 	hasPreferTaints bool
 
@@ -365,8 +367,19 @@ func (s *solver) buildZones() {
 			names[z] = id
 		}
 	}
+	// Pools of one node class usually share its type list: read each list
+	// (same backing array and length) once.
+	seenLists := map[listID]bool{}
 	for i := range s.in.NodePools {
-		for _, it := range s.in.NodePools[i].InstanceTypes {
+		its := s.in.NodePools[i].InstanceTypes
+		if len(its) > 0 {
+			id := listID{&its[0], len(its)}
+			if seenLists[id] {
+				continue
+			}
+			seenLists[id] = true
+		}
+		for _, it := range its {
 			if it == nil {
 				continue
 			}

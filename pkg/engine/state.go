@@ -129,6 +129,9 @@ type pclass struct {
 	lastFail []failInfo
 	// value caches podValue per pool (-1: not computed).
 	value []float64
+	// firstTier holds the pools (by idx) among the class's highest-weight
+	// pools.
+	firstTier bitset
 }
 
 type failInfo struct {
@@ -266,10 +269,27 @@ func (s *solver) pclassFor(c *cclass, m uint32) *pclass {
 	}
 	// Pools.
 	pc.lastFail = make([]failInfo, len(s.pools))
+	pc.firstTier = newBitset(len(s.pools))
+	// Twins of a pool (see cpool.twin) get its answer unless a term names
+	// the pool.
+	var twinAlts map[*cpool][]*classAlt
+	var twinRej map[*cpool]poolReject
 	for _, p := range s.pools {
 		if rej, ok := s.poolReject(pc, p); !ok {
 			pc.rejects = append(pc.rejects, rej)
 			continue
+		}
+		shareTwins := p.twin != nil && !slices.ContainsFunc(pc.terms, p.namedBy)
+		if tw := p.twin; shareTwins {
+			if alts, ok := twinAlts[tw]; ok {
+				pc.addPool(&pcPool{pool: p, alts: alts})
+				continue
+			}
+			if rej, ok := twinRej[tw]; ok {
+				rej.pool = p
+				pc.rejects = append(pc.rejects, rej)
+				continue
+			}
 		}
 		pp := &pcPool{pool: p}
 		var firstRej *poolReject
@@ -327,11 +347,32 @@ func (s *solver) pclassFor(c *cclass, m uint32) *pclass {
 				firstRej = &poolReject{pool: p, code: NoCompatibleNodePool, msg: "no node selector term is satisfiable"}
 			}
 			pc.rejects = append(pc.rejects, *firstRej)
+			if tw := p.twin; shareTwins {
+				if twinRej == nil {
+					twinRej = map[*cpool]poolReject{}
+				}
+				twinRej[tw] = *firstRej
+			}
 			continue
 		}
-		pc.pools = append(pc.pools, pp)
+		if tw := p.twin; shareTwins {
+			if twinAlts == nil {
+				twinAlts = map[*cpool][]*classAlt{}
+			}
+			twinAlts[tw] = pp.alts
+		}
+		pc.addPool(pp)
 	}
 	return pc
+}
+
+// addPool appends a pool the class can use (pools come highest weight
+// first) and records whether it is in the first tier.
+func (pc *pclass) addPool(pp *pcPool) {
+	if len(pc.pools) == 0 || pp.pool.weight == pc.pools[0].pool.weight {
+		pc.firstTier.set(pp.pool.idx)
+	}
+	pc.pools = append(pc.pools, pp)
 }
 
 // poolReject checks the pool-wide conditions: support and taints.

@@ -102,3 +102,46 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkManyNodePools measures `dovetail simulate` (read, expand,
+// snapshot, solve) on DefaultMaxNodePools NodePools of one EC2NodeClass
+// and a few pods: plain copies, and one pool per team (a label, a taint
+// its team's pods tolerate, and a limit of its own). Run with
+//
+//	go test ./pkg/simulate -run '^$' -bench ManyNodePools -benchtime 1x -benchmem
+func BenchmarkManyNodePools(b *testing.B) {
+	n := simulate.DefaultMaxNodePools
+	for _, shape := range []string{"copies", "teams"} {
+		b.Run(fmt.Sprintf("%s=%d", shape, n), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString(nodeClassDoc)
+			for i := range n {
+				doc := strings.Replace(poolDoc, "name: general", fmt.Sprintf("name: pool-%d", i), 1)
+				if shape == "teams" {
+					doc = strings.Replace(doc, "    spec:\n", fmt.Sprintf("    metadata: {labels: {team: t%d}}\n    spec:\n      taints: [{key: team, value: t%d, effect: NoSchedule}]\n", i, i), 1)
+					doc += fmt.Sprintf("  limits: {cpu: %d}\n", 100+i)
+				}
+				sb.WriteString("---\n" + doc)
+			}
+			for i := range 3 {
+				fmt.Fprintf(&sb, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  tolerations: [{key: team, value: t%d, effect: NoSchedule}]\n  containers: [{name: c, image: i, resources: {requests: {cpu: 100m, memory: 128Mi}}}]\n", i, i*7)
+			}
+			data := []byte(sb.String())
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				m := &simulate.Manifests{}
+				if err := m.Read("in.yaml", data); err != nil {
+					b.Fatal(err)
+				}
+				res, err := simulate.Run(m, simulate.Options{Region: "us-east-1"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.NodeClaims) == 0 || len(res.Unschedulable) != 0 {
+					b.Fatalf("%d claims, %d unschedulable", len(res.NodeClaims), len(res.Unschedulable))
+				}
+			}
+		})
+	}
+}

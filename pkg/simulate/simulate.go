@@ -63,7 +63,7 @@ const DefaultMaxPods = 200_000
 // DefaultMaxNodePools is the default bound on the NodePools of one
 // simulation: far above what clusters run (tens), far below what makes a
 // solve take minutes.
-const DefaultMaxNodePools = 1000
+const DefaultMaxNodePools = 5000
 
 func (o Options) maxNodePools() int {
 	if o.MaxNodePools <= 0 {

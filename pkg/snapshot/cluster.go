@@ -154,10 +154,27 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 			opts.OverlayVerdicts(res.Verdicts)
 		}
 	}
+	// Pools of one node class share its type list, and so its index.
+	type listID struct {
+		first **cloudprovider.InstanceType
+		n     int
+	}
+	indexes := map[listID]map[string]*cloudprovider.InstanceType{}
 	for _, pi := range order {
+		var id listID
+		if len(pi.types) > 0 {
+			id = listID{&pi.types[0], len(pi.types)}
+			if m, ok := indexes[id]; ok {
+				pi.byName = m
+				continue
+			}
+		}
 		pi.byName = make(map[string]*cloudprovider.InstanceType, len(pi.types))
 		for _, it := range pi.types {
 			pi.byName[it.Name] = it
+		}
+		if id.first != nil {
+			indexes[id] = pi.byName
 		}
 	}
 

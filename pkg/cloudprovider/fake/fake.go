@@ -33,6 +33,9 @@ type CloudProvider struct {
 
 	// Insufficient lists offerings that answer "no capacity".
 	insufficient map[cloudprovider.OfferingKey]bool
+	// listed is what GetInstanceTypes returns until insufficient changes:
+	// one list for every NodePool, as the AWS provider's cache gives.
+	listed []*cloudprovider.InstanceType
 	// Drifted maps providerIDs to the drift reason IsDrifted reports.
 	drifted map[string]cloudprovider.DriftReason
 	// repairPolicies are what RepairPolicies returns.
@@ -76,6 +79,7 @@ func (c *CloudProvider) SetInsufficientCapacity(k cloudprovider.OfferingKey, ref
 	} else {
 		delete(c.insufficient, k)
 	}
+	c.listed = nil
 }
 
 // SetDrifted makes IsDrifted report reason for the instance.
@@ -310,11 +314,15 @@ func (c *CloudProvider) List(context.Context) ([]*karpv1.NodeClaim, error) {
 }
 
 // GetInstanceTypes returns every instance type, with offerings refused by
-// SetInsufficientCapacity marked unavailable.
+// SetInsufficientCapacity marked unavailable: the same list for every
+// NodePool until that changes (callers must not modify it).
 func (c *CloudProvider) GetInstanceTypes(_ context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.record("GetInstanceTypes %s", nodePool.Name)
+	if c.listed != nil {
+		return c.listed, nil
+	}
 	out := make([]*cloudprovider.InstanceType, 0, len(c.instanceTypes))
 	for _, it := range c.instanceTypes {
 		cp := *it
@@ -326,6 +334,7 @@ func (c *CloudProvider) GetInstanceTypes(_ context.Context, nodePool *karpv1.Nod
 		}
 		out = append(out, &cp)
 	}
+	c.listed = out
 	return out, nil
 }
 
