@@ -144,6 +144,18 @@ func (p *planner) build() error {
 			errs = append(errs, field.NotSupported(field.NewPath("pools").Key(name).Child("consolidationPolicy"), pp.ConsolidationPolicy,
 				[]string{PolicyWhenEmpty, PolicyWhenEmptyOrUnderutilized, PolicyBalanced}))
 		}
+		for _, v := range []struct {
+			name string
+			v    *float64
+		}{{"perCommand", pp.MinSavings.PerCommand}, {"perPod", pp.MinSavings.PerPod}} {
+			if v.v != nil && !validSavings(*v.v) {
+				errs = append(errs, field.Invalid(field.NewPath("pools").Key(name).Child("minSavings", v.name), *v.v, "must be a non-negative number of $/h"))
+			}
+		}
+	}
+	if ms := in.Options.MinSavings; !validSavings(ms.PerCommand) || !validSavings(ms.PerPod) {
+		errs = append(errs, field.Invalid(field.NewPath("options", "minSavings"), fmt.Sprintf("%g per command, %g per pod", ms.PerCommand, ms.PerPod),
+			"must be non-negative numbers of $/h"))
 	}
 	p.pdbLeft = make([]int32, len(in.PDBs))
 	for i, pdb := range in.PDBs {
@@ -1173,6 +1185,41 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 			}
 		}
 	}
+	// The consolidation savings threshold (MinSavings).
+	if need, why := p.minSavings(nodes); need > 0 && savings < need-1e-9 {
+		res.failCode = CodeMinSavings
+		res.failMsg = fmt.Sprintf("consolidating it saves $%.4f/h, below %s ($%.4f/h)", savings, why, need)
+	}
+}
+
+// validSavings reports whether v is a usable savings threshold.
+func validSavings(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+// minSavings is what a consolidation of nodes must save: the strictest
+// threshold of their pools (a pool without its own takes the global one),
+// per command and per evicted pod; why names where it comes from.
+func (p *planner) minSavings(nodes []*cnode) (need float64, why string) {
+	pods := 0
+	for _, n := range nodes {
+		pods += len(n.pods)
+	}
+	for _, n := range nodes {
+		perCmd, perPod := p.in.Options.MinSavings.PerCommand, p.in.Options.MinSavings.PerPod
+		cmdFrom, podFrom := "the controller's minimum", "the controller's minimum"
+		if v := n.policy.MinSavings.PerCommand; v != nil {
+			perCmd, cmdFrom = *v, "pool "+n.pool+"'s minimum"
+		}
+		if v := n.policy.MinSavings.PerPod; v != nil {
+			perPod, podFrom = *v, "pool "+n.pool+"'s minimum"
+		}
+		if perCmd > need {
+			need, why = perCmd, fmt.Sprintf("%s of $%.4f/h per command", cmdFrom, perCmd)
+		}
+		if v := perPod * float64(pods); v > need {
+			need, why = v, fmt.Sprintf("%s of $%.4f/h per evicted pod, times %d pods", podFrom, perPod, pods)
+		}
+	}
+	return need, why
 }
 
 // pinOffering narrows a replacement's zone and capacity type to its
