@@ -63,6 +63,13 @@ type Options struct {
 	// cluster; local mode, where nodes boot in milliseconds, uses less.
 	// Must be in (0, 1].
 	LivenessTimeScale float64
+	// ConsolidationMinSavings (consolidationMinSavings) is the least $/h
+	// one consolidation command must save, and
+	// ConsolidationMinSavingsPerPod (consolidationMinSavingsPerPod) the
+	// least $/h per pod it evicts; a NodePool's
+	// dovetail.sh/consolidation-min-savings[-per-pod] annotations override
+	// them. Emptiness, drift and repair are never held. Default 0: off.
+	ConsolidationMinSavings, ConsolidationMinSavingsPerPod float64
 	// Peer holds the rest of the peer's settings (peersettings.go).
 	Peer PeerSettings
 }
@@ -181,6 +188,14 @@ func (o Options) Validate() field.ErrorList {
 	}
 	if !(o.LivenessTimeScale > 0 && o.LivenessTimeScale <= 1) {
 		errs = append(errs, field.Invalid(field.NewPath("livenessTimeScale"), o.LivenessTimeScale, "must be in (0, 1]"))
+	}
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"consolidationMinSavings", o.ConsolidationMinSavings}, {"consolidationMinSavingsPerPod", o.ConsolidationMinSavingsPerPod}} {
+		if !(v.v >= 0) || math.IsInf(v.v, 0) {
+			errs = append(errs, field.Invalid(field.NewPath(v.name), v.v, "must be a non-negative number of $/h (0 turns the threshold off)"))
+		}
 	}
 	errs = append(errs, validateGates("featureGates", Gates, o.FeatureGates)...)
 	errs = append(errs, o.Peer.validate()...)

@@ -86,6 +86,14 @@ func TestFlagsAndEnvironment(t *testing.T) {
 					t.Errorf("parsed %+v, want the flags' values", o)
 				}
 			}},
+		{"consolidation savings threshold", []string{"--consolidation-min-savings", "0.05"},
+			map[string]string{"CLUSTER_NAME": "prod", "CONSOLIDATION_MIN_SAVINGS": "9", "CONSOLIDATION_MIN_SAVINGS_PER_POD": "0.01"},
+			func(t *testing.T, o operator.Options) {
+				ms := operator.ControllerConfig(o).Disruption.MinSavings
+				if o.ConsolidationMinSavings != 0.05 || o.ConsolidationMinSavingsPerPod != 0.01 || ms.PerCommand != 0.05 || ms.PerPod != 0.01 {
+					t.Errorf("parsed %g and %g, controllers get %+v; want 0.05 (the flag) and 0.01", o.ConsolidationMinSavings, o.ConsolidationMinSavingsPerPod, ms)
+				}
+			}},
 		{"local mode", []string{"--cluster-name", "local", "--liveness-time-scale", "0.1", "--metrics-port", "0", "--leader-elect=false"}, nil,
 			func(t *testing.T, o operator.Options) {
 				if o.LivenessTimeScale != 0.1 || o.MetricsPort != 0 || o.LeaderElection.Enabled {
@@ -229,6 +237,8 @@ var peerVariables = []struct {
 	{"KUBE_CLIENT_QPS", "200", []string{"-1", "fast"}},
 	{"KUBE_CLIENT_BURST", "300", []string{"0"}},
 	{"DISABLE_LEADER_ELECTION", "false", []string{"perhaps"}},
+	{"CONSOLIDATION_MIN_SAVINGS", "0", []string{"-0.05", "cheap", "NaN", "+Inf"}},
+	{"CONSOLIDATION_MIN_SAVINGS_PER_POD", "0", []string{"-1", "0.01$"}},
 }
 
 // testCABundle is base64 of a PEM certificate (a self-signed one made for
