@@ -764,39 +764,15 @@ func (p *planner) underutilized() error {
 		if len(n.pods) == 0 {
 			continue
 		}
-		switch n.policy.ConsolidationPolicy {
-		case PolicyWhenEmpty:
-			p.keep(n, CodeWhenEmpty, "pool %s consolidates only empty nodes (consolidationPolicy WhenEmpty) and the node has %d pods", n.pool, len(n.pods))
-			continue
-		}
-		left, ok := p.consolidateLeft(n)
-		if !ok {
-			p.keep(n, CodeConsolidationDisabled, "consolidateAfter is Never in pool %s", n.pool)
-			continue
-		}
-		if left > 0 {
-			p.keep(n, CodeConsolidateAfter, "consolidateAfter: %s left", left.Round(time.Second))
-			continue
-		}
-		if n.blockCode != "" {
-			p.keep(n, n.blockCode, "%s", n.blockMsg)
-			continue
-		}
-		if !n.known || n.ct == "" || n.zone == "" {
-			p.keep(n, CodeUnknownPrice, "its instance type, capacity type, zone or price is unknown (type %q, capacity type %q, zone %q)", n.it, n.ct, n.zone)
+		if code, msg := p.notCandidate(n, true); code != "" {
+			p.keep(n, code, "%s", msg)
 			continue
 		}
 		cands = append(cands, n)
 	}
 	p.plan.Stats.Candidates = len(cands)
 	// Most price per unit of disruption first.
-	slices.SortStableFunc(cands, func(a, b *cnode) int {
-		sa, sb := a.price/(1+a.podCost), b.price/(1+b.podCost)
-		if c := cmp.Compare(sb, sa); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	slices.SortStableFunc(cands, drainFirst)
 	if err := p.multi(cands); err != nil {
 		return err
 	}
@@ -839,6 +815,40 @@ func (p *planner) underutilized() error {
 		}
 	}
 	return nil
+}
+
+// notCandidate says why a node with pods, not static and not kept by the
+// shared rules, is not a consolidation candidate ("" when it is). With
+// wait false, a consolidateAfter not yet elapsed does not count (the
+// ranking of DrainOrder: the node will be a candidate).
+func (p *planner) notCandidate(n *cnode, wait bool) (Code, string) {
+	if n.policy.ConsolidationPolicy == PolicyWhenEmpty {
+		return CodeWhenEmpty, fmt.Sprintf("pool %s consolidates only empty nodes (consolidationPolicy WhenEmpty) and the node has %d pods", n.pool, len(n.pods))
+	}
+	left, ok := p.consolidateLeft(n)
+	if !ok {
+		return CodeConsolidationDisabled, fmt.Sprintf("consolidateAfter is Never in pool %s", n.pool)
+	}
+	if wait && left > 0 {
+		return CodeConsolidateAfter, fmt.Sprintf("consolidateAfter: %s left", left.Round(time.Second))
+	}
+	if n.blockCode != "" {
+		return n.blockCode, n.blockMsg
+	}
+	if !n.known || n.ct == "" || n.zone == "" {
+		return CodeUnknownPrice, fmt.Sprintf("its instance type, capacity type, zone or price is unknown (type %q, capacity type %q, zone %q)", n.it, n.ct, n.zone)
+	}
+	return "", ""
+}
+
+// drainFirst orders consolidation candidates as the planner tries them:
+// the most price per unit of disruption first, then by name.
+func drainFirst(a, b *cnode) int {
+	sa, sb := a.price/(1+a.podCost), b.price/(1+b.podCost)
+	if c := cmp.Compare(sb, sa); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 func describeReplacements(rs []engine.NewNodeClaim) string {
