@@ -317,4 +317,3 @@ func hasTaint(n *corev1.Node, key string) bool {
 	}
 	return false
 }
-
