@@ -252,12 +252,13 @@ func ControllerConfig(opts Options) controllers.Config {
 		// local stack's time scale shortens it too.
 		Disruption: disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod),
 			MinSavings: planner.MinSavings{PerCommand: opts.ConsolidationMinSavings, PerPod: opts.ConsolidationMinSavingsPerPod}},
-		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
-		NodeRepair:               opts.FeatureGates[NodeRepairGate],
-		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
-		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
-		NodeOverlay:              opts.FeatureGates[NodeOverlayGate],
-		CapacityBuffer:           opts.FeatureGates[CapacityBufferGate],
+		SpotToSpotConsolidation:   opts.FeatureGates[SpotToSpotConsolidationGate],
+		NodeRepair:                opts.FeatureGates[NodeRepairGate],
+		NodeClassRefreshInterval:  opts.Peer.NodeClassRefreshInterval(),
+		StaticCapacity:            opts.FeatureGates[StaticCapacityGate],
+		NodeOverlay:               opts.FeatureGates[NodeOverlayGate],
+		CapacityBuffer:            opts.FeatureGates[CapacityBufferGate],
+		PodDeletionCostManagement: opts.FeatureGates[PodDeletionCostManagementGate],
 		// CPU_REQUESTS (0 when not given: one core).
 		LifecycleWorkers: lifecycle.ScaledWorkers(opts.Peer.CPURequests),
 	}

@@ -299,9 +299,9 @@ var Gates = map[string]Gate{
 	"TerminateFirstRepair": {Default: false, RefuseOn: true,
 		On:  "not implemented: node repair always launches the replacement before terminating the unhealthy node",
 		Off: "node repair launches the replacement first"},
-	"PodDeletionCostManagement": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail does not write controller.kubernetes.io/pod-deletion-cost annotations",
-		Off: "pod-deletion-cost annotations are left to their owners"},
+	PodDeletionCostManagementGate: {Default: false,
+		On:  "dovetail writes controller.kubernetes.io/pod-deletion-cost on pods owned by ReplicaSets (those without a cost, or marked dovetail.sh/pod-deletion-cost-managed), lowest on the nodes the disruption planner would drain first (controllers.Config.PodDeletionCostManagement)",
+		Off: "pod-deletion-cost annotations are left to their owners; none is written or removed"},
 	// SchedulerHandoff is dovetail's own: give the kube-scheduler the
 	// provisioner's placement (status.nominatedNodeName) as nodes come up.
 	SchedulerHandoffGate: {Default: true,
@@ -340,6 +340,10 @@ const CapacityBufferGate = "CapacityBuffer"
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).
 const NodeRepairGate = "NodeRepair"
+
+// PodDeletionCostManagementGate names the peer's gate of pod deletion
+// costs (controllers.Config.PodDeletionCostManagement).
+const PodDeletionCostManagementGate = "PodDeletionCostManagement"
 
 // ReservedCapacityGate names the peer's reserved-capacity gate.
 const ReservedCapacityGate = "ReservedCapacity"
