@@ -31,6 +31,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/readiness"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/offeringmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/offerings"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/poddeletioncost"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/podmetrics"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/static"
@@ -73,6 +74,7 @@ var (
 	_ Controller = (*capacitybuffer.Controller)(nil)
 	_ Controller = (*offeringmetrics.Controller)(nil)
 	_ Controller = (*podmetrics.Controller)(nil)
+	_ Controller = (*poddeletioncost.Controller)(nil)
 
 	_ reconcile.Reconciler = (*hash.Controller)(nil)
 	_ reconcile.Reconciler = (*readiness.Controller)(nil)
@@ -91,6 +93,7 @@ var (
 	_ reconcile.Reconciler = (*static.Controller)(nil)
 	_ reconcile.Reconciler = (*capacitybuffer.Controller)(nil)
 	_ reconcile.Reconciler = (*offeringmetrics.Controller)(nil)
+	_ reconcile.Reconciler = (*poddeletioncost.Controller)(nil)
 )
 
 // Deps are the shared dependencies of the controllers.
@@ -163,6 +166,14 @@ type Config struct {
 	// match one of the cloud provider's repair policies past its
 	// toleration (the disruption controller, reason Unhealthy).
 	NodeRepair bool
+	// PodDeletionCostManagement (feature gate PodDeletionCostManagement)
+	// runs the pod deletion cost controller: ReplicaSet pods get
+	// controller.kubernetes.io/pod-deletion-cost from the disruption
+	// planner's drain order. Off, it does not run (nothing is written or
+	// removed).
+	PodDeletionCostManagement bool
+	// PodDeletionCost tunes that controller.
+	PodDeletionCost poddeletioncost.Options
 	// LifecycleWorkers is how many NodeClaims nodeclaim.lifecycle
 	// reconciles at once (0: lifecycle.Workers).
 	LifecycleWorkers int
@@ -178,6 +189,11 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	provisioningMetrics, err := provisioning.NewMetrics(d.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("provisioning metrics: %w", err)
+	}
+	// The peer registers its pod deletion cost metrics gate on or off.
+	podDeletionCostMetrics, err := poddeletioncost.NewMetrics(d.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("pod deletion cost metrics: %w", err)
 	}
 	interruptionMetrics, err := interruption.NewMetrics(d.Metrics)
 	if err != nil {
@@ -242,6 +258,10 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 		}
 		out = append(out, static.New(d.Client, live, cloud("nodepool.static"), d.Clock, d.Recorder, d.Unavailable,
 			newNodeClaim, static.Options{Snapshot: disruptionOptions(cfg).Snapshot}))
+	}
+	if cfg.PodDeletionCostManagement {
+		// Pod deletion costs from the disruption planner's drain order.
+		out = append(out, poddeletioncost.New(d.Client, d.Clock, podDeletionCostMetrics, cfg.PodDeletionCost))
 	}
 	if cfg.CapacityBuffer {
 		// CapacityBuffers resolved into status; provisioning keeps their

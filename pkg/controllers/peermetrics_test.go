@@ -93,8 +93,8 @@ var peerMetrics = []peerMetric{
 	{name: "karpenter_pods_provisioning_unstarted_time_seconds", typ: "gauge", labels: []string{"name", "namespace"}, serve: notServed, why: "not built yet"},
 	{name: "karpenter_pods_provisioning_scheduling_undecided_time_seconds", typ: "gauge", labels: []string{"name", "namespace"}, serve: notServed, why: "not built yet"},
 	{name: "karpenter_pods_scheduling_decision_duration_seconds", typ: "histogram", serve: notServed, why: "not built yet"},
-	{name: "karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes", typ: "gauge", labels: []string{"nodepool"}, serve: notServed, why: "PodDeletionCostManagement is not built yet"},
-	{name: "karpenter_pod_deletion_cost_pod_annotation_writes_total", typ: "counter", labels: []string{"result"}, serve: notServed, why: "PodDeletionCostManagement is not built yet"},
+	{name: "karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes", typ: "gauge", labels: []string{"nodepool"}},
+	{name: "karpenter_pod_deletion_cost_pod_annotation_writes_total", typ: "counter", labels: []string{"result"}},
 
 	// NodePools.
 	{name: "karpenter_nodepools_usage", typ: "gauge", labels: []string{"resource_type", "nodepool"}},

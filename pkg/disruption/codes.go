@@ -47,6 +47,10 @@ const (
 	// CodeBalanced: under the Balanced policy the savings are not worth the
 	// disruption.
 	CodeBalanced Code = "BalancedScoreTooLow"
+	// CodeMinSavings: a consolidation would save money, but less than the
+	// pool's consolidation savings threshold (MinSavings: per command, or
+	// per evicted pod).
+	CodeMinSavings Code = "BelowMinSavings"
 	// CodeDriftBlocked: drifted, but its pods cannot be re-placed now.
 	CodeDriftBlocked Code = "DriftReplacementBlocked"
 	// CodeDestination: an earlier command of this pass moves pods onto it;
@@ -86,6 +90,6 @@ func Codes() []Code {
 	return []Code{CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeNominated, CodeNodeDoNotDisrupt,
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
-		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeDriftBlocked, CodeDestination, CodeStaticPool,
+		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeMinSavings, CodeDriftBlocked, CodeDestination, CodeStaticPool,
 		CodeBufferRoom, CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeDoNotRepair, CodeRebooting, CodeNotCandidate}
 }

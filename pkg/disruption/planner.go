@@ -144,6 +144,18 @@ func (p *planner) build() error {
 			errs = append(errs, field.NotSupported(field.NewPath("pools").Key(name).Child("consolidationPolicy"), pp.ConsolidationPolicy,
 				[]string{PolicyWhenEmpty, PolicyWhenEmptyOrUnderutilized, PolicyBalanced}))
 		}
+		for _, v := range []struct {
+			name string
+			v    *float64
+		}{{"perCommand", pp.MinSavings.PerCommand}, {"perPod", pp.MinSavings.PerPod}} {
+			if v.v != nil && !validSavings(*v.v) {
+				errs = append(errs, field.Invalid(field.NewPath("pools").Key(name).Child("minSavings", v.name), *v.v, "must be a non-negative number of $/h"))
+			}
+		}
+	}
+	if ms := in.Options.MinSavings; !validSavings(ms.PerCommand) || !validSavings(ms.PerPod) {
+		errs = append(errs, field.Invalid(field.NewPath("options", "minSavings"), fmt.Sprintf("%g per command, %g per pod", ms.PerCommand, ms.PerPod),
+			"must be non-negative numbers of $/h"))
 	}
 	p.pdbLeft = make([]int32, len(in.PDBs))
 	for i, pdb := range in.PDBs {
@@ -752,39 +764,15 @@ func (p *planner) underutilized() error {
 		if len(n.pods) == 0 {
 			continue
 		}
-		switch n.policy.ConsolidationPolicy {
-		case PolicyWhenEmpty:
-			p.keep(n, CodeWhenEmpty, "pool %s consolidates only empty nodes (consolidationPolicy WhenEmpty) and the node has %d pods", n.pool, len(n.pods))
-			continue
-		}
-		left, ok := p.consolidateLeft(n)
-		if !ok {
-			p.keep(n, CodeConsolidationDisabled, "consolidateAfter is Never in pool %s", n.pool)
-			continue
-		}
-		if left > 0 {
-			p.keep(n, CodeConsolidateAfter, "consolidateAfter: %s left", left.Round(time.Second))
-			continue
-		}
-		if n.blockCode != "" {
-			p.keep(n, n.blockCode, "%s", n.blockMsg)
-			continue
-		}
-		if !n.known || n.ct == "" || n.zone == "" {
-			p.keep(n, CodeUnknownPrice, "its instance type, capacity type, zone or price is unknown (type %q, capacity type %q, zone %q)", n.it, n.ct, n.zone)
+		if code, msg := p.notCandidate(n, true); code != "" {
+			p.keep(n, code, "%s", msg)
 			continue
 		}
 		cands = append(cands, n)
 	}
 	p.plan.Stats.Candidates = len(cands)
 	// Most price per unit of disruption first.
-	slices.SortStableFunc(cands, func(a, b *cnode) int {
-		sa, sb := a.price/(1+a.podCost), b.price/(1+b.podCost)
-		if c := cmp.Compare(sb, sa); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	slices.SortStableFunc(cands, drainFirst)
 	if err := p.multi(cands); err != nil {
 		return err
 	}
@@ -827,6 +815,40 @@ func (p *planner) underutilized() error {
 		}
 	}
 	return nil
+}
+
+// notCandidate says why a node with pods, not static and not kept by the
+// shared rules, is not a consolidation candidate ("" when it is). With
+// wait false, a consolidateAfter not yet elapsed does not count (the
+// ranking of DrainOrder: the node will be a candidate).
+func (p *planner) notCandidate(n *cnode, wait bool) (Code, string) {
+	if n.policy.ConsolidationPolicy == PolicyWhenEmpty {
+		return CodeWhenEmpty, fmt.Sprintf("pool %s consolidates only empty nodes (consolidationPolicy WhenEmpty) and the node has %d pods", n.pool, len(n.pods))
+	}
+	left, ok := p.consolidateLeft(n)
+	if !ok {
+		return CodeConsolidationDisabled, fmt.Sprintf("consolidateAfter is Never in pool %s", n.pool)
+	}
+	if wait && left > 0 {
+		return CodeConsolidateAfter, fmt.Sprintf("consolidateAfter: %s left", left.Round(time.Second))
+	}
+	if n.blockCode != "" {
+		return n.blockCode, n.blockMsg
+	}
+	if !n.known || n.ct == "" || n.zone == "" {
+		return CodeUnknownPrice, fmt.Sprintf("its instance type, capacity type, zone or price is unknown (type %q, capacity type %q, zone %q)", n.it, n.ct, n.zone)
+	}
+	return "", ""
+}
+
+// drainFirst orders consolidation candidates as the planner tries them:
+// the most price per unit of disruption first, then by name.
+func drainFirst(a, b *cnode) int {
+	sa, sb := a.price/(1+a.podCost), b.price/(1+b.podCost)
+	if c := cmp.Compare(sb, sa); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 func describeReplacements(rs []engine.NewNodeClaim) string {
@@ -1173,6 +1195,41 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 			}
 		}
 	}
+	// The consolidation savings threshold (MinSavings).
+	if need, why := p.minSavings(nodes); need > 0 && savings < need-1e-9 {
+		res.failCode = CodeMinSavings
+		res.failMsg = fmt.Sprintf("consolidating it saves $%.4f/h, below %s ($%.4f/h)", savings, why, need)
+	}
+}
+
+// validSavings reports whether v is a usable savings threshold.
+func validSavings(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+// minSavings is what a consolidation of nodes must save: the strictest
+// threshold of their pools (a pool without its own takes the global one),
+// per command and per evicted pod; why names where it comes from.
+func (p *planner) minSavings(nodes []*cnode) (need float64, why string) {
+	pods := 0
+	for _, n := range nodes {
+		pods += len(n.pods)
+	}
+	for _, n := range nodes {
+		perCmd, perPod := p.in.Options.MinSavings.PerCommand, p.in.Options.MinSavings.PerPod
+		cmdFrom, podFrom := "the controller's minimum", "the controller's minimum"
+		if v := n.policy.MinSavings.PerCommand; v != nil {
+			perCmd, cmdFrom = *v, "pool "+n.pool+"'s minimum"
+		}
+		if v := n.policy.MinSavings.PerPod; v != nil {
+			perPod, podFrom = *v, "pool "+n.pool+"'s minimum"
+		}
+		if perCmd > need {
+			need, why = perCmd, fmt.Sprintf("%s of $%.4f/h per command", cmdFrom, perCmd)
+		}
+		if v := perPod * float64(pods); v > need {
+			need, why = v, fmt.Sprintf("%s of $%.4f/h per evicted pod, times %d pods", podFrom, perPod, pods)
+		}
+	}
+	return need, why
 }
 
 // pinOffering narrows a replacement's zone and capacity type to its

@@ -71,6 +71,30 @@ type PoolPolicy struct {
 	// consolidated (Empty, Underutilized), only replaced when drifted; its
 	// count is the static controller's.
 	Static bool
+	// MinSavings is the pool's consolidation savings threshold (the
+	// NodePool's dovetail.sh/consolidation-min-savings and
+	// dovetail.sh/consolidation-min-savings-per-pod annotations); a nil
+	// field takes Options.MinSavings'.
+	MinSavings PoolMinSavings
+}
+
+// PoolMinSavings overrides Options.MinSavings for one pool, field by field
+// (nil: the global value).
+type PoolMinSavings struct {
+	PerCommand, PerPod *float64
+}
+
+// MinSavings is a consolidation savings threshold, in $/h. An Underutilized
+// command (deleting or replacing nodes that have pods) is refused, with
+// CodeMinSavings, when it saves less than PerCommand, or less than PerPod
+// times the number of pods it evicts. Empty, Drifted and Unhealthy
+// commands are never held by it: deleting an empty node disrupts no pod,
+// and drift and repair are not about savings. Zero (the default) is off.
+type MinSavings struct {
+	// PerCommand: the least $/h one consolidation command must save.
+	PerCommand float64
+	// PerPod: the least $/h a consolidation must save per evicted pod.
+	PerPod float64
 }
 
 // Budget is one NodePool disruption budget.
@@ -171,6 +195,9 @@ type Options struct {
 	// ExpiringWithin: nodes that expire within this long are listed in
 	// Plan.Expiring (0: one hour).
 	ExpiringWithin time.Duration
+	// MinSavings is the consolidation savings threshold of pools that do
+	// not set their own (PoolPolicy.MinSavings); zero is off.
+	MinSavings MinSavings
 	// Engine are the engine options for what-ifs (seed, preference policy).
 	// Its ImprovementBudget 0 means a small default per what-if.
 	Engine engine.Options

@@ -38,6 +38,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	ncstatus "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
 	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/operator/eventsink"
@@ -249,13 +250,15 @@ func ControllerConfig(opts Options) controllers.Config {
 		CostNamespace:     opts.LeaderElection.Namespace,
 		// The validation period scales with the liveness timeouts, so the
 		// local stack's time scale shortens it too.
-		Disruption:               disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod)},
-		SpotToSpotConsolidation:  opts.FeatureGates[SpotToSpotConsolidationGate],
-		NodeRepair:               opts.FeatureGates[NodeRepairGate],
-		NodeClassRefreshInterval: opts.Peer.NodeClassRefreshInterval(),
-		StaticCapacity:           opts.FeatureGates[StaticCapacityGate],
-		NodeOverlay:              opts.FeatureGates[NodeOverlayGate],
-		CapacityBuffer:           opts.FeatureGates[CapacityBufferGate],
+		Disruption: disruption.Options{ValidationPeriod: scale(disruption.DefaultValidationPeriod),
+			MinSavings: planner.MinSavings{PerCommand: opts.ConsolidationMinSavings, PerPod: opts.ConsolidationMinSavingsPerPod}},
+		SpotToSpotConsolidation:   opts.FeatureGates[SpotToSpotConsolidationGate],
+		NodeRepair:                opts.FeatureGates[NodeRepairGate],
+		NodeClassRefreshInterval:  opts.Peer.NodeClassRefreshInterval(),
+		StaticCapacity:            opts.FeatureGates[StaticCapacityGate],
+		NodeOverlay:               opts.FeatureGates[NodeOverlayGate],
+		CapacityBuffer:            opts.FeatureGates[CapacityBufferGate],
+		PodDeletionCostManagement: opts.FeatureGates[PodDeletionCostManagementGate],
 		// CPU_REQUESTS (0 when not given: one core).
 		LifecycleWorkers: lifecycle.ScaledWorkers(opts.Peer.CPURequests),
 	}

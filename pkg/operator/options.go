@@ -63,6 +63,13 @@ type Options struct {
 	// cluster; local mode, where nodes boot in milliseconds, uses less.
 	// Must be in (0, 1].
 	LivenessTimeScale float64
+	// ConsolidationMinSavings (consolidationMinSavings) is the least $/h
+	// one consolidation command must save, and
+	// ConsolidationMinSavingsPerPod (consolidationMinSavingsPerPod) the
+	// least $/h per pod it evicts; a NodePool's
+	// dovetail.sh/consolidation-min-savings[-per-pod] annotations override
+	// them. Emptiness, drift and repair are never held. Default 0: off.
+	ConsolidationMinSavings, ConsolidationMinSavingsPerPod float64
 	// Peer holds the rest of the peer's settings (peersettings.go).
 	Peer PeerSettings
 }
@@ -182,6 +189,14 @@ func (o Options) Validate() field.ErrorList {
 	if !(o.LivenessTimeScale > 0 && o.LivenessTimeScale <= 1) {
 		errs = append(errs, field.Invalid(field.NewPath("livenessTimeScale"), o.LivenessTimeScale, "must be in (0, 1]"))
 	}
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"consolidationMinSavings", o.ConsolidationMinSavings}, {"consolidationMinSavingsPerPod", o.ConsolidationMinSavingsPerPod}} {
+		if !(v.v >= 0) || math.IsInf(v.v, 0) {
+			errs = append(errs, field.Invalid(field.NewPath(v.name), v.v, "must be a non-negative number of $/h (0 turns the threshold off)"))
+		}
+	}
 	errs = append(errs, validateGates("featureGates", Gates, o.FeatureGates)...)
 	errs = append(errs, o.Peer.validate()...)
 	if o.Peer.AWSFeatureGates[RebootForRepairGate] && !o.FeatureGates[NodeRepairGate] {
@@ -284,9 +299,9 @@ var Gates = map[string]Gate{
 	"TerminateFirstRepair": {Default: false, RefuseOn: true,
 		On:  "not implemented: node repair always launches the replacement before terminating the unhealthy node",
 		Off: "node repair launches the replacement first"},
-	"PodDeletionCostManagement": {Default: false, RefuseOn: true,
-		On:  "not implemented: dovetail does not write controller.kubernetes.io/pod-deletion-cost annotations",
-		Off: "pod-deletion-cost annotations are left to their owners"},
+	PodDeletionCostManagementGate: {Default: false,
+		On:  "dovetail writes controller.kubernetes.io/pod-deletion-cost on pods owned by ReplicaSets (those without a cost, or marked dovetail.sh/pod-deletion-cost-managed), lowest on the nodes the disruption planner would drain first (controllers.Config.PodDeletionCostManagement)",
+		Off: "pod-deletion-cost annotations are left to their owners; none is written or removed"},
 	// SchedulerHandoff is dovetail's own: give the kube-scheduler the
 	// provisioner's placement (status.nominatedNodeName) as nodes come up.
 	SchedulerHandoffGate: {Default: true,
@@ -325,6 +340,10 @@ const CapacityBufferGate = "CapacityBuffer"
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).
 const NodeRepairGate = "NodeRepair"
+
+// PodDeletionCostManagementGate names the peer's gate of pod deletion
+// costs (controllers.Config.PodDeletionCostManagement).
+const PodDeletionCostManagementGate = "PodDeletionCostManagement"
 
 // ReservedCapacityGate names the peer's reserved-capacity gate.
 const ReservedCapacityGate = "ReservedCapacity"

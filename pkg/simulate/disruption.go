@@ -76,6 +76,11 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	for _, np := range cluster.NodePools {
 		pools[np.Name] = snapshot.DisruptionPolicy(np)
 		poolByName[np.Name] = np
+		if _, err := snapshot.PoolMinSavings(np); err != nil {
+			// As the controller: a warning, and the pool takes the
+			// global threshold (Options.MinSavings).
+			warnings = append(warnings, err.Error())
+		}
 	}
 	adopters := adoptionOrder(cluster.NodePools)
 
@@ -140,7 +145,8 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	return &disruption.Input{
 		Now: now, Cluster: in, Pools: pools, Nodes: states, PDBs: m.PDBs(cluster.Pods),
 		RepairPolicies: repair.Policies(false),
-		Options:        disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation, NodeRepair: opts.NodeRepair},
+		Options: disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation, NodeRepair: opts.NodeRepair,
+			MinSavings: opts.MinSavings},
 	}, warnings, nil
 }
 

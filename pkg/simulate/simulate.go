@@ -16,6 +16,7 @@ import (
 
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/overlay"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
@@ -44,6 +45,9 @@ type Options struct {
 	// SpotToSpotConsolidation is the disruption planner's gate (used by
 	// DisruptionInput only).
 	SpotToSpotConsolidation bool
+	// MinSavings is the planner's consolidation savings threshold for
+	// NodePools without their own annotations (DisruptionInput only).
+	MinSavings disruption.MinSavings
 	// NodeRepair is the planner's NodeRepair gate (DisruptionInput only;
 	// the repair policies are the AWS provider's).
 	NodeRepair bool

@@ -1,6 +1,10 @@
 package snapshot
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -16,6 +20,7 @@ import (
 func DisruptionPolicy(np *karpv1.NodePool) disruption.PoolPolicy {
 	d := np.Spec.Disruption
 	pp := disruption.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy), Static: np.Spec.Replicas != nil}
+	pp.MinSavings, _ = PoolMinSavings(np)
 	switch ca := d.ConsolidateAfter; {
 	case ca.IsZero():
 		pp.ConsolidateAfter = new(time.Duration) // the default, 0s
@@ -48,4 +53,40 @@ func DisruptionPolicy(np *karpv1.NodePool) disruption.PoolPolicy {
 		}
 	}
 	return pp
+}
+
+// PoolMinSavings reads a NodePool's consolidation savings threshold from
+// its annotations (karpv1.AnnotationConsolidationMinSavings, per command,
+// and AnnotationConsolidationMinSavingsPerPod, per evicted pod: each a
+// non-negative decimal of $/h). An annotation absent, or one whose value
+// is not such a number, leaves its field nil: the pool takes the
+// controller's value. The error names each bad annotation and its value,
+// for the NodePool's event (the controller) or a warning (simulate);
+// DisruptionPolicy ignores it.
+func PoolMinSavings(np *karpv1.NodePool) (disruption.PoolMinSavings, error) {
+	var out disruption.PoolMinSavings
+	var bad []string
+	for _, a := range []struct {
+		key string
+		dst **float64
+	}{{karpv1.AnnotationConsolidationMinSavings, &out.PerCommand}, {karpv1.AnnotationConsolidationMinSavingsPerPod, &out.PerPod}} {
+		raw, ok := np.Annotations[a.key]
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			shown := raw
+			if len(shown) > 64 {
+				shown = shown[:64] + "..."
+			}
+			bad = append(bad, fmt.Sprintf("annotation %s: %q is not a non-negative number of $/h (such as \"0.05\"); the controller's value is used", a.key, shown))
+			continue
+		}
+		*a.dst = &v
+	}
+	if len(bad) > 0 {
+		return out, fmt.Errorf("NodePool %s: %s", np.Name, strings.Join(bad, "; "))
+	}
+	return out, nil
 }

@@ -16,4 +16,18 @@ const (
 	// NodeClaim: "<instance-type>/<zone>/<capacity-type>". The cloud
 	// provider keeps its capacity type at launch.
 	AnnotationPlannedOffering = "dovetail.sh/planned-offering"
+	// AnnotationConsolidationMinSavings on a NodePool is the least $/h
+	// one consolidation command of its nodes must save (a non-negative
+	// decimal, e.g. "0.05"); it overrides the controller's
+	// --consolidation-min-savings for the pool. Emptiness is never held.
+	AnnotationConsolidationMinSavings = "dovetail.sh/consolidation-min-savings"
+	// AnnotationConsolidationMinSavingsPerPod on a NodePool is the least
+	// $/h a consolidation of its nodes must save per pod it evicts (e.g.
+	// "0.01"); it overrides --consolidation-min-savings-per-pod.
+	AnnotationConsolidationMinSavingsPerPod = "dovetail.sh/consolidation-min-savings-per-pod"
+	// AnnotationPodDeletionCostManaged marks a pod whose
+	// controller.kubernetes.io/pod-deletion-cost dovetail wrote (feature
+	// gate PodDeletionCostManagement); a pod with a deletion cost and
+	// without it is left alone.
+	AnnotationPodDeletionCostManaged = "dovetail.sh/pod-deletion-cost-managed"
 )

@@ -78,6 +78,8 @@ var bindings = []binding{
 	{field: "livenessTimeScale", flag: "liveness-time-scale"},
 	{field: "bindAddress", flag: "bind-address"},
 	{field: "profilingBindAddress", flag: "profiling-bind-address"},
+	{field: "consolidationMinSavings", flag: "consolidation-min-savings", env: "CONSOLIDATION_MIN_SAVINGS"},
+	{field: "consolidationMinSavingsPerPod", flag: "consolidation-min-savings-per-pod", env: "CONSOLIDATION_MIN_SAVINGS_PER_POD"},
 	// The rest of the peer's settings (operator.PeerSettings), under its
 	// variable names.
 	{field: "awsFeatureGates", flag: "aws-feature-gates", env: "AWS_FEATURE_GATES"},
@@ -171,6 +173,8 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.DurationVar(&o.LeaderElection.RenewDeadline, "leader-election-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader tries to renew before giving up")
 	f.DurationVar(&o.LeaderElection.RetryPeriod, "leader-election-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire the lease")
 	f.Float64Var(&o.LivenessTimeScale, "liveness-time-scale", o.LivenessTimeScale, "scale of the NodeClaim launch (5m) and registration (15m) timeouts, in (0, 1]")
+	f.Float64Var(&o.ConsolidationMinSavings, "consolidation-min-savings", o.ConsolidationMinSavings, "least $/h one consolidation command must save (0: off); a NodePool's dovetail.sh/consolidation-min-savings annotation overrides it; emptiness is never held")
+	f.Float64Var(&o.ConsolidationMinSavingsPerPod, "consolidation-min-savings-per-pod", o.ConsolidationMinSavingsPerPod, "least $/h a consolidation must save per pod it evicts (0: off); overridden by a NodePool's dovetail.sh/consolidation-min-savings-per-pod")
 	p := &o.Peer
 	f.Var(awsGates, "aws-feature-gates", "the peer's AWS feature gates (NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair); only RebootForRepair=true is implemented")
 	f.StringVar(&p.PreferencePolicy, "preference-policy", p.PreferencePolicy, "how preferences are treated: Respect (Ignore is not implemented)")

@@ -86,6 +86,20 @@ func TestFlagsAndEnvironment(t *testing.T) {
 					t.Errorf("parsed %+v, want the flags' values", o)
 				}
 			}},
+		{"consolidation savings threshold", []string{"--consolidation-min-savings", "0.05"},
+			map[string]string{"CLUSTER_NAME": "prod", "CONSOLIDATION_MIN_SAVINGS": "9", "CONSOLIDATION_MIN_SAVINGS_PER_POD": "0.01"},
+			func(t *testing.T, o operator.Options) {
+				ms := operator.ControllerConfig(o).Disruption.MinSavings
+				if o.ConsolidationMinSavings != 0.05 || o.ConsolidationMinSavingsPerPod != 0.01 || ms.PerCommand != 0.05 || ms.PerPod != 0.01 {
+					t.Errorf("parsed %g and %g, controllers get %+v; want 0.05 (the flag) and 0.01", o.ConsolidationMinSavings, o.ConsolidationMinSavingsPerPod, ms)
+				}
+			}},
+		{"pod deletion cost management", nil, map[string]string{"CLUSTER_NAME": "prod", "FEATURE_GATES": "PodDeletionCostManagement=true"},
+			func(t *testing.T, o operator.Options) {
+				if !o.FeatureGates["PodDeletionCostManagement"] || !operator.ControllerConfig(o).PodDeletionCostManagement {
+					t.Errorf("gates %s: PodDeletionCostManagement=true did not reach controllers.Config", o.FeatureGates)
+				}
+			}},
 		{"local mode", []string{"--cluster-name", "local", "--liveness-time-scale", "0.1", "--metrics-port", "0", "--leader-elect=false"}, nil,
 			func(t *testing.T, o operator.Options) {
 				if o.LivenessTimeScale != 0.1 || o.MetricsPort != 0 || o.LeaderElection.Enabled {
@@ -116,10 +130,10 @@ func TestBadInputExitsTwoNamingTheSource(t *testing.T) {
 		{"bad duration flag", []string{"controller", "--cluster-name", "x", "--batch-idle-duration", "soon"}, nil, []string{"--batch-idle-duration", "soon"}},
 		{"bad duration variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"BATCH_MAX_DURATION": "later"}, []string{"BATCH_MAX_DURATION", "later"}},
 		{"bad gates variable", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "Drift=true"}, []string{"FEATURE_GATES", `unknown gate "Drift"`}},
-		{"unimplemented gate", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "ReservedCapacity=true,PodDeletionCostManagement=true"},
-			[]string{"FEATURE_GATES", "PodDeletionCostManagement=true", "not implemented", "PodDeletionCostManagement=false"}},
-		{"unimplemented gate flag", []string{"controller", "--cluster-name", "x", "--feature-gates", "PodDeletionCostManagement=true"}, nil,
-			[]string{"--feature-gates", "PodDeletionCostManagement=true", "not implemented"}},
+		{"unimplemented gate", []string{"controller"}, map[string]string{"CLUSTER_NAME": "x", "FEATURE_GATES": "ReservedCapacity=true,TerminateFirstDrift=true"},
+			[]string{"FEATURE_GATES", "TerminateFirstDrift=true", "not implemented", "TerminateFirstDrift=false"}},
+		{"unimplemented gate flag", []string{"controller", "--cluster-name", "x", "--feature-gates", "TerminateFirstRepair=true"}, nil,
+			[]string{"--feature-gates", "TerminateFirstRepair=true", "not implemented"}},
 		{"bad endpoint variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"CLUSTER_ENDPOINT": "api.example:443"}, []string{"CLUSTER_ENDPOINT", "https URL"}},
 		{"bad port variable", []string{"controller", "--cluster-name", "x"}, map[string]string{"METRICS_PORT": "http"}, []string{"METRICS_PORT"}},
 		{"missing cluster name", []string{"controller"}, nil, []string{"--cluster-name (or $CLUSTER_NAME)", "required"}},
@@ -202,7 +216,7 @@ var peerVariables = []struct {
 	{"CPU_REQUESTS", "1000", []string{"one", "-1"}},
 	{"MEMORY_LIMIT", "1073741824", []string{"1Gi", "-1"}},
 	{"FEATURE_GATES", "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
-		[]string{"Drift=true", "NodeRepair=false,NodeRepair=false", "TerminateFirstDrift=true", "TerminateFirstRepair=true", "PodDeletionCostManagement=true", "NodeOverlay=maybe"}},
+		[]string{"Drift=true", "NodeRepair=false,NodeRepair=false", "TerminateFirstDrift=true", "TerminateFirstRepair=true", "PodDeletionCostManagement=maybe", "NodeOverlay=maybe"}},
 	{"AWS_FEATURE_GATES", "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false",
 		[]string{"NodeClassCEL=true", "DRANVIDIAGPU=true", "DRAEFA=true", "RebootForRepair=true", "Unknown=false", "DRAEFA=false,DRAEFA=false"}},
 	{"BATCH_MAX_DURATION", "10s", []string{"later", "-1s"}},
@@ -229,6 +243,8 @@ var peerVariables = []struct {
 	{"KUBE_CLIENT_QPS", "200", []string{"-1", "fast"}},
 	{"KUBE_CLIENT_BURST", "300", []string{"0"}},
 	{"DISABLE_LEADER_ELECTION", "false", []string{"perhaps"}},
+	{"CONSOLIDATION_MIN_SAVINGS", "0", []string{"-0.05", "cheap", "NaN", "+Inf"}},
+	{"CONSOLIDATION_MIN_SAVINGS_PER_POD", "0", []string{"-1", "0.01$"}},
 }
 
 // testCABundle is base64 of a PEM certificate (a self-signed one made for

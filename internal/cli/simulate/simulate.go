@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
 )
 
@@ -37,6 +39,10 @@ type Options struct {
 	At         string
 	// SpotToSpot is the planner's SpotToSpotConsolidation gate.
 	SpotToSpot bool
+	// MinSavings and MinSavingsPerPod are the controller's consolidation
+	// savings threshold (--consolidation-min-savings[-per-pod]), for pools
+	// without their own annotations.
+	MinSavings, MinSavingsPerPod float64
 	// MaxPods bounds the pods the input may make (--max-pods).
 	MaxPods int
 	// MaxNodePools bounds the input's NodePools (--max-nodepools).
@@ -118,6 +124,17 @@ on bad input.`,
 			if cmd.Flags().Changed("spot-to-spot-consolidation") && !opts.Disruption {
 				return cmdutil.BadInputf("--spot-to-spot-consolidation applies only with --disruption")
 			}
+			for _, name := range []string{"consolidation-min-savings", "consolidation-min-savings-per-pod"} {
+				if !cmd.Flags().Changed(name) {
+					continue
+				}
+				if !opts.Disruption {
+					return cmdutil.BadInputf("--%s applies only with --disruption", name)
+				}
+				if v, _ := cmd.Flags().GetFloat64(name); !(v >= 0) || math.IsInf(v, 0) {
+					return cmdutil.BadInputf("--%s: %g: must be a non-negative number of $/h (0: off)", name, v)
+				}
+			}
 			if cmd.Flags().Changed("now") {
 				if !opts.Disruption {
 					return cmdutil.BadInputf("--now applies only with --disruption")
@@ -140,6 +157,8 @@ on bad input.`,
 	f.StringVarP(&opts.Output, "output", "o", simulate.FormatTable, "output format: "+strings.Join(simulate.Formats(), "|"))
 	f.BoolVar(&opts.Disruption, "disruption", false, "plan a disruption pass over the cluster in the files: what dovetail would remove or replace, and why it keeps each other node")
 	f.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (the SpotToSpotConsolidation gate)")
+	f.Float64Var(&opts.MinSavings, "consolidation-min-savings", 0, "with --disruption: least $/h a consolidation command must save, as the controller's flag (0: off); a NodePool's dovetail.sh/consolidation-min-savings annotation overrides it")
+	f.Float64Var(&opts.MinSavingsPerPod, "consolidation-min-savings-per-pod", 0, "with --disruption: least $/h a consolidation must save per evicted pod (0: off); overridden by dovetail.sh/consolidation-min-savings-per-pod")
 	f.IntVar(&opts.MaxNodePools, "max-nodepools", simulate.DefaultMaxNodePools, "refuse inputs with more NodePools than this, checked before any is compiled")
 	f.IntVar(&opts.MaxPods, "max-pods", simulate.DefaultMaxPods, "refuse inputs that make more pods than this (listed pods, replicas, DaemonSet pods), checked before any is made")
 	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
@@ -275,6 +294,7 @@ func run(opts *Options, out *bytes.Buffer) error {
 	}
 	if opts.Disruption {
 		sopts.SpotToSpotConsolidation = opts.SpotToSpot
+		sopts.MinSavings = disruption.MinSavings{PerCommand: opts.MinSavings, PerPod: opts.MinSavingsPerPod}
 		return runDisruption(m, sopts, opts, len(files), out)
 	}
 	fmt.Fprintf(opts.Stderr, "simulate: read %d input(s); solving...\n", len(files))

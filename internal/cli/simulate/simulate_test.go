@@ -25,6 +25,10 @@ func TestFlags(t *testing.T) {
 			want: &simulate.Options{Files: []string{"a.yaml", "dir", "-"}, InstanceTypes: "cat.json", Region: "eu-west-1", Zones: []string{"eu-west-1a", "eu-west-1b"}, Output: "yaml"}},
 		{name: "disruption", args: []string{"-f", "c.yaml", "--disruption", "--now", "2026-12-01T10:00:00Z", "-o", "json", "--spot-to-spot-consolidation"},
 			want: &simulate.Options{Files: []string{"c.yaml"}, InstanceTypes: "builtin", Region: "us-east-1", Output: "json", Disruption: true, At: "2026-12-01T10:00:00Z", SpotToSpot: true}},
+		{name: "savings threshold", args: []string{"-f", "c.yaml", "--disruption", "--consolidation-min-savings", "0.05", "--consolidation-min-savings-per-pod", "0.01"},
+			want: &simulate.Options{Files: []string{"c.yaml"}, InstanceTypes: "builtin", Region: "us-east-1", Output: "table", Disruption: true, MinSavings: 0.05, MinSavingsPerPod: 0.01}},
+		{name: "savings threshold without disruption", args: []string{"-f", "c.yaml", "--consolidation-min-savings", "0.05"}, badWant: "--consolidation-min-savings applies only with --disruption"},
+		{name: "negative savings threshold", args: []string{"-f", "c.yaml", "--disruption", "--consolidation-min-savings-per-pod", "-1"}, badWant: "--consolidation-min-savings-per-pod: -1: must be a non-negative"},
 		{name: "bad now", args: []string{"-f", "c.yaml", "--disruption", "--now", "10:00"}, badWant: "--now"},
 		{name: "now without disruption", args: []string{"-f", "c.yaml", "--now", "2026-12-01T10:00:00Z"}, badWant: "only with --disruption"},
 		{name: "spot-to-spot without disruption", args: []string{"-f", "c.yaml", "--spot-to-spot-consolidation"}, badWant: "only with --disruption"},
@@ -49,8 +53,8 @@ func TestFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual([]any{got.Files, got.InstanceTypes, got.Region, got.Zones, got.Output, got.Disruption, got.At, got.SpotToSpot},
-				[]any{tc.want.Files, tc.want.InstanceTypes, tc.want.Region, tc.want.Zones, tc.want.Output, tc.want.Disruption, tc.want.At, tc.want.SpotToSpot}) {
+			if !reflect.DeepEqual([]any{got.Files, got.InstanceTypes, got.Region, got.Zones, got.Output, got.Disruption, got.At, got.SpotToSpot, got.MinSavings, got.MinSavingsPerPod},
+				[]any{tc.want.Files, tc.want.InstanceTypes, tc.want.Region, tc.want.Zones, tc.want.Output, tc.want.Disruption, tc.want.At, tc.want.SpotToSpot, tc.want.MinSavings, tc.want.MinSavingsPerPod}) {
 				t.Errorf("options = %+v, want %+v", got, tc.want)
 			}
 		})

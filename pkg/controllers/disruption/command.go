@@ -52,6 +52,10 @@ const (
 	ReasonDisruptionTerminating      = "DisruptionTerminating"
 	ReasonDisruptionBlocked          = "DisruptionBlocked"
 	ReasonUnconsolidatable           = "Unconsolidatable"
+	// ReasonInvalidMinSavings: a NodePool's consolidation savings
+	// annotation does not parse (Warning on the NodePool, once per value);
+	// the controller's value is used.
+	ReasonInvalidMinSavings          = "InvalidConsolidationMinSavings"
 	ConditionReasonCommandRolledBack = "CommandRolledBack"
 	rollbackReplacementFailed        = "a replacement failed to launch, register or initialize"
 	rollbackTimeout                  = "timed out waiting for the replacements"
@@ -133,7 +137,7 @@ var (
 		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked, planner.CodeDoNotRepair,
 		planner.CodeBufferRoom}
 	unconsolidatableCodes = []planner.Code{planner.CodeCannotReschedule, planner.CodeNoCheaper, planner.CodeSpotToSpotDisabled,
-		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
+		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeMinSavings, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
 )
 
 // reportKept emits an event for a kept node whose code changed since the

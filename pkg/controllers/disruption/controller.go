@@ -65,6 +65,10 @@ type Options struct {
 	LowerBoundInterval time.Duration
 	// SpotToSpotConsolidation is the peer's feature gate.
 	SpotToSpotConsolidation bool
+	// MinSavings is the consolidation savings threshold of NodePools
+	// without their own annotations (--consolidation-min-savings and
+	// --consolidation-min-savings-per-pod); zero is off.
+	MinSavings planner.MinSavings
 	// NodeRepair (the peer's feature gate) replaces nodes whose conditions
 	// match one of the cloud provider's RepairPolicies past its toleration
 	// (reason Unhealthy).
@@ -127,6 +131,9 @@ type Controller struct {
 	waiting map[string]bool
 	// lastCode is the kept code last reported per node (events on change).
 	lastCode map[string]planner.Code
+	// badMinSavings is the last invalid-annotation message reported per
+	// NodePool (reportMinSavings).
+	badMinSavings map[string]string
 	// lastSummary is the last plan summary logged (logged on change).
 	lastSummary string
 	// world is what the last plan was made from.
@@ -161,7 +168,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.Clock,
 	return &Controller{
 		kube: writes.Client(kube), apiReader: kube, writes: writes, cloud: cloud, clock: clk, recorder: recorder, metrics: m, unavailable: unavailableCache,
 		newNodeClaim: factory, opts: opts.withDefaults(),
-		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, kick: make(chan struct{}, 1),
+		waiting: map[string]bool{}, lastCode: map[string]planner.Code{}, badMinSavings: map[string]string{}, kick: make(chan struct{}, 1),
 		bound: &bound{compute: planner.LowerBound, set: m.FleetLowerBoundPricePerHour.Set},
 		nom:   newNominator(),
 		gate:  &gate{on: opts.PlacementGate},

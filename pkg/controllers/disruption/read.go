@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -189,7 +190,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	in := &planner.Input{Now: now, Pools: map[string]planner.PoolPolicy{}, Nodes: map[string]planner.NodeState{},
 		RepairPolicies: c.cloud.RepairPolicies(),
 		Options: planner.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, NodeRepair: c.opts.NodeRepair,
-			Engine: c.opts.Snapshot.Engine}}
+			MinSavings: c.opts.MinSavings, Engine: c.opts.Snapshot.Engine}}
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if np.DeletionTimestamp != nil || !np.IsTrue(karpv1.ConditionTypeReady) ||
@@ -204,6 +205,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		w.types[np.Name] = its
 		sc.NodePools = append(sc.NodePools, np)
 		in.Pools[np.Name] = snapshot.DisruptionPolicy(np)
+		c.reportMinSavings(ctx, np)
 	}
 	if c.opts.NodeOverlays {
 		overlays, err := nodeclaimutil.ListNodeOverlays(ctx, c.kube)
@@ -331,6 +333,23 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		in.Nodes[n.Name] = c.nodeState(n, nc, now, nominated[n.Name], draining[nc.Name] > 0)
 	}
 	return in, w, nil
+}
+
+// reportMinSavings warns, on the NodePool and in the log, when its
+// consolidation savings annotations do not parse (the planner then uses
+// the controller's value); once per NodePool and message.
+func (c *Controller) reportMinSavings(ctx context.Context, np *karpv1.NodePool) {
+	_, err := snapshot.PoolMinSavings(np)
+	if err == nil {
+		delete(c.badMinSavings, np.Name)
+		return
+	}
+	if c.badMinSavings[np.Name] == err.Error() {
+		return
+	}
+	c.badMinSavings[np.Name] = err.Error()
+	log.FromContext(ctx).Info("invalid consolidation savings annotation; using the controller's value", "nodepool", np.Name, "error", err.Error())
+	c.recorder.Eventf(np, nil, corev1.EventTypeWarning, ReasonInvalidMinSavings, "Plan", "%s", err.Error())
 }
 
 // nodeState is what the planner needs to know about a managed node.
