@@ -169,6 +169,12 @@ type NetworkInterface struct {
 	InterfaceType string `json:"interfaceType"`
 }
 
+// The values of NetworkInterface.InterfaceType.
+const (
+	InterfaceTypeInterface = "interface"
+	InterfaceTypeEFAOnly   = "efa-only"
+)
+
 // PlacementGroupSelector names a placement group.
 type PlacementGroupSelector struct {
 	// Name of the placement group.
