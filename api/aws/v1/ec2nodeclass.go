@@ -322,9 +322,10 @@ type AMISelectorTerm struct {
 
 // KubeletConfiguration is the kubelet settings of a node class. The keys
 // below are typed and acted on; like the peer's CRD, which takes any
-// kubelet configuration key, other keys are accepted and preserved, but
-// dovetail does not act on them: UnknownKeys lists them and the class gets
-// SpecSupported=False naming them. As in the peer's CRD, nothing is
+// kubelet configuration key, other keys are accepted and preserved:
+// UnknownKeys lists them and UnknownValues holds their values, which AL2023
+// user data passes to the kubelet as the peer does; on other families the
+// class gets SpecSupported=False naming them. As in the peer's CRD, nothing is
 // checked at admission: value types (TypeErrors), bounds, key names and
 // the rules between keys are checked by RuntimeValidate and reported as
 // ValidationSucceeded=False, as the peer reports them.
@@ -334,6 +335,9 @@ type KubeletConfiguration struct {
 	// UnknownKeys are the keys of the object as read that are not fields
 	// below (sorted); never written back.
 	UnknownKeys []string `json:"-"`
+	// UnknownValues are the values of UnknownKeys as read, as JSON text
+	// (AL2023 user data passes them to the kubelet); never written back.
+	UnknownValues map[string]string `json:"-"`
 	// TypeErrors are the typed keys of the object as read whose values
 	// have another type (left unset), with what they must be; never
 	// written back. RuntimeValidate reports them.

@@ -45,6 +45,10 @@ func (in *KubeletConfiguration) UnmarshalJSON(b []byte) error {
 		i, known := kubeletFields()[k]
 		if !known {
 			out.UnknownKeys = append(out.UnknownKeys, k)
+			if out.UnknownValues == nil {
+				out.UnknownValues = map[string]string{}
+			}
+			out.UnknownValues[k] = string(raw[k])
 			continue
 		}
 		f := reflect.New(v.Field(i).Type())

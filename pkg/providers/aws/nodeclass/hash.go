@@ -1,9 +1,13 @@
 package nodeclass
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 )
@@ -26,6 +30,17 @@ type hashed struct {
 	AssociatePublicIPAddress *bool                       `json:"associatePublicIPAddress,omitempty"`
 	MetadataOptions          awsv1.MetadataOptions       `json:"metadataOptions"`
 	Context                  *string                     `json:"context,omitempty"`
+	// The fields below are omitted when unset, so that a class without
+	// them keeps the hash it had before they were acted on. Like the
+	// peer, ipPrefixCount is left out: changing it does not drift nodes.
+	NetworkInterfaces      []awsv1.NetworkInterface      `json:"networkInterfaces,omitempty"`
+	PlacementGroupSelector *awsv1.PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	CPUOptions             *awsv1.CPUOptions             `json:"cpuOptions,omitempty"`
+	EnclaveOptions         *awsv1.EnclaveOptions         `json:"enclaveOptions,omitempty"`
+	ConnectionTracking     *awsv1.ConnectionTracking     `json:"connectionTracking,omitempty"`
+	// KubeletExtra are the kubelet keys beyond the typed ones, with their
+	// values (JSON text, compacted).
+	KubeletExtra map[string]string `json:"kubeletExtra,omitempty"`
 }
 
 // Hash returns the static-field hash of the class (see the package
@@ -38,7 +53,10 @@ func Hash(nc *awsv1.EC2NodeClass) string {
 		Tags: s.Tags, Kubelet: s.Kubelet, BlockDeviceMappings: s.BlockDeviceMappings,
 		InstanceStorePolicy: s.InstanceStorePolicy, DetailedMonitoring: s.DetailedMonitoring,
 		AssociatePublicIPAddress: s.AssociatePublicIPAddress, MetadataOptions: EffectiveMetadataOptions(s.MetadataOptions),
-		Context: s.Context,
+		Context: s.Context, NetworkInterfaces: networkInterfaceSet(s.NetworkInterfaces),
+		PlacementGroupSelector: s.PlacementGroupSelector, CPUOptions: s.CPUOptions,
+		EnclaveOptions: s.EnclaveOptions, ConnectionTracking: s.ConnectionTracking,
+		KubeletExtra: kubeletExtra(s.Kubelet),
 	}
 	b, err := json.Marshal(h)
 	if err != nil {
@@ -47,6 +65,38 @@ func Hash(nc *awsv1.EC2NodeClass) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// kubeletExtra is the class's free-form kubelet keys with their values,
+// whitespace removed so that reformatting does not drift nodes.
+func kubeletExtra(k *awsv1.KubeletConfiguration) map[string]string {
+	if k == nil || len(k.UnknownValues) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(k.UnknownValues))
+	for key, raw := range k.UnknownValues {
+		var b bytes.Buffer
+		if json.Compact(&b, []byte(raw)) != nil {
+			out[key] = raw
+			continue
+		}
+		out[key] = b.String()
+	}
+	return out
+}
+
+// networkInterfaceSet is the interfaces in (card, device) order: like the
+// peer, the hash takes them as a set, so reordering the list does not drift
+// nodes.
+func networkInterfaceSet(nis []awsv1.NetworkInterface) []awsv1.NetworkInterface {
+	if len(nis) == 0 {
+		return nil
+	}
+	out := slices.Clone(nis)
+	slices.SortFunc(out, func(a, b awsv1.NetworkInterface) int {
+		return cmp.Or(cmp.Compare(a.NetworkCardIndex, b.NetworkCardIndex), cmp.Compare(a.DeviceIndex, b.DeviceIndex), strings.Compare(a.InterfaceType, b.InterfaceType))
+	})
+	return out
 }
 
 // Metadata option defaults (IMDSv2 required, hop limit 1).
