@@ -258,10 +258,12 @@ func TestHashCoversClassFields(t *testing.T) {
 	env := fieldsEnv{groups: []string{"sg-1"}, image: "ami-0123456789abcdef0"}
 	base := env.content(class(func(*awsv1.EC2NodeClassSpec) {})).Hash()
 	for name, m := range map[string]func(*awsv1.EC2NodeClassSpec){
-		"cpuOptions":         func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "enabled"} },
-		"enclaveOptions":     func(s *awsv1.EC2NodeClassSpec) { s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: aws.Bool(true)} },
-		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(30)} },
-		"ipPrefixCount":      func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = aws.Int32(1) },
+		"cpuOptions":     func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "enabled"} },
+		"enclaveOptions": func(s *awsv1.EC2NodeClassSpec) { s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: aws.Bool(true)} },
+		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) {
+			s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: aws.Int32(30)}
+		},
+		"ipPrefixCount": func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = aws.Int32(1) },
 		"networkInterfaces": func(s *awsv1.EC2NodeClassSpec) {
 			s.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
 		},
