@@ -1,7 +1,6 @@
 package nodeclass
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +15,9 @@ import (
 const HashVersion = "v1"
 
 // hashed are the fields of the spec Hash covers. JSON encoding sorts map
-// keys, so the hash does not depend on map order.
+// keys, so the hash does not depend on map order; the kubelet's free-form
+// keys are in it with their values (KubeletConfiguration.MarshalJSON),
+// compacted, so reformatting them does not change the hash.
 type hashed struct {
 	AMIFamily                string                      `json:"amiFamily,omitempty"`
 	UserData                 *string                     `json:"userData,omitempty"`
@@ -38,9 +39,6 @@ type hashed struct {
 	CPUOptions             *awsv1.CPUOptions             `json:"cpuOptions,omitempty"`
 	EnclaveOptions         *awsv1.EnclaveOptions         `json:"enclaveOptions,omitempty"`
 	ConnectionTracking     *awsv1.ConnectionTracking     `json:"connectionTracking,omitempty"`
-	// KubeletExtra are the kubelet keys beyond the typed ones, with their
-	// values (JSON text, compacted).
-	KubeletExtra map[string]string `json:"kubeletExtra,omitempty"`
 }
 
 // Hash returns the static-field hash of the class (see the package
@@ -56,7 +54,6 @@ func Hash(nc *awsv1.EC2NodeClass) string {
 		Context: s.Context, NetworkInterfaces: networkInterfaceSet(s.NetworkInterfaces),
 		PlacementGroupSelector: s.PlacementGroupSelector, CPUOptions: s.CPUOptions,
 		EnclaveOptions: s.EnclaveOptions, ConnectionTracking: s.ConnectionTracking,
-		KubeletExtra: kubeletExtra(s.Kubelet),
 	}
 	b, err := json.Marshal(h)
 	if err != nil {
@@ -65,24 +62,6 @@ func Hash(nc *awsv1.EC2NodeClass) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
-}
-
-// kubeletExtra is the class's free-form kubelet keys with their values,
-// whitespace removed so that reformatting does not drift nodes.
-func kubeletExtra(k *awsv1.KubeletConfiguration) map[string]string {
-	if k == nil || len(k.UnknownValues) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(k.UnknownValues))
-	for key, raw := range k.UnknownValues {
-		var b bytes.Buffer
-		if json.Compact(&b, []byte(raw)) != nil {
-			out[key] = raw
-			continue
-		}
-		out[key] = b.String()
-	}
-	return out
 }
 
 // networkInterfaceSet is the interfaces in (card, device) order: like the
