@@ -353,8 +353,7 @@ func TestUnsupportedFieldsMarked(t *testing.T) {
 	nc.Spec.IPPrefixCount = ptr(int32(2))
 	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "disabled"}
 	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: ptr(false)}
-	nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
-	nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}, {NetworkCardIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}}
+	nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
 	nc.Spec.AssociatePublicIPAddress = ptr(true)
 	out, err := r.Resolve(context.Background(), nc)
 	if err != nil {
@@ -365,6 +364,9 @@ func TestUnsupportedFieldsMarked(t *testing.T) {
 	}
 	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "pg"}
 	nc.Spec.NetworkInterfaces = append(nc.Spec.NetworkInterfaces, awsv1.NetworkInterface{NetworkCardIndex: 1, DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeInterface})
+	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "enabled"}
+	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: ptr(true)}
+	nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
 	nc.Spec.AMIFamily = ptr(awsv1.AMIFamilyBottlerocket)
 	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
 	out, err = r.Resolve(context.Background(), nc)
@@ -372,12 +374,15 @@ func TestUnsupportedFieldsMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cond(out, awsv1.ConditionTypeSpecSupported)
-	for _, f := range []string{"spec.placementGroupSelector", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy", "spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses"} {
+	for _, f := range []string{"spec.placementGroupSelector", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy", "spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses",
+		"spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not yet narrowed",
+		"spec.enclaveOptions.enabled (in the launch template", "spec.connectionTracking (in the launch template",
+		"spec.networkInterfaces (in the launch template"} {
 		if !strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q does not name %s", c.Message, f)
 		}
 	}
-	for _, f := range []string{"maxPods", "ipPrefixCount", "cpuOptions", "enclaveOptions", "connectionTracking"} {
+	for _, f := range []string{"maxPods", "ipPrefixCount"} {
 		if strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q names %s, which is acted on", c.Message, f)
 		}

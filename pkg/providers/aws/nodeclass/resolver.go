@@ -192,6 +192,22 @@ func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 			out = append(out, "spec.kubelet."+key+" (only AL2023 user data passes kubelet keys beyond the typed ones)")
 		}
 	}
+	// The template carries these, but the peer also narrows the instance
+	// types to those that can take them; dovetail does not yet, so a launch
+	// may pick a type EC2 then refuses.
+	const narrow = " (in the launch template, but instance types are not yet narrowed to those "
+	if o := spec.CPUOptions; o != nil && o.NestedVirtualization == "enabled" {
+		out = append(out, "spec.cpuOptions.nestedVirtualization"+narrow+"supporting nested virtualization)")
+	}
+	if o := spec.EnclaveOptions; o != nil && o.Enabled != nil && *o.Enabled {
+		out = append(out, "spec.enclaveOptions.enabled"+narrow+"supporting Nitro Enclaves)")
+	}
+	if spec.ConnectionTracking != nil {
+		out = append(out, "spec.connectionTracking"+narrow+"on the Nitro hypervisor)")
+	}
+	if multiCard(spec.NetworkInterfaces) {
+		out = append(out, "spec.networkInterfaces"+narrow+"with enough network cards, interfaces and EFA interfaces)")
+	}
 	if spec.AssociatePublicIPAddress != nil && *spec.AssociatePublicIPAddress {
 		withIP := 0
 		for _, n := range spec.NetworkInterfaces {
@@ -204,6 +220,17 @@ func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 		}
 	}
 	return out
+}
+
+// multiCard reports interfaces beyond one primary interface: every type
+// takes that one.
+func multiCard(nis []awsv1.NetworkInterface) bool {
+	for _, n := range nis {
+		if n.NetworkCardIndex != 0 || n.DeviceIndex != 0 || n.InterfaceType != awsv1.InterfaceTypeInterface {
+			return true
+		}
+	}
+	return false
 }
 
 // amiFamily is the spec's family, from the field or the alias.
