@@ -117,10 +117,13 @@ type EC2NodeClassSpec struct {
 	// +optional
 	Context *string `json:"context,omitempty"`
 
-	// The fields below are the peer's; dovetail accepts them so that the
-	// peer's manifests apply unchanged, but does NOT act on them yet: a
-	// class that sets one gets SpecSupported=False naming it (see
-	// UnsupportedFields).
+	// The fields below are the peer's. All but placementGroupSelector go
+	// into the launch template as the peer maps them; what is still not
+	// done (placementGroupSelector, the peer's narrowing of instance types
+	// for some of them) gives SpecSupported=False naming it (see
+	// nodeclass.UnsupportedFields and docs/aws.md). The "Not supported"
+	// in the field descriptions below predates that and stays until the
+	// CRDs are regenerated.
 
 	// NetworkInterfaces configure the instances' network interfaces
 	// (e.g. EFA-only interfaces). Not supported.
