@@ -110,6 +110,9 @@ type BlockDevice struct {
 	DeleteOnTermination *bool  `json:"deleteOnTermination,omitempty"`
 	KMSKeyID            string `json:"kmsKeyId,omitempty"`
 	SnapshotID          string `json:"snapshotId,omitempty"`
+	// VolumeInitializationRate is MiB/s, 0 when not set (launch templates
+	// only).
+	VolumeInitializationRate int64 `json:"volumeInitializationRate,omitempty"`
 }
 
 func (in *Instance) clone() Instance {
@@ -197,9 +200,18 @@ type launchTemplateRec struct {
 
 type ltNetworkInterface struct {
 	DeviceIndex              int64
+	NetworkCardIndex         *int64
+	InterfaceType            string
 	AssociatePublicIPAddress *bool
 	Groups                   []string
 	SubnetID                 string
+	Ipv4PrefixCount          *int64
+	ConnTrack                *ltConnTrack
+}
+
+// ltConnTrack is an interface's ConnectionTrackingSpecification, seconds.
+type ltConnTrack struct {
+	TCPEstablished, UDPStream, UDP *int64
 }
 
 type ltData struct {
@@ -219,6 +231,15 @@ type ltData struct {
 	// CapacityReservationSpecification (reservations.go).
 	ReservationPreference string
 	ReservationID         string
+	// NestedVirtualization is CpuOptions.NestedVirtualization (CoreCount
+	// and ThreadsPerCore when set); EnclavesEnabled is
+	// EnclaveOptions.Enabled; nil/"" when not sent.
+	NestedVirtualization      string
+	CoreCount, ThreadsPerCore *int64
+	EnclavesEnabled           *bool
+	PlacementGroupName        string
+	PlacementGroupID          string
+	PlacementPartitionNumber  *int64
 }
 
 type instanceRec struct {

@@ -1174,15 +1174,32 @@ func (e *Emulator) parseLTData(d params) (ltData, *apiError) {
 		if v := ebs.Get("DeleteOnTermination"); v != "" {
 			bd.DeleteOnTermination = ptrTo(strings.EqualFold(v, "true"))
 		}
+		if n, ok, aerr := ebs.Int("VolumeInitializationRate"); aerr != nil {
+			return data, aerr
+		} else if ok {
+			key := fmt.Sprintf("LaunchTemplateData.BlockDeviceMapping.%d.Ebs.VolumeInitializationRate", i+1)
+			if n < 100 || n > 300 {
+				return data, errInvalidParameterValue(key, strconv.FormatInt(n, 10), "The volume initialization rate must be between 100 and 300 MiB/s.")
+			}
+			if bd.SnapshotID == "" {
+				return data, errInvalidParameterCombination("A volume initialization rate can be specified only for a volume created from a snapshot.")
+			}
+			bd.VolumeInitializationRate = n
+		}
 		data.BlockDevices = append(data.BlockDevices, bd)
 	}
-	for _, ni := range d.Items("NetworkInterface") {
-		n := ltNetworkInterface{Groups: ni.Strings("SecurityGroupId"), SubnetID: ni.Get("SubnetId")}
-		n.DeviceIndex, _, _ = ni.Int("DeviceIndex")
-		if v := ni.Get("AssociatePublicIpAddress"); v != "" {
-			n.AssociatePublicIPAddress = ptrTo(strings.EqualFold(v, "true"))
+	if aerr := parseLTCPUAndEnclave(d, &data); aerr != nil {
+		return data, aerr
+	}
+	for i, ni := range d.Items("NetworkInterface") {
+		n, aerr := parseLTNetworkInterface(ni, i+1)
+		if aerr != nil {
+			return data, aerr
 		}
 		data.NetworkInterfaces = append(data.NetworkInterfaces, n)
+	}
+	if aerr := checkLTNetworkInterfaces(data.NetworkInterfaces); aerr != nil {
+		return data, aerr
 	}
 	for _, id := range append(append([]string{}, data.SecurityGroupIDs...), networkGroups(data.NetworkInterfaces)...) {
 		if e.acct.securityGroup(id) == nil {
@@ -1197,12 +1214,126 @@ func (e *Emulator) parseLTData(d params) (ltData, *apiError) {
 	return data, nil
 }
 
+// networkGroups are the interfaces' security groups, each once.
 func networkGroups(nis []ltNetworkInterface) []string {
 	var out []string
 	for _, n := range nis {
-		out = append(out, n.Groups...)
+		for _, g := range n.Groups {
+			if !contains(out, g) {
+				out = append(out, g)
+			}
+		}
 	}
 	return out
+}
+
+// parseLTCPUAndEnclave reads CpuOptions, EnclaveOptions and Placement.
+func parseLTCPUAndEnclave(d params, data *ltData) *apiError {
+	if v := d.Get("CpuOptions.NestedVirtualization"); v != "" {
+		if v != "enabled" && v != "disabled" {
+			return errInvalidParameterValue("LaunchTemplateData.CpuOptions.NestedVirtualization", v, "Valid values are enabled, disabled.")
+		}
+		data.NestedVirtualization = v
+	}
+	for key, dst := range map[string]**int64{"CpuOptions.CoreCount": &data.CoreCount, "CpuOptions.ThreadsPerCore": &data.ThreadsPerCore, "Placement.PartitionNumber": &data.PlacementPartitionNumber} {
+		n, ok, aerr := d.Int(key)
+		if aerr != nil {
+			return aerr
+		}
+		if ok {
+			if n < 1 {
+				return errInvalidParameterValue("LaunchTemplateData."+key, strconv.FormatInt(n, 10), "The value must be a positive integer.")
+			}
+			*dst = &n
+		}
+	}
+	if v := d.Get("EnclaveOptions.Enabled"); v != "" {
+		data.EnclavesEnabled = ptrTo(strings.EqualFold(v, "true"))
+	}
+	data.PlacementGroupName, data.PlacementGroupID = d.Get("Placement.GroupName"), d.Get("Placement.GroupId")
+	return nil
+}
+
+// parseLTNetworkInterface reads LaunchTemplateData.NetworkInterface.<n>.
+func parseLTNetworkInterface(ni params, idx int) (ltNetworkInterface, *apiError) {
+	key := func(f string) string { return fmt.Sprintf("LaunchTemplateData.NetworkInterface.%d.%s", idx, f) }
+	n := ltNetworkInterface{Groups: ni.Strings("SecurityGroupId"), SubnetID: ni.Get("SubnetId"), InterfaceType: ni.Get("InterfaceType")}
+	n.DeviceIndex, _, _ = ni.Int("DeviceIndex")
+	if v := ni.Get("AssociatePublicIpAddress"); v != "" {
+		n.AssociatePublicIPAddress = ptrTo(strings.EqualFold(v, "true"))
+	}
+	if v := n.InterfaceType; v != "" && v != "interface" && v != "efa" && v != "efa-only" {
+		return n, errInvalidParameterValue(key("InterfaceType"), v, "Valid values are interface, efa, efa-only.")
+	}
+	for f, dst := range map[string]**int64{"NetworkCardIndex": &n.NetworkCardIndex, "Ipv4PrefixCount": &n.Ipv4PrefixCount} {
+		v, ok, aerr := ni.Int(f)
+		if aerr != nil {
+			return n, aerr
+		}
+		if ok {
+			if v < 0 {
+				return n, errInvalidParameterValue(key(f), strconv.FormatInt(v, 10), "The value must not be negative.")
+			}
+			*dst = &v
+		}
+	}
+	if ni.Has("ConnectionTrackingSpecification") {
+		c := ni.Sub("ConnectionTrackingSpecification")
+		ct := &ltConnTrack{}
+		for _, f := range []struct {
+			name     string
+			dst      **int64
+			min, max int64
+		}{{"TcpEstablishedTimeout", &ct.TCPEstablished, 60, 432000}, {"UdpStreamTimeout", &ct.UDPStream, 60, 180}, {"UdpTimeout", &ct.UDP, 30, 60}} {
+			v, ok, aerr := c.Int(f.name)
+			if aerr != nil {
+				return n, aerr
+			}
+			if ok {
+				if v < f.min || v > f.max {
+					return n, errInvalidParameterValue(key("ConnectionTrackingSpecification."+f.name), strconv.FormatInt(v, 10), fmt.Sprintf("The value must be between %d and %d.", f.min, f.max))
+				}
+				*f.dst = &v
+			}
+		}
+		n.ConnTrack = ct
+	}
+	if n.InterfaceType == "efa-only" {
+		// EC2 refuses addressing settings on an interface without IP.
+		if n.Ipv4PrefixCount != nil || n.AssociatePublicIPAddress != nil || n.ConnTrack != nil {
+			return n, errInvalidParameterCombination("An EFA-only network interface does not take Ipv4PrefixCount, AssociatePublicIpAddress or ConnectionTrackingSpecification.")
+		}
+	}
+	return n, nil
+}
+
+// checkLTNetworkInterfaces refuses what EC2 refuses across interfaces:
+// the same (card, device) twice, and a public IP with more than one
+// interface that carries IP addresses.
+func checkLTNetworkInterfaces(nis []ltNetworkInterface) *apiError {
+	seen := map[[2]int64]bool{}
+	public, withIP := false, 0
+	for _, n := range nis {
+		card := int64(0)
+		if n.NetworkCardIndex != nil {
+			card = *n.NetworkCardIndex
+		}
+		k := [2]int64{card, n.DeviceIndex}
+		if seen[k] {
+			return errInvalidParameterValue("LaunchTemplateData.NetworkInterface.DeviceIndex", strconv.FormatInt(n.DeviceIndex, 10), fmt.Sprintf("Each network interface needs a unique device index on network card %d.", card))
+		}
+		seen[k] = true
+		if n.InterfaceType != "efa-only" {
+			withIP++
+		}
+		if n.AssociatePublicIPAddress != nil && *n.AssociatePublicIPAddress {
+			public = true
+		}
+	}
+	if public && withIP > 1 {
+		return errInvalidParameterCombination("The associatePublicIPAddress parameter cannot be specified when launching with multiple network interfaces.")
+	}
+	return nil
 }
 
 // findLaunchTemplate resolves a launch template by id or name, with EC2's

@@ -33,10 +33,67 @@ type ltProfileXML struct {
 }
 
 type ltNetworkInterfaceXML struct {
-	DeviceIndex              int64        `xml:"deviceIndex"`
-	AssociatePublicIPAddress *bool        `xml:"associatePublicIpAddress,omitempty"`
-	SubnetID                 string       `xml:"subnetId,omitempty"`
-	Groups                   *set[string] `xml:"groupSet,omitempty"`
+	DeviceIndex              int64           `xml:"deviceIndex"`
+	NetworkCardIndex         *int64          `xml:"networkCardIndex,omitempty"`
+	InterfaceType            string          `xml:"interfaceType,omitempty"`
+	AssociatePublicIPAddress *bool           `xml:"associatePublicIpAddress,omitempty"`
+	SubnetID                 string          `xml:"subnetId,omitempty"`
+	Groups                   *groupIDSet     `xml:"groupSet,omitempty"`
+	Ipv4PrefixCount          *int64          `xml:"ipv4PrefixCount,omitempty"`
+	ConnTrack                *ltConnTrackXML `xml:"connectionTrackingSpecification,omitempty"`
+}
+
+// groupIDSet is a launch template interface's groupSet, whose members EC2
+// names groupId (not item).
+type groupIDSet struct {
+	IDs []string `xml:"groupId"`
+}
+
+type ltConnTrackXML struct {
+	TCPEstablished *int64 `xml:"tcpEstablishedTimeout,omitempty"`
+	UDPStream      *int64 `xml:"udpStreamTimeout,omitempty"`
+	UDP            *int64 `xml:"udpTimeout,omitempty"`
+}
+
+type ltEBSXML struct {
+	DeleteOnTermination      *bool  `xml:"deleteOnTermination,omitempty"`
+	Encrypted                *bool  `xml:"encrypted,omitempty"`
+	Iops                     int64  `xml:"iops,omitempty"`
+	KMSKeyID                 string `xml:"kmsKeyId,omitempty"`
+	SnapshotID               string `xml:"snapshotId,omitempty"`
+	Throughput               int64  `xml:"throughput,omitempty"`
+	VolumeInitializationRate int64  `xml:"volumeInitializationRate,omitempty"`
+	VolumeSize               int64  `xml:"volumeSize,omitempty"`
+	VolumeType               string `xml:"volumeType,omitempty"`
+}
+
+type ltBlockDeviceXML struct {
+	DeviceName string   `xml:"deviceName"`
+	EBS        ltEBSXML `xml:"ebs"`
+}
+
+type ltCPUOptionsXML struct {
+	CoreCount            *int64 `xml:"coreCount,omitempty"`
+	NestedVirtualization string `xml:"nestedVirtualization,omitempty"`
+	ThreadsPerCore       *int64 `xml:"threadsPerCore,omitempty"`
+}
+
+type ltEnclaveXML struct {
+	Enabled bool `xml:"enabled"`
+}
+
+type ltPlacementXML struct {
+	GroupID         string `xml:"groupId,omitempty"`
+	GroupName       string `xml:"groupName,omitempty"`
+	PartitionNumber *int64 `xml:"partitionNumber,omitempty"`
+}
+
+type ltMetadataXML struct {
+	HTTPEndpoint            string `xml:"httpEndpoint,omitempty"`
+	HTTPProtocolIPv6        string `xml:"httpProtocolIpv6,omitempty"`
+	HTTPPutResponseHopLimit int64  `xml:"httpPutResponseHopLimit,omitempty"`
+	HTTPTokens              string `xml:"httpTokens,omitempty"`
+	InstanceMetadataTags    string `xml:"instanceMetadataTags,omitempty"`
 }
 
 type ltTagSpecXML struct {
@@ -53,6 +110,11 @@ type ltVersionDataXML struct {
 	Profile            *ltProfileXML               `xml:"iamInstanceProfile,omitempty"`
 	NetworkInterfaces  *set[ltNetworkInterfaceXML] `xml:"networkInterfaceSet,omitempty"`
 	TagSpecs           *set[ltTagSpecXML]          `xml:"tagSpecificationSet,omitempty"`
+	BlockDevices       *set[ltBlockDeviceXML]      `xml:"blockDeviceMappingSet,omitempty"`
+	CPUOptions         *ltCPUOptionsXML            `xml:"cpuOptions,omitempty"`
+	EnclaveOptions     *ltEnclaveXML               `xml:"enclaveOptions,omitempty"`
+	Placement          *ltPlacementXML             `xml:"placement,omitempty"`
+	MetadataOptions    *ltMetadataXML              `xml:"metadataOptions,omitempty"`
 }
 
 type describeLTVersionsXML struct {
@@ -105,9 +167,42 @@ func (e *Emulator) describeLaunchTemplateVersions(req *request) (any, *apiError)
 	if len(d.NetworkInterfaces) > 0 {
 		data.NetworkInterfaces = &set[ltNetworkInterfaceXML]{}
 		for _, n := range d.NetworkInterfaces {
-			data.NetworkInterfaces.Items = append(data.NetworkInterfaces.Items, ltNetworkInterfaceXML{
-				DeviceIndex: n.DeviceIndex, AssociatePublicIPAddress: n.AssociatePublicIPAddress, SubnetID: n.SubnetID, Groups: optStrings(n.Groups)})
+			x := ltNetworkInterfaceXML{
+				DeviceIndex: n.DeviceIndex, NetworkCardIndex: n.NetworkCardIndex, InterfaceType: n.InterfaceType,
+				AssociatePublicIPAddress: n.AssociatePublicIPAddress, SubnetID: n.SubnetID,
+				Ipv4PrefixCount: n.Ipv4PrefixCount,
+			}
+			if len(n.Groups) > 0 {
+				x.Groups = &groupIDSet{IDs: append([]string(nil), n.Groups...)}
+			}
+			if c := n.ConnTrack; c != nil {
+				x.ConnTrack = &ltConnTrackXML{TCPEstablished: c.TCPEstablished, UDPStream: c.UDPStream, UDP: c.UDP}
+			}
+			data.NetworkInterfaces.Items = append(data.NetworkInterfaces.Items, x)
 		}
+	}
+	if len(d.BlockDevices) > 0 {
+		data.BlockDevices = &set[ltBlockDeviceXML]{}
+		for _, b := range d.BlockDevices {
+			data.BlockDevices.Items = append(data.BlockDevices.Items, ltBlockDeviceXML{DeviceName: b.DeviceName, EBS: ltEBSXML{
+				DeleteOnTermination: b.DeleteOnTermination, Encrypted: b.Encrypted, Iops: b.IOPS, KMSKeyID: b.KMSKeyID,
+				SnapshotID: b.SnapshotID, Throughput: b.Throughput, VolumeInitializationRate: b.VolumeInitializationRate,
+				VolumeSize: b.VolumeSizeGiB, VolumeType: b.VolumeType,
+			}})
+		}
+	}
+	if d.NestedVirtualization != "" || d.CoreCount != nil || d.ThreadsPerCore != nil {
+		data.CPUOptions = &ltCPUOptionsXML{CoreCount: d.CoreCount, NestedVirtualization: d.NestedVirtualization, ThreadsPerCore: d.ThreadsPerCore}
+	}
+	if d.EnclavesEnabled != nil {
+		data.EnclaveOptions = &ltEnclaveXML{Enabled: *d.EnclavesEnabled}
+	}
+	if d.PlacementGroupName != "" || d.PlacementGroupID != "" || d.PlacementPartitionNumber != nil {
+		data.Placement = &ltPlacementXML{GroupID: d.PlacementGroupID, GroupName: d.PlacementGroupName, PartitionNumber: d.PlacementPartitionNumber}
+	}
+	if m := d.MetadataOptions; m != nil {
+		data.MetadataOptions = &ltMetadataXML{HTTPEndpoint: m.HTTPEndpoint, HTTPProtocolIPv6: m.HTTPProtocolIPv6,
+			HTTPPutResponseHopLimit: m.HTTPPutResponseHopLimit, HTTPTokens: m.HTTPTokens, InstanceMetadataTags: m.InstanceMetadataTags}
 	}
 	if len(d.TagSpecs) > 0 {
 		data.TagSpecs = &set[ltTagSpecXML]{}

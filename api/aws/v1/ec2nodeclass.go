@@ -117,10 +117,13 @@ type EC2NodeClassSpec struct {
 	// +optional
 	Context *string `json:"context,omitempty"`
 
-	// The fields below are the peer's; dovetail accepts them so that the
-	// peer's manifests apply unchanged, but does NOT act on them yet: a
-	// class that sets one gets SpecSupported=False naming it (see
-	// UnsupportedFields).
+	// The fields below are the peer's. All but placementGroupSelector go
+	// into the launch template as the peer maps them; what is still not
+	// done (placementGroupSelector, the peer's narrowing of instance types
+	// for some of them) gives SpecSupported=False naming it (see
+	// nodeclass.UnsupportedFields and docs/aws.md). The "Not supported"
+	// in the field descriptions below predates that and stays until the
+	// CRDs are regenerated.
 
 	// NetworkInterfaces configure the instances' network interfaces
 	// (e.g. EFA-only interfaces). Not supported.
@@ -168,6 +171,12 @@ type NetworkInterface struct {
 	// +required
 	InterfaceType string `json:"interfaceType"`
 }
+
+// The values of NetworkInterface.InterfaceType.
+const (
+	InterfaceTypeInterface = "interface"
+	InterfaceTypeEFAOnly   = "efa-only"
+)
 
 // PlacementGroupSelector names a placement group.
 type PlacementGroupSelector struct {
@@ -316,9 +325,10 @@ type AMISelectorTerm struct {
 
 // KubeletConfiguration is the kubelet settings of a node class. The keys
 // below are typed and acted on; like the peer's CRD, which takes any
-// kubelet configuration key, other keys are accepted and preserved, but
-// dovetail does not act on them: UnknownKeys lists them and the class gets
-// SpecSupported=False naming them. As in the peer's CRD, nothing is
+// kubelet configuration key, other keys are accepted and preserved:
+// UnknownKeys lists them and UnknownValues holds their values, which AL2023
+// user data passes to the kubelet as the peer does; on other families the
+// class gets SpecSupported=False naming them. As in the peer's CRD, nothing is
 // checked at admission: value types (TypeErrors), bounds, key names and
 // the rules between keys are checked by RuntimeValidate and reported as
 // ValidationSucceeded=False, as the peer reports them.
@@ -328,6 +338,9 @@ type KubeletConfiguration struct {
 	// UnknownKeys are the keys of the object as read that are not fields
 	// below (sorted); never written back.
 	UnknownKeys []string `json:"-"`
+	// UnknownValues are the values of UnknownKeys as read, as JSON text
+	// (AL2023 user data passes them to the kubelet); never written back.
+	UnknownValues map[string]string `json:"-"`
 	// TypeErrors are the typed keys of the object as read whose values
 	// have another type (left unset), with what they must be; never
 	// written back. RuntimeValidate reports them.

@@ -153,3 +153,25 @@ func TestKubeletDecodingIsFreeForm(t *testing.T) {
 		t.Error("a kubelet that is not an object decoded")
 	}
 }
+
+// TestKubeletRoundTrip: free-form kubelet keys survive a read and a write
+// (a typed client's Update), with the typed keys.
+func TestKubeletRoundTrip(t *testing.T) {
+	var k awsv1.KubeletConfiguration
+	if err := json.Unmarshal([]byte(`{"maxPods": 20, "cpuManagerPolicy": "static", "featureGates": {"A": true}}`), &k); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(&awsv1.EC2NodeClassSpec{Kubelet: &k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back awsv1.EC2NodeClassSpec
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	kb := back.Kubelet
+	if kb == nil || kb.MaxPods == nil || *kb.MaxPods != 20 || fmt.Sprint(kb.UnknownKeys) != "[cpuManagerPolicy featureGates]" ||
+		kb.UnknownValues["cpuManagerPolicy"] != `"static"` || kb.UnknownValues["featureGates"] != `{"A":true}` {
+		t.Errorf("round trip of %s gave %+v", b, kb)
+	}
+}

@@ -23,7 +23,7 @@ var kubeletFields = sync.OnceValue(func() map[string]int {
 })
 
 // UnmarshalJSON decodes the typed keys one by one and records the others
-// in UnknownKeys. Like the peer's CRD, the schema takes the kubelet object
+// in UnknownKeys, with their values in UnknownValues. Like the peer's CRD, the schema takes the kubelet object
 // free-form, so a typed key may hold a value of another type: it is left
 // unset and recorded in TypeErrors (RuntimeValidate reports it), rather
 // than failing the decoding of the whole class. A value that is not a JSON
@@ -45,6 +45,10 @@ func (in *KubeletConfiguration) UnmarshalJSON(b []byte) error {
 		i, known := kubeletFields()[k]
 		if !known {
 			out.UnknownKeys = append(out.UnknownKeys, k)
+			if out.UnknownValues == nil {
+				out.UnknownValues = map[string]string{}
+			}
+			out.UnknownValues[k] = string(raw[k])
 			continue
 		}
 		f := reflect.New(v.Field(i).Type())
@@ -59,6 +63,28 @@ func (in *KubeletConfiguration) UnmarshalJSON(b []byte) error {
 	}
 	*in = out
 	return nil
+}
+
+// MarshalJSON writes the typed keys and, beside them, the other keys as
+// they were read (UnknownValues), so that a class read and written back
+// keeps its free-form kubelet keys. A typed key wins over an unknown key
+// of the same name (which UnmarshalJSON never produces).
+func (in KubeletConfiguration) MarshalJSON() ([]byte, error) {
+	type plain KubeletConfiguration // without this method
+	b, err := json.Marshal(plain(in))
+	if err != nil || len(in.UnknownValues) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range in.UnknownValues {
+		if _, typed := m[k]; !typed && json.Valid([]byte(v)) {
+			m[k] = json.RawMessage(v)
+		}
+	}
+	return json.Marshal(m)
 }
 
 // jsonKind names the JSON type a Go field type decodes from.

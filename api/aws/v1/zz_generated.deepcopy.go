@@ -494,6 +494,13 @@ func (in *KubeletConfiguration) DeepCopyInto(out *KubeletConfiguration) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.UnknownValues != nil {
+		in, out := &in.UnknownValues, &out.UnknownValues
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.TypeErrors != nil {
 		in, out := &in.TypeErrors, &out.TypeErrors
 		*out = make(map[string]string, len(*in))

@@ -370,6 +370,7 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 				AssociatePublicIP:  nc.Spec.AssociatePublicIPAddress,
 				Tags:               tags,
 			}
+			content.ApplyNodeClass(nc)
 			switch {
 			case rid != "":
 				content.CapacityReservationPreference, content.CapacityReservationID = "capacity-reservations-only", rid

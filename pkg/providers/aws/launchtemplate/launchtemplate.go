@@ -31,6 +31,26 @@ type BlockDevice struct {
 	DeleteOnTermination *bool  `json:"deleteOnTermination,omitempty"`
 	KMSKeyID            string `json:"kmsKeyID,omitempty"`
 	SnapshotID          string `json:"snapshotID,omitempty"`
+	// VolumeInitializationRate is the MiB/s at which a volume made from
+	// SnapshotID is initialized (spec...ebs.volumeInitializationRate).
+	VolumeInitializationRate int32 `json:"volumeInitializationRate,omitempty"`
+}
+
+// NetworkInterface is one interface of a template's
+// spec.networkInterfaces (InterfaceType "interface" or "efa-only").
+type NetworkInterface struct {
+	NetworkCardIndex int32  `json:"networkCardIndex"`
+	DeviceIndex      int32  `json:"deviceIndex"`
+	InterfaceType    string `json:"interfaceType"`
+}
+
+// ConnectionTracking is the primary interfaces' connection-tracking
+// timeouts in seconds (spec.connectionTracking); nil fields are EC2's
+// defaults.
+type ConnectionTracking struct {
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	UDPStreamTimeout      *int32 `json:"udpStreamTimeout,omitempty"`
+	UDPTimeout            *int32 `json:"udpTimeout,omitempty"`
 }
 
 // Content is everything a template holds. Two equal Contents are one
@@ -58,6 +78,45 @@ type Content struct {
 	// that they never take an open reservation's room unplanned.
 	CapacityReservationPreference string `json:"capacityReservationPreference,omitempty"`
 	CapacityReservationID         string `json:"capacityReservationID,omitempty"`
+	// NestedVirtualization is spec.cpuOptions.nestedVirtualization
+	// ("enabled" or "disabled"; "" leaves CpuOptions out).
+	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+	// EnclavesEnabled is spec.enclaveOptions.enabled (nil leaves
+	// EnclaveOptions out, which EC2 takes as disabled).
+	EnclavesEnabled *bool `json:"enclavesEnabled,omitempty"`
+	// NetworkInterfaces are spec.networkInterfaces; empty means one
+	// primary interface (device 0) when an interface setting needs one.
+	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+	// IPv4PrefixCount is spec.ipPrefixCount, put on every interface that
+	// is not efa-only.
+	IPv4PrefixCount *int32 `json:"ipv4PrefixCount,omitempty"`
+	// ConnectionTracking is spec.connectionTracking, put on every
+	// interface that is not efa-only.
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+}
+
+// ApplyNodeClass sets the content's fields that come straight from the
+// class's spec: cpuOptions, enclaveOptions, networkInterfaces,
+// ipPrefixCount and connectionTracking. (Block devices, with their
+// volumeInitializationRate, come from BlockDevices.)
+func (c *Content) ApplyNodeClass(nc *awsv1.EC2NodeClass) {
+	s := &nc.Spec
+	if o := s.CPUOptions; o != nil {
+		c.NestedVirtualization = o.NestedVirtualization
+	}
+	if o := s.EnclaveOptions; o != nil && o.Enabled != nil {
+		c.EnclavesEnabled = aws.Bool(*o.Enabled)
+	}
+	c.NetworkInterfaces = nil
+	for _, n := range s.NetworkInterfaces {
+		c.NetworkInterfaces = append(c.NetworkInterfaces, NetworkInterface{NetworkCardIndex: n.NetworkCardIndex, DeviceIndex: n.DeviceIndex, InterfaceType: n.InterfaceType})
+	}
+	if s.IPPrefixCount != nil {
+		c.IPv4PrefixCount = aws.Int32(*s.IPPrefixCount)
+	}
+	if ct := s.ConnectionTracking; ct != nil && (ct.TCPEstablishedTimeout != nil || ct.UDPStreamTimeout != nil || ct.UDPTimeout != nil) {
+		c.ConnectionTracking = &ConnectionTracking{TCPEstablishedTimeout: ct.TCPEstablishedTimeout, UDPStreamTimeout: ct.UDPStreamTimeout, UDPTimeout: ct.UDPTimeout}
+	}
 }
 
 // Hash is a hex digest of the content (security group order ignored).
@@ -121,6 +180,9 @@ func BlockDevices(nc *awsv1.EC2NodeClass) []BlockDevice {
 			if e.VolumeSize != nil {
 				bd.VolumeSizeGiB = gib(*e.VolumeSize)
 			}
+			if e.VolumeInitializationRate != nil {
+				bd.VolumeInitializationRate = *e.VolumeInitializationRate
+			}
 		}
 		out = append(out, bd)
 	}
@@ -159,10 +221,15 @@ func (c Content) Data() *ec2types.RequestLaunchTemplateData {
 	if c.InstanceProfile != "" {
 		d.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(c.InstanceProfile)}
 	}
-	if c.AssociatePublicIP != nil {
-		d.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: c.AssociatePublicIP, Groups: c.SecurityGroupIDs,
-		}}
+	if c.NestedVirtualization != "" {
+		d.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(c.NestedVirtualization)}
+	}
+	if c.EnclavesEnabled != nil {
+		d.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(*c.EnclavesEnabled)}
+	}
+	if nis := c.networkInterfaces(); nis != nil {
+		// The interfaces carry the security groups; EC2 refuses both.
+		d.NetworkInterfaces = nis
 	} else {
 		d.SecurityGroupIds = c.SecurityGroupIDs
 	}
@@ -188,9 +255,47 @@ func (c Content) Data() *ec2types.RequestLaunchTemplateData {
 		if b.SnapshotID != "" {
 			m.Ebs.SnapshotId = aws.String(b.SnapshotID)
 		}
+		if b.VolumeInitializationRate > 0 {
+			m.Ebs.VolumeInitializationRate = aws.Int32(b.VolumeInitializationRate)
+		}
 		d.BlockDeviceMappings = append(d.BlockDeviceMappings, m)
 	}
 	return d
+}
+
+// networkInterfaces are the template's interfaces, as the peer builds
+// them: with spec.networkInterfaces, one per entry, each with the class's
+// security groups, and on those that are not efa-only the public-IP
+// setting, the IPv4 prefix count and the connection tracking (EC2 refuses
+// these on an EFA-only interface); without, one primary interface
+// (device 0) when any of those settings is made, else none (the security
+// groups then go in SecurityGroupIds).
+func (c Content) networkInterfaces() []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	var ct *ec2types.ConnectionTrackingSpecificationRequest
+	if t := c.ConnectionTracking; t != nil {
+		ct = &ec2types.ConnectionTrackingSpecificationRequest{TcpEstablishedTimeout: t.TCPEstablishedTimeout, UdpStreamTimeout: t.UDPStreamTimeout, UdpTimeout: t.UDPTimeout}
+	}
+	if len(c.NetworkInterfaces) == 0 {
+		if c.AssociatePublicIP == nil && c.IPv4PrefixCount == nil && ct == nil {
+			return nil
+		}
+		return []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: c.AssociatePublicIP, Groups: c.SecurityGroupIDs,
+			Ipv4PrefixCount: c.IPv4PrefixCount, ConnectionTrackingSpecification: ct,
+		}}
+	}
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, len(c.NetworkInterfaces))
+	for _, n := range c.NetworkInterfaces {
+		r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(n.NetworkCardIndex), DeviceIndex: aws.Int32(n.DeviceIndex),
+			InterfaceType: aws.String(n.InterfaceType), Groups: c.SecurityGroupIDs,
+		}
+		if n.InterfaceType != awsv1.InterfaceTypeEFAOnly {
+			r.AssociatePublicIpAddress, r.Ipv4PrefixCount, r.ConnectionTrackingSpecification = c.AssociatePublicIP, c.IPv4PrefixCount, ct
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Template is an existing launch template.

@@ -1,9 +1,12 @@
 package nodeclass
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 )
@@ -12,7 +15,9 @@ import (
 const HashVersion = "v1"
 
 // hashed are the fields of the spec Hash covers. JSON encoding sorts map
-// keys, so the hash does not depend on map order.
+// keys, so the hash does not depend on map order; the kubelet's free-form
+// keys are in it with their values (KubeletConfiguration.MarshalJSON),
+// compacted, so reformatting them does not change the hash.
 type hashed struct {
 	AMIFamily                string                      `json:"amiFamily,omitempty"`
 	UserData                 *string                     `json:"userData,omitempty"`
@@ -26,6 +31,14 @@ type hashed struct {
 	AssociatePublicIPAddress *bool                       `json:"associatePublicIPAddress,omitempty"`
 	MetadataOptions          awsv1.MetadataOptions       `json:"metadataOptions"`
 	Context                  *string                     `json:"context,omitempty"`
+	// The fields below are omitted when unset, so that a class without
+	// them keeps the hash it had before they were acted on. Like the
+	// peer, ipPrefixCount is left out: changing it does not drift nodes.
+	NetworkInterfaces      []awsv1.NetworkInterface      `json:"networkInterfaces,omitempty"`
+	PlacementGroupSelector *awsv1.PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	CPUOptions             *awsv1.CPUOptions             `json:"cpuOptions,omitempty"`
+	EnclaveOptions         *awsv1.EnclaveOptions         `json:"enclaveOptions,omitempty"`
+	ConnectionTracking     *awsv1.ConnectionTracking     `json:"connectionTracking,omitempty"`
 }
 
 // Hash returns the static-field hash of the class (see the package
@@ -38,7 +51,9 @@ func Hash(nc *awsv1.EC2NodeClass) string {
 		Tags: s.Tags, Kubelet: s.Kubelet, BlockDeviceMappings: s.BlockDeviceMappings,
 		InstanceStorePolicy: s.InstanceStorePolicy, DetailedMonitoring: s.DetailedMonitoring,
 		AssociatePublicIPAddress: s.AssociatePublicIPAddress, MetadataOptions: EffectiveMetadataOptions(s.MetadataOptions),
-		Context: s.Context,
+		Context: s.Context, NetworkInterfaces: networkInterfaceSet(s.NetworkInterfaces),
+		PlacementGroupSelector: s.PlacementGroupSelector, CPUOptions: s.CPUOptions,
+		EnclaveOptions: s.EnclaveOptions, ConnectionTracking: s.ConnectionTracking,
 	}
 	b, err := json.Marshal(h)
 	if err != nil {
@@ -47,6 +62,20 @@ func Hash(nc *awsv1.EC2NodeClass) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// networkInterfaceSet is the interfaces in (card, device) order: like the
+// peer, the hash takes them as a set, so reordering the list does not drift
+// nodes.
+func networkInterfaceSet(nis []awsv1.NetworkInterface) []awsv1.NetworkInterface {
+	if len(nis) == 0 {
+		return nil
+	}
+	out := slices.Clone(nis)
+	slices.SortFunc(out, func(a, b awsv1.NetworkInterface) int {
+		return cmp.Or(cmp.Compare(a.NetworkCardIndex, b.NetworkCardIndex), cmp.Compare(a.DeviceIndex, b.DeviceIndex), strings.Compare(a.InterfaceType, b.InterfaceType))
+	})
+	return out
 }
 
 // Metadata option defaults (IMDSv2 required, hop limit 1).

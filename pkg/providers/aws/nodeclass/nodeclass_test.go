@@ -335,37 +335,59 @@ func TestCapacityReservationsResolve(t *testing.T) {
 	}
 }
 
-// Fields the peer has and dovetail does not act on are marked on the class
-// (SpecSupported=False naming each), including kubelet keys outside the
-// typed set; the class stays Ready.
+// The fields acted on leave SpecSupported True; what is still not done
+// (placementGroupSelector, free-form kubelet keys outside AL2023) and what
+// EC2 refuses (a public IP with two addressed interfaces) is named in
+// SpecSupported=False; the class stays Ready.
 func TestUnsupportedFieldsMarked(t *testing.T) {
 	_, r := newResolver(t)
 	nc := discoveryClass()
-	out, err := r.Resolve(context.Background(), nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := cond(out, awsv1.ConditionTypeSpecSupported); c.Status != metav1.ConditionTrue {
-		t.Errorf("plain class: %+v", c)
+	if nc.AMIFamily() != awsv1.AMIFamilyAL2023 {
+		t.Fatalf("test setup: family %s", nc.AMIFamily())
 	}
 	var kubelet awsv1.KubeletConfiguration
 	if err := json.Unmarshal([]byte(`{"maxPods": 20, "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort"}`), &kubelet); err != nil {
 		t.Fatal(err)
 	}
 	nc.Spec.Kubelet = &kubelet
-	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "pg"}
 	nc.Spec.IPPrefixCount = ptr(int32(2))
+	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "disabled"}
+	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: ptr(false)}
+	nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
+	nc.Spec.AssociatePublicIPAddress = ptr(true)
+	out, err := r.Resolve(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(out, awsv1.ConditionTypeSpecSupported); c.Status != metav1.ConditionTrue {
+		t.Errorf("class with only acted-on fields: %+v", c)
+	}
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "pg"}
+	nc.Spec.NetworkInterfaces = append(nc.Spec.NetworkInterfaces, awsv1.NetworkInterface{NetworkCardIndex: 1, DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeInterface})
+	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "enabled"}
+	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: ptr(true)}
+	nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr(int32(30))}
+	nc.Spec.AMIFamily = ptr(awsv1.AMIFamilyBottlerocket)
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
 	out, err = r.Resolve(context.Background(), nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cond(out, awsv1.ConditionTypeSpecSupported)
-	for _, f := range []string{"spec.placementGroupSelector", "spec.ipPrefixCount", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy"} {
+	for _, f := range []string{"spec.placementGroupSelector", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy", "spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses",
+		"spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not yet narrowed",
+		"spec.enclaveOptions.enabled (in the launch template", "spec.connectionTracking (in the launch template",
+		"spec.networkInterfaces (in the launch template"} {
 		if !strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q does not name %s", c.Message, f)
 		}
 	}
-	if c.Status != metav1.ConditionFalse || strings.Contains(c.Message, "maxPods") {
+	for _, f := range []string{"maxPods", "ipPrefixCount"} {
+		if strings.Contains(c.Message, f) {
+			t.Errorf("SpecSupported message %q names %s, which is acted on", c.Message, f)
+		}
+	}
+	if c.Status != metav1.ConditionFalse {
 		t.Errorf("SpecSupported = %+v", c)
 	}
 	if !out.IsTrue(awsv1.ConditionTypeReady) {

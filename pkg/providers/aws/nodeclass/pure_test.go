@@ -1,6 +1,7 @@
 package nodeclass
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -78,6 +79,26 @@ func TestHash(t *testing.T) {
 		{"family", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
 		}, true},
+		// The fields acted on since issue 33 drift nodes as the peer's
+		// static hash does; ipPrefixCount is outside the peer's hash.
+		{"cpuOptions", func(nc *awsv1.EC2NodeClass) { nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "enabled"} }, true},
+		{"enclaveOptions", func(nc *awsv1.EC2NodeClass) { nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: ref(true)} }, true},
+		{"connectionTracking", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ref(int32(30))}
+		}, true},
+		{"networkInterfaces", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.NetworkInterfaces = []awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
+		}, true},
+		{"placementGroupSelector", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "pg"}
+		}, true},
+		{"volumeInitializationRate", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: ref("/dev/xvdb"), EBS: &awsv1.BlockDevice{SnapshotID: ref("snap-1"), VolumeInitializationRate: ref(int32(100))}}}
+		}, true},
+		{"kubelet free-form key", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.Kubelet = kubelet(`{"cpuManagerPolicy": "static"}`)
+		}, true},
+		{"ipPrefixCount (not hashed, as the peer)", func(nc *awsv1.EC2NodeClass) { nc.Spec.IPPrefixCount = ref(int32(2)) }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +109,38 @@ func TestHash(t *testing.T) {
 			}
 		})
 	}
+	// A class without the fields acted on since issue 33 keeps the hash it
+	// had before (no drift on upgrade).
+	if h != "c5d3602ef68ce146" {
+		t.Errorf("hash of the base class = %s, changed since the previous scheme", h)
+	}
+}
+
+// TestHashKubeletValues: a free-form kubelet key's value drifts nodes,
+// its formatting and the order of network interfaces do not.
+func TestHashKubeletValues(t *testing.T) {
+	withKubelet := func(k *awsv1.KubeletConfiguration, nis ...awsv1.NetworkInterface) string {
+		return Hash(&awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, Kubelet: k, NetworkInterfaces: nis}})
+	}
+	a := withKubelet(kubelet(`{"cpuManagerPolicy": "static", "featureGates": {"A": true}}`))
+	if b := withKubelet(kubelet(`{"featureGates":{"A":true},"cpuManagerPolicy":"static"}`)); a != b {
+		t.Error("reformatting the kubelet keys changed the hash")
+	}
+	if b := withKubelet(kubelet(`{"cpuManagerPolicy": "none", "featureGates": {"A": true}}`)); a == b {
+		t.Error("a changed free-form kubelet value kept the hash")
+	}
+	p, e := awsv1.NetworkInterface{InterfaceType: awsv1.InterfaceTypeInterface}, awsv1.NetworkInterface{NetworkCardIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}
+	if withKubelet(nil, p, e) != withKubelet(nil, e, p) {
+		t.Error("reordering networkInterfaces changed the hash")
+	}
+}
+
+func kubelet(s string) *awsv1.KubeletConfiguration {
+	var k awsv1.KubeletConfiguration
+	if err := json.Unmarshal([]byte(s), &k); err != nil {
+		panic(err)
+	}
+	return &k
 }
 
 func TestInstanceProfileName(t *testing.T) {
@@ -106,3 +159,4 @@ func TestInstanceProfileName(t *testing.T) {
 		t.Error("name is not deterministic")
 	}
 }
+func ref[T any](v T) *T { return &v }

@@ -170,38 +170,72 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 	r.spotPricesCondition(nc, out, now)
 	if fields := UnsupportedFields(&nc.Spec); len(fields) > 0 {
 		out.SetCondition(awsv1.ConditionTypeSpecSupported, metav1.ConditionFalse, ReasonNotSupported,
-			"dovetail accepts but does not act on "+strings.Join(fields, ", ")+"; nodes launch without them", now)
+			"dovetail accepts but does not act on "+strings.Join(fields, "; "), now)
 	} else {
 		out.SetCondition(awsv1.ConditionTypeSpecSupported, metav1.ConditionTrue, ReasonSupported, "", now)
 	}
 	return out, nil
 }
 
-// UnsupportedFields lists, as field paths, the fields of a class spec that
-// dovetail accepts (the peer's manifests apply unchanged) but does not act
-// on.
+// UnsupportedFields lists, as field paths with the reason, the fields of a
+// class spec that dovetail accepts (the peer's manifests apply unchanged)
+// but does not act on, and the combinations EC2 refuses at launch.
 func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 	var out []string
-	add := func(set bool, path string) {
-		if set {
-			out = append(out, path)
+	if spec.PlacementGroupSelector != nil {
+		out = append(out, "spec.placementGroupSelector (placement groups are not resolved)")
+	}
+	if k := spec.Kubelet; k != nil && len(k.UnknownKeys) > 0 && amiFamily(spec) != awsv1.AMIFamilyAL2023 {
+		// Only nodeadm's NodeConfig (AL2023) takes a free-form kubelet
+		// configuration; the peer drops these keys on the other families too.
+		for _, key := range k.UnknownKeys {
+			out = append(out, "spec.kubelet."+key+" (only AL2023 user data passes kubelet keys beyond the typed ones)")
 		}
 	}
-	add(len(spec.NetworkInterfaces) > 0, "spec.networkInterfaces")
-	add(spec.PlacementGroupSelector != nil, "spec.placementGroupSelector")
-	add(spec.CPUOptions != nil, "spec.cpuOptions")
-	add(spec.EnclaveOptions != nil, "spec.enclaveOptions")
-	add(spec.ConnectionTracking != nil, "spec.connectionTracking")
-	add(spec.IPPrefixCount != nil, "spec.ipPrefixCount")
-	for i, b := range spec.BlockDeviceMappings {
-		add(b != nil && b.EBS != nil && b.EBS.VolumeInitializationRate != nil, fmt.Sprintf("spec.blockDeviceMappings[%d].ebs.volumeInitializationRate", i))
+	// The template carries these, but the peer also narrows the instance
+	// types to those that can take them; dovetail does not yet, so a launch
+	// may pick a type EC2 then refuses.
+	const narrow = " (in the launch template, but instance types are not yet narrowed to those "
+	if o := spec.CPUOptions; o != nil && o.NestedVirtualization == "enabled" {
+		out = append(out, "spec.cpuOptions.nestedVirtualization"+narrow+"supporting nested virtualization)")
 	}
-	if k := spec.Kubelet; k != nil {
-		for _, key := range k.UnknownKeys {
-			out = append(out, "spec.kubelet."+key)
+	if o := spec.EnclaveOptions; o != nil && o.Enabled != nil && *o.Enabled {
+		out = append(out, "spec.enclaveOptions.enabled"+narrow+"supporting Nitro Enclaves)")
+	}
+	if spec.ConnectionTracking != nil {
+		out = append(out, "spec.connectionTracking"+narrow+"on the Nitro hypervisor)")
+	}
+	if multiCard(spec.NetworkInterfaces) {
+		out = append(out, "spec.networkInterfaces"+narrow+"with enough network cards, interfaces and EFA interfaces)")
+	}
+	if spec.AssociatePublicIPAddress != nil && *spec.AssociatePublicIPAddress {
+		withIP := 0
+		for _, n := range spec.NetworkInterfaces {
+			if n.InterfaceType != awsv1.InterfaceTypeEFAOnly {
+				withIP++
+			}
+		}
+		if withIP > 1 {
+			out = append(out, fmt.Sprintf("spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses a public IP with %d interfaces of type interface; launches fail)", withIP))
 		}
 	}
 	return out
+}
+
+// multiCard reports interfaces beyond one primary interface: every type
+// takes that one.
+func multiCard(nis []awsv1.NetworkInterface) bool {
+	for _, n := range nis {
+		if n.NetworkCardIndex != 0 || n.DeviceIndex != 0 || n.InterfaceType != awsv1.InterfaceTypeInterface {
+			return true
+		}
+	}
+	return false
+}
+
+// amiFamily is the spec's family, from the field or the alias.
+func amiFamily(spec *awsv1.EC2NodeClassSpec) string {
+	return (&awsv1.EC2NodeClass{Spec: *spec}).AMIFamily()
 }
 
 // spotPricesCondition sets SpotPricesReady from r.SpotPrices and warns

@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -94,12 +95,20 @@ func renderAL2023(in Input) (string, error) {
 }
 
 // kubeletConfigMap is the KubeletConfiguration fragment for spec.kubelet, in
-// the kubelet's own field names (maxPods, kubeReserved, ...).
+// the kubelet's own field names (maxPods, kubeReserved, ...), with the
+// class's other kubelet keys (UnknownValues) as they were written.
 func kubeletConfigMap(k *awsv1.KubeletConfiguration) map[string]any {
 	if k == nil {
 		return nil
 	}
 	m := map[string]any{}
+	// Keys beyond the typed ones pass through as written, as the peer
+	// passes its free-form kubelet configuration to nodeadm.
+	for key, raw := range k.UnknownValues {
+		if json.Valid([]byte(raw)) {
+			m[key] = json.RawMessage(raw)
+		}
+	}
 	if k.MaxPods != nil {
 		m["maxPods"] = *k.MaxPods
 	}

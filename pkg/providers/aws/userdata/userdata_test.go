@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 )
@@ -280,5 +282,63 @@ func TestKubeletMaySet(t *testing.T) {
 				t.Errorf("KubeletMaySet(%q) = %v, want %v", tc.key, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAL2023KubeletFreeFormKeys: kubelet keys beyond the typed ones reach
+// nodeadm's kubelet configuration with their values as written (strings,
+// objects, lists, numbers), beside the typed ones, as the peer passes them.
+func TestAL2023KubeletFreeFormKeys(t *testing.T) {
+	var k awsv1.KubeletConfiguration
+	if err := json.Unmarshal([]byte(`{"maxPods": 42, "cpuManagerPolicy": "static",
+		"featureGates": {"InPlacePodVerticalScaling": true}, "allowedUnsafeSysctls": ["net.core.somaxconn"],
+		"shutdownGracePeriod": "30s", "serializeImagePulls": false, "registryPullQPS": 10}`), &k); err != nil {
+		t.Fatal(err)
+	}
+	in := baseInput(awsv1.AMIFamilyAL2023)
+	in.Kubelet = &k
+	data, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := splitUserParts(awsv1.AMIFamilyAL2023, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config map[string]any
+	for _, p := range parts {
+		if strings.HasPrefix(p.contentType, ContentTypeNodeConfig) {
+			var nc struct {
+				Spec struct {
+					Kubelet struct {
+						Config map[string]any `json:"config"`
+					} `json:"kubelet"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal([]byte(p.body), &nc); err != nil {
+				t.Fatal(err)
+			}
+			config = nc.Spec.Kubelet.Config
+		}
+	}
+	want := map[string]any{
+		"maxPods": float64(42), "cpuManagerPolicy": "static",
+		"featureGates": map[string]any{"InPlacePodVerticalScaling": true}, "allowedUnsafeSysctls": []any{"net.core.somaxconn"},
+		"shutdownGracePeriod": "30s", "serializeImagePulls": false, "registryPullQPS": float64(10),
+	}
+	for key, w := range want {
+		if !reflect.DeepEqual(config[key], w) {
+			t.Errorf("kubelet config %s = %#v, want %#v\n%s", key, config[key], w, data)
+		}
+	}
+	// The peer passes them on AL2023 only: Bottlerocket's settings have no
+	// place for them.
+	in.Family = awsv1.AMIFamilyBottlerocket
+	br, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(br, "cpuManagerPolicy") || strings.Contains(br, "cpu-manager-policy") {
+		t.Errorf("Bottlerocket user data carries a free-form kubelet key:\n%s", br)
 	}
 }
