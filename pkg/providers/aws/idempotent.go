@@ -54,6 +54,10 @@ type launchRecord struct {
 	// empty counts launches EC2 answered without an instance: each spends
 	// its token, so the next launch needs another.
 	empty int
+	// uncertain: a launch may have made an instance without the
+	// NodeClaim's tag (its tagging failed, or the fleet's answer was lost);
+	// the next Create looks for it first.
+	uncertain bool
 }
 
 // launches records, per NodeClaim UID, what this process did.
@@ -62,6 +66,31 @@ type launches struct {
 	byUID   map[types.UID]*launchRecord
 	started time.Time
 	puts    int
+	// adopted are the untagged instances a NodeClaim of this process
+	// adopted (or is adopting): each goes to one NodeClaim.
+	adopted map[string]bool
+}
+
+// adopt reserves an untagged instance for one NodeClaim: false when
+// another took it.
+func (l *launches) adopt(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.adopted[id] {
+		return false
+	}
+	if l.adopted == nil {
+		l.adopted = map[string]bool{}
+	}
+	l.adopted[id] = true
+	return true
+}
+
+// release undoes adopt (the tagging failed).
+func (l *launches) release(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.adopted, id)
 }
 
 // get returns the record, nil if this process has none.
