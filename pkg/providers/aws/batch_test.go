@@ -15,7 +15,7 @@ import (
 
 // batchOptions: generous windows, the checks are about combining, not
 // timing, and must hold on a loaded machine.
-var batchOptions = envOptions{provider: awsprovider.Options{BatchIdle: 300 * time.Millisecond, BatchMax: 5 * time.Second}}
+var batchOptions = envOptions{provider: awsprovider.Options{BatchIdle: time.Second, BatchMax: 10 * time.Second}}
 
 // createAll creates the NodeClaims concurrently with p and returns each
 // one's result and error, in order.
@@ -64,6 +64,9 @@ func TestConcurrentClaimsShareOneFleet(t *testing.T) {
 	t.Logf("EC2 calls for %d concurrent launches: %v", n, counts)
 	if counts["ec2:CreateFleet"] != 1 {
 		t.Errorf("%d CreateFleet calls for %d NodeClaims of one pool, want 1", counts["ec2:CreateFleet"], n)
+		for _, r := range e.emu.FleetRequests() {
+			t.Logf("fleet %s: %d overrides, first %+v", r.FleetID, len(r.Overrides), r.Overrides[0])
+		}
 	}
 	if counts["ec2:CreateTags"] != n || counts["ec2:DescribeInstances"] != 0 {
 		t.Errorf("calls %v, want %d CreateTags (one per instance) and no DescribeInstances", counts, n)
