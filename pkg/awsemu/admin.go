@@ -204,7 +204,11 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 				fail(http.StatusBadRequest, "capacityType %q: valid values are spot, on-demand (or empty for both)", rule.CapacityType)
 				return
 			}
-			e.InjectICE(rule.InstanceType, rule.Zone, rule.CapacityType)
+			if rule.After < 0 {
+				fail(http.StatusBadRequest, "after %d: must not be negative", rule.After)
+				return
+			}
+			e.LimitCapacity(rule.InstanceType, rule.Zone, rule.CapacityType, rule.After)
 			reply(http.StatusOK, e.Faults())
 		}
 	case "faults/throttle":

@@ -84,7 +84,9 @@
 // # Introspection and faults
 //
 // Calls records every API call (as an IAM action such as ec2:CreateFleet)
-// with its error code; InjectICE, SetThrottle and ClearFaults inject
+// with its error code; InjectICE, LimitCapacity (n more launches, then
+// ICE: a fleet asking for more gets fewer instances and the offering's
+// error), SetThrottle and ClearFaults inject
 // faults; ScheduleEvent and SetStatusCheck set the scheduled events and
 // failed status checks DescribeInstanceStatus reports; AddSubnet and
 // ReserveAddresses shape the subnets (tests); Interrupt puts EventBridge-format interruption messages on the

@@ -14,6 +14,12 @@ type ICERule struct {
 	InstanceType string `json:"instanceType,omitempty"`
 	Zone         string `json:"zone,omitempty"`
 	CapacityType string `json:"capacityType,omitempty"`
+	// After lets this many more matching instances launch before the rule
+	// refuses them (0: refuses at once); each matching launch counts it
+	// down. A fleet asking for more than is left gets what is left and an
+	// InsufficientInstanceCapacity error for the offering (see
+	// LimitCapacity).
+	After int `json:"after,omitempty"`
 }
 
 func (r ICERule) matches(instanceType, zone, capacityType string) bool {
@@ -55,11 +61,42 @@ func (f *faultState) throttled() bool {
 
 func (f *faultState) iced(instanceType, zone, capacityType string) bool {
 	for _, r := range f.ice {
-		if r.matches(instanceType, zone, capacityType) {
+		if r.After == 0 && r.matches(instanceType, zone, capacityType) {
 			return true
 		}
 	}
 	return false
+}
+
+// take counts one launch of the offering against the rules that limit
+// it: false (and nothing counted) when a matching rule has no launch
+// left.
+func (f *faultState) take(instanceType, zone, capacityType string) bool {
+	if f.iced(instanceType, zone, capacityType) {
+		return false
+	}
+	for i := range f.ice {
+		if r := &f.ice[i]; r.matches(instanceType, zone, capacityType) {
+			r.After--
+		}
+	}
+	return true
+}
+
+// LimitCapacity lets n more instances of a matching (type, zone, capacity
+// type) launch; after them, launches fail with
+// InsufficientInstanceCapacity until ClearFaults. A fleet asking for more
+// than is left launches what is left and reports the error for the
+// offering (partial fulfilment). An empty argument matches anything; n <=
+// 0 is InjectICE.
+func (e *Emulator) LimitCapacity(instanceType, zone, capacityType string, n int) {
+	if n <= 0 {
+		e.InjectICE(instanceType, zone, capacityType)
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults.ice = append(e.faults.ice, ICERule{InstanceType: instanceType, Zone: zone, CapacityType: capacityType, After: n})
 }
 
 // InjectICE makes every launch of a matching (type, zone, capacity type)

@@ -132,25 +132,44 @@ func (e *Emulator) createFleet(req *request) (any, *apiError) {
 	}
 	now := e.clock.Now()
 	reservation := e.newID("r")
-	launched := fleetInstanceXML{
-		LaunchTemplateAndOverrides: ltAndOverridesXML{LaunchTemplateSpecification: best.ltSpec, Overrides: best.ovrXML},
-		Lifecycle:                  capType, InstanceType: best.instanceType.Name,
-	}
-	for n := int64(0); n < total; n++ {
-		in, aerr := e.launch(best, capType, tagSpecs["instance"], fleet.ID, reservation, now)
-		if aerr != nil {
-			if n == 0 {
+	// The fleet fills its capacity from the chosen candidate; when that
+	// one runs out (capacity, addresses, reservation) its error is
+	// reported and the strategy picks the next among the rest, until the
+	// capacity is met or nothing is left: fewer instances than asked, with
+	// the errors of the offerings that ran out.
+	remaining := total
+	for best != nil {
+		launched := fleetInstanceXML{
+			LaunchTemplateAndOverrides: ltAndOverridesXML{LaunchTemplateSpecification: best.ltSpec, Overrides: best.ovrXML},
+			Lifecycle:                  capType, InstanceType: best.instanceType.Name,
+		}
+		for remaining > 0 {
+			in, aerr := e.launch(best, capType, tagSpecs["instance"], fleet.ID, reservation, now)
+			if aerr != nil {
 				out.ErrorSet.Items = append(out.ErrorSet.Items, fleetErrorXML{
 					LaunchTemplateAndOverrides: launched.LaunchTemplateAndOverrides, Lifecycle: capType,
 					ErrorCode: aerr.Code, ErrorMessage: aerr.Message,
 				})
-				return out, nil
+				break
 			}
+			launched.InstanceIDs.Items = append(launched.InstanceIDs.Items, valueXML{Value: in.ID})
+			remaining--
+		}
+		if len(launched.InstanceIDs.Items) > 0 {
+			out.FleetInstanceSet.Items = append(out.FleetInstanceSet.Items, launched)
+		}
+		if remaining == 0 {
 			break
 		}
-		launched.InstanceIDs.Items = append(launched.InstanceIDs.Items, valueXML{Value: in.ID})
+		rest := launchable[:0:0]
+		for _, c := range launchable {
+			if c != best {
+				rest = append(rest, c)
+			}
+		}
+		launchable = rest
+		best = e.chooseCandidate(launchable, applied, capType)
 	}
-	out.FleetInstanceSet.Items = append(out.FleetInstanceSet.Items, launched)
 	return out, nil
 }
 
@@ -305,12 +324,8 @@ func (e *Emulator) judge(c *fleetCandidate, img *imageRec, capType string) {
 		c.errCode = "Unsupported"
 		c.errMsg = fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s) as %s capacity.", t.Name, zone, capType)
 	case e.faults.iced(t.Name, zone, capType):
-		c.errCode = "InsufficientInstanceCapacity"
-		if capType == "spot" {
-			c.errMsg = "There is no Spot capacity available that matches your request."
-		} else {
-			c.errMsg = fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity.", t.Name, zone)
-		}
+		aerr := iceError(t.Name, zone, capType)
+		c.errCode, c.errMsg = aerr.Code, aerr.Message
 	case capType == "spot" && c.maxPrice > 0 && price > c.maxPrice:
 		c.errCode = "SpotMaxPriceTooLow"
 		c.errMsg = fmt.Sprintf("Your Spot request price of %g is lower than the minimum required Spot request fulfillment price of %g.", c.maxPrice, price)
@@ -321,6 +336,14 @@ func (e *Emulator) judge(c *fleetCandidate, img *imageRec, capType string) {
 	}
 }
 
+// iceError is EC2's insufficient-capacity answer for an offering.
+func iceError(instanceType, zone, capType string) *apiError {
+	if capType == "spot" {
+		return newAPIError("InsufficientInstanceCapacity", 500, "There is no Spot capacity available that matches your request.")
+	}
+	return newAPIError("InsufficientInstanceCapacity", 500, "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity.", instanceType, zone)
+}
+
 // launch creates one instance from a candidate. Callers hold mu.
 func (e *Emulator) launch(c *fleetCandidate, capType string, reqTags map[string]string, fleetID, reservation string, now time.Time) (*instanceRec, *apiError) {
 	lt := c.lt
@@ -328,10 +351,15 @@ func (e *Emulator) launch(c *fleetCandidate, capType string, reqTags map[string]
 	if aerr != nil {
 		return nil, aerr
 	}
+	if e.faults.iced(c.instanceType.Name, c.subnet.Zone.Name, capType) {
+		// A LimitCapacity rule ran out during this request.
+		return nil, iceError(c.instanceType.Name, c.subnet.Zone.Name, capType)
+	}
 	ip, ok := c.subnet.allocateIP()
 	if !ok {
 		return nil, newAPIError("InsufficientFreeAddressesInSubnet", 400, "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
 	}
+	e.faults.take(c.instanceType.Name, c.subnet.Zone.Name, capType)
 	img := e.acct.image(c.imageID)
 	tags := map[string]string{}
 	for k, v := range lt.Data.TagSpecs["instance"] {

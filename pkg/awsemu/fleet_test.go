@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"math"
+	"slices"
 	"sort"
 	"testing"
 
@@ -521,5 +522,87 @@ func TestCreateFleetRecordsTheLaunchTemplateOnTheInstance(t *testing.T) {
 	}
 	if aws.ToString(di.PrivateDnsName) != inst.PrivateDNSName || aws.ToString(di.PrivateIpAddress) != inst.PrivateIP {
 		t.Errorf("DescribeInstances address %s %s", aws.ToString(di.PrivateDnsName), aws.ToString(di.PrivateIpAddress))
+	}
+}
+
+// A fleet for more instances than its cheapest offering has fills the rest
+// from the next offering and reports the one that ran out; with no other
+// offering it launches what there was and reports the shortfall's cause
+// (partial fulfilment). A repeat with the same client token gets the same
+// instances and launches nothing.
+func TestCreateFleetPartialFulfilment(t *testing.T) {
+	e := start(t, awsemu.Options{Seed: 3})
+	c := ec2.NewFromConfig(sdkConfig(e))
+	lt := launchTemplate(t, e, c, "partial", "x86_64", "")
+	subnets := discoverySubnets(t, c)[:1]
+	zone := aws.ToString(subnets[0].AvailabilityZone)
+	types := []string{"m5.large", "m5.xlarge"}
+	ps := pools(t, subnets, types, "on-demand")
+	if len(ps) != 2 {
+		t.Fatalf("pools %+v", ps)
+	}
+	cheap, next := ps[0].typ, ps[1].typ
+	e.LimitCapacity(cheap, zone, "on-demand", 2)
+
+	in := fleetInput(lt, subnets, types, "on-demand")
+	in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(5)
+	in.ClientToken = aws.String("partial-1")
+	out, err := c.CreateFleet(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string]int{}
+	var ids []string
+	for _, fi := range out.Instances {
+		byType[string(fi.InstanceType)] += len(fi.InstanceIds)
+		ids = append(ids, fi.InstanceIds...)
+	}
+	if byType[cheap] != 2 || byType[next] != 3 {
+		t.Errorf("launched %v, want 2 %s (its limit) and 3 %s", byType, cheap, next)
+	}
+	if len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientInstanceCapacity" ||
+		string(out.Errors[0].LaunchTemplateAndOverrides.Overrides.InstanceType) != cheap {
+		t.Errorf("errors %+v, want one InsufficientInstanceCapacity for %s", out.Errors, cheap)
+	}
+	again, err := c.CreateFleet(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var againIDs []string
+	for _, fi := range again.Instances {
+		againIDs = append(againIDs, fi.InstanceIds...)
+	}
+	if !slices.Equal(ids, againIDs) || aws.ToString(again.FleetId) != aws.ToString(out.FleetId) {
+		t.Errorf("the repeat with the same token got %v (fleet %s), want %v (fleet %s)", againIDs, aws.ToString(again.FleetId), ids, aws.ToString(out.FleetId))
+	}
+	if n := len(e.Instances()); n != 5 {
+		t.Errorf("%d instances after the repeat, want 5", n)
+	}
+
+	// Only the limited offering: what is left of it, and its error.
+	e.ClearFaults()
+	e.LimitCapacity(cheap, zone, "on-demand", 3)
+	only := fleetInput(lt, subnets, []string{cheap}, "on-demand")
+	only.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(5)
+	out, err = c.CreateFleet(context.Background(), only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Instances) != 1 || len(out.Instances[0].InstanceIds) != 3 {
+		t.Errorf("launched %+v, want 3 %s", out.Instances, cheap)
+	}
+	if len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientInstanceCapacity" ||
+		aws.ToString(out.Errors[0].LaunchTemplateAndOverrides.Overrides.AvailabilityZone) != zone {
+		t.Errorf("errors %+v, want InsufficientInstanceCapacity for %s in %s", out.Errors, cheap, zone)
+	}
+	// Used up: the offering is refused before launching. (A new token: the
+	// SDK filled one into the input above.)
+	only.ClientToken = aws.String("partial-3")
+	out, err = c.CreateFleet(context.Background(), only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Instances) != 0 || len(out.Errors) != 1 {
+		t.Errorf("after its limit: instances %+v errors %+v, want none and one error", out.Instances, out.Errors)
 	}
 }

@@ -2,6 +2,8 @@ package aws
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
@@ -25,7 +28,28 @@ import (
 // Tag keys put on what dovetail launches.
 const (
 	TagClusterPrefix = nodeclass.TagClusterPrefix
+	// TagLaunch is put on every instance at launch: a digest of the
+	// launch's capacity type, context and launch templates (launchKey),
+	// by which a NodeClaim finds an instance launched for it whose
+	// tagging with its name never happened (adoptUntagged).
+	TagLaunch = "dovetail.sh/launch"
 )
+
+// launchKey digests what of a launch request decides what an instance
+// boots as: capacity type, context and launch template names (content
+// hashes: image, user data with the node's labels and taints, security
+// groups, profile, metadata options, block devices), not the overrides or
+// subnets (those change with the unavailable offerings and the addresses
+// in flight).
+func launchKey(req *instance.LaunchRequest) string {
+	var names []string
+	for _, c := range req.Configs {
+		names = append(names, c.LaunchTemplateName+"/"+c.CapacityReservationID)
+	}
+	slices.Sort(names)
+	sum := sha256.Sum256([]byte(req.CapacityType + "\x00" + req.Context + "\x00" + strings.Join(names, "\x00")))
+	return hex.EncodeToString(sum[:12])
+}
 
 // capacityErrorCodes are the CreateFleet error codes that mean "no
 // capacity for this offering right now".
@@ -60,7 +84,8 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		return nil, fmt.Errorf("listing instance types: %w", err)
 	}
 	types = p.withReserved(ctx, nc, types)
-	if in, err := p.launchedBefore(ctx, nodeClaim); err != nil {
+	in, lookedUp, err := p.launchedBefore(ctx, nodeClaim)
+	if err != nil {
 		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: err}
 	} else if in != nil {
 		return p.launchedClaim(nodeClaim, nc, in, types), nil
@@ -102,15 +127,39 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 			return nil, err
 		}
 		images = imgs
+		if lookedUp {
+			// Not found by its tag: an instance of an earlier launch may
+			// still lack it (a crash between the fleet and its tagging).
+			lookedUp = false
+			in, err := p.adoptUntagged(ctx, nodeClaim, req)
+			if err != nil {
+				p.subnets.done(picked, "", p.o.Clock.Now())
+				return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed, Err: fmt.Errorf("looking for an untagged instance launched earlier: %w", err)}
+			}
+			if in != nil {
+				p.subnets.done(picked, "", p.o.Clock.Now())
+				in.ImageID = images[in.Type]
+				return p.launchedClaim(nodeClaim, nc, in, types), nil
+			}
+		}
 		if nodeClaim.UID != "" {
 			req.ClientToken = clientToken(nodeClaim.UID, empty, req)
 		}
 		res, err = p.instances.Launch(ctx, req)
 		launchedIn := ""
+		var tagErr *instance.TagError
 		if err == nil && res.Instance != nil {
 			launchedIn = res.Instance.SubnetID
+		} else if errors.As(err, &tagErr) {
+			launchedIn = tagErr.Instance.SubnetID
 		}
 		p.subnets.done(picked, launchedIn, p.o.Clock.Now())
+		if err != nil && nodeClaim.UID != "" && (tagErr != nil || !isAPIError(err)) {
+			// An instance may run without the NodeClaim's tag (tagging
+			// failed, or the fleet's answer was lost): the next Create of
+			// the NodeClaim looks for it before launching.
+			p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.uncertain = true })
+		}
 		if err != nil && instance.IsIdempotentParameterMismatch(err) {
 			// The token was spent on other parameters: only a launch of this
 			// NodeClaim can have spent it. Adopt what it launched, if anything.
@@ -164,7 +213,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 		return nil, &cloudprovider.CreateError{Reason: ReasonLaunchFailed,
 			Err: fmt.Errorf("CreateFleet launched no instance: %s: %s (%s in %s)", fe.Code, fe.Message, fe.InstanceType, fe.Zone)}
 	}
-	in := res.Instance
+	in = res.Instance
 	in.ImageID = images[in.Type]
 	if in.CapacityReservationID != "" {
 		p.launchedInto(in.CapacityReservationID)
@@ -187,26 +236,113 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 // found by its tag when another process may have launched it (see
 // idempotent.go). A failed lookup is an error: launching then could make a
 // second instance.
-func (p *Provider) launchedBefore(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*instance.Instance, error) {
+//
+// lookedUp reports a lookup that found nothing: the caller then also looks
+// for an instance launched for the NodeClaim but not yet tagged with its
+// name (adoptUntagged).
+func (p *Provider) launchedBefore(ctx context.Context, nodeClaim *karpv1.NodeClaim) (in *instance.Instance, lookedUp bool, err error) {
 	if nodeClaim.UID == "" {
-		return nil, nil
+		return nil, false, nil
 	}
-	if r := p.launches.get(nodeClaim.UID); r != nil && r.instance != nil {
-		return r.instance, nil
+	r := p.launches.get(nodeClaim.UID)
+	if r != nil && r.instance != nil {
+		return r.instance, false, nil
 	}
 	now := p.o.Clock.Now()
-	if !p.launches.mayHaveBeenLaunched(nodeClaim, now) {
+	if !p.launches.mayHaveBeenLaunched(nodeClaim, now) && (r == nil || !r.uncertain) {
 		p.launches.update(nodeClaim.UID, now, func(*launchRecord) {})
-		return nil, nil
+		return nil, false, nil
 	}
-	in, err := p.lookUpLaunched(ctx, nodeClaim)
+	in, err = p.lookUpLaunched(ctx, nodeClaim)
 	if err != nil {
-		return nil, fmt.Errorf("looking for an instance launched earlier: %w", err)
+		return nil, false, fmt.Errorf("looking for an instance launched earlier: %w", err)
 	}
 	if in == nil {
-		p.launches.update(nodeClaim.UID, now, func(*launchRecord) {})
+		p.launches.update(nodeClaim.UID, now, func(r *launchRecord) { r.uncertain = false })
 	}
-	return in, nil
+	return in, in == nil, nil
+}
+
+// adoptUntagged finds a pending or running instance of the cluster that a
+// batched launch made for some NodeClaim but never tagged with its name
+// (the process died, or CreateTags failed, between the fleet and the
+// tagging), and that this NodeClaim's launch could have made: the same
+// launch templates (TagLaunch), capacity type, and an (instance type,
+// zone) among its overrides, launched after the NodeClaim was created. It
+// tags the instance with the NodeClaim's name and records it as the
+// NodeClaim's. Instances of a fleet this process still has in flight are
+// left alone (their own callers are tagging them), and one instance is
+// adopted by one NodeClaim of this process. Nil when there is none.
+func (p *Provider) adoptUntagged(ctx context.Context, nodeClaim *karpv1.NodeClaim, req *instance.LaunchRequest) (*instance.Instance, error) {
+	key := req.Tags[TagLaunch]
+	if key == "" {
+		return nil, nil
+	}
+	found, err := p.instances.Tagged(ctx, instance.Tag{Key: TagLaunch, Value: key})
+	if err != nil {
+		return nil, err
+	}
+	notBefore := nodeClaim.CreationTimestamp.Add(-launchClockSkew)
+	var cands []*instance.Instance
+	for _, in := range found {
+		if !p.owned(in) || in.Tags[karpv1.NodeClaimTagKey] != "" || in.LaunchTime.Before(notBefore) ||
+			p.instances.InFlight(in.Tags[instance.TagLaunchBatch]) || !launchable(req, in) {
+			continue
+		}
+		cands = append(cands, in)
+	}
+	slices.SortFunc(cands, func(a, b *instance.Instance) int {
+		if c := a.LaunchTime.Compare(b.LaunchTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, in := range cands {
+		if !p.launches.adopt(in.ID) {
+			continue // another NodeClaim of this process took it
+		}
+		if err := p.instances.CreateTags(ctx, in.ID, req.ClaimTags); err != nil {
+			p.launches.release(in.ID)
+			if instance.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		c := *in
+		c.Tags = maps.Clone(in.Tags)
+		maps.Copy(c.Tags, req.ClaimTags)
+		p.o.Log.Info("adopting an instance launched for a NodeClaim and never tagged", "nodeclaim", nodeClaim.Name, "instance", c.ID, "launched", c.LaunchTime)
+		p.launches.update(nodeClaim.UID, p.o.Clock.Now(), func(r *launchRecord) { r.instance, r.uncertain = &c, false })
+		return &c, nil
+	}
+	return nil, nil
+}
+
+// launchable reports whether the request could have launched the
+// instance: its capacity type (and reservation), and its (type, zone)
+// among the overrides.
+func launchable(req *instance.LaunchRequest, in *instance.Instance) bool {
+	if in.CapacityType != req.CapacityType {
+		return false
+	}
+	for _, c := range req.Configs {
+		if req.CapacityType == cloudprovider.CapacityTypeReserved && c.CapacityReservationID != in.CapacityReservationID {
+			continue
+		}
+		for _, o := range c.Overrides {
+			if o.InstanceType == in.Type && o.Zone == in.Zone {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isAPIError reports whether EC2 answered (an API error): otherwise the
+// call may have happened without its answer reaching us.
+func isAPIError(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae)
 }
 
 // lookUpLaunched finds a pending or running instance of the cluster tagged
@@ -316,13 +452,12 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 		sgs = append(sgs, g.ID)
 	}
 	tags := p.commonTags(nodeClaim, nc)
-	// The fleet also tags the instance with the NodeClaim's name (in the
-	// same call, not a CreateTags after it); the launch templates keep the
-	// common tags, so claims of one pool and class share templates.
-	fleetTags := maps.Clone(tags)
-	fleetTags[karpv1.NodeClaimTagKey] = nodeClaim.Name
-	fleetTags[awsv1.TagName] = nodeClaim.Name
-	req := &instance.LaunchRequest{CapacityType: plan.CapacityType, Tags: fleetTags}
+	// The fleet's tags are the same for every NodeClaim of the pool and
+	// class, so the launches of one decision share one CreateFleet; the
+	// NodeClaim's name goes on its instance alone, by CreateTags after
+	// the fleet (see doc.go, "Batched launches").
+	req := &instance.LaunchRequest{CapacityType: plan.CapacityType, Tags: maps.Clone(tags),
+		ClaimTags: map[string]string{karpv1.NodeClaimTagKey: nodeClaim.Name, awsv1.TagName: nodeClaim.Name}}
 	if nc.Spec.Context != nil {
 		req.Context = *nc.Spec.Context
 	}
@@ -388,6 +523,7 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 		return nil, nil, &cloudprovider.CreateError{Reason: ReasonNoCompatibleInstanceTypes,
 			Err: errors.New("no planned instance type has an image of its architecture and a subnet in its zones")}
 	}
+	req.Tags[TagLaunch] = launchKey(req)
 	return req, images, nil
 }
 
@@ -429,7 +565,8 @@ func (p *Provider) launchedClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeC
 	}
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nodeclass.Hash(nc)
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = nodeclass.HashVersion
-	// The fleet request tagged the instance with the NodeClaim's name.
+	// The instance carries the NodeClaim's name (tagged after the fleet,
+	// or adopted and tagged).
 	out.Annotations[awsv1.AnnotationInstanceTagged] = "true"
 	out.Status.ProviderID = ProviderID(in.Zone, in.ID)
 	out.Status.ImageID = in.ImageID

@@ -20,9 +20,11 @@ import (
 //   - In one process, a NodeClaim launched once gets the same instance
 //     back from a second Create (its launch was not recorded: a failed
 //     patch, a lagging cache); nothing is called.
-//   - Every CreateFleet carries a client token derived from the
-//     NodeClaim's UID, the number of this process's earlier launches of it
-//     that EC2 answered without an instance, and a digest of the request.
+//   - Every launch has a client token derived from the NodeClaim's UID,
+//     the number of this process's earlier launches of it that EC2
+//     answered without an instance, and a digest of the request (without
+//     the NodeClaim's own tags); a batch's CreateFleet carries a digest of
+//     its launches' tokens (instance.LaunchRequest).
 //     A repeat of a call whose answer was lost (a timeout, a kill, another
 //     replica) with the same parameters gets the same instance from EC2;
 //     a request with other parameters (after a restart the
@@ -32,7 +34,10 @@ import (
 //     launched before it (created before the provider started, or older
 //     than launchLookupAge) is first looked up by its karpenter.sh/nodeclaim
 //     tag (one DescribeInstances call shared by concurrent lookups); an
-//     instance found is adopted instead of launching another.
+//     instance found is adopted instead of launching another. With none,
+//     an instance of the same launch never tagged with a NodeClaim's name
+//     is adopted (adoptUntagged; also after a failed tagging or a lost
+//     fleet answer in this process, launchRecord.uncertain).
 //
 // What the process knows lives in memory only: a restart starts with an
 // empty record, which is what the lookup is for.
@@ -54,6 +59,10 @@ type launchRecord struct {
 	// empty counts launches EC2 answered without an instance: each spends
 	// its token, so the next launch needs another.
 	empty int
+	// uncertain: a launch may have made an instance without the
+	// NodeClaim's tag (its tagging failed, or the fleet's answer was lost);
+	// the next Create looks for it first.
+	uncertain bool
 }
 
 // launches records, per NodeClaim UID, what this process did.
@@ -62,6 +71,31 @@ type launches struct {
 	byUID   map[types.UID]*launchRecord
 	started time.Time
 	puts    int
+	// adopted are the untagged instances a NodeClaim of this process
+	// adopted (or is adopting): each goes to one NodeClaim.
+	adopted map[string]bool
+}
+
+// adopt reserves an untagged instance for one NodeClaim: false when
+// another took it.
+func (l *launches) adopt(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.adopted[id] {
+		return false
+	}
+	if l.adopted == nil {
+		l.adopted = map[string]bool{}
+	}
+	l.adopted[id] = true
+	return true
+}
+
+// release undoes adopt (the tagging failed).
+func (l *launches) release(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.adopted, id)
 }
 
 // get returns the record, nil if this process has none.

@@ -6,13 +6,19 @@
 //
 // # Launch
 //
-// A LaunchRequest is one instant fleet: capacity type, launch template
-// configs with (instance type, subnet) overrides, and the tags for the
-// fleet, its instances, volumes and network interfaces. Requests with
-// equal content are combined: N callers become one CreateFleet with
-// TotalTargetCapacity N, and each caller gets one of the instances (in the
-// order EC2 listed them) together with the request's errors. Callers left
-// without an instance get the errors only.
+// A LaunchRequest is one instance of an instant fleet: capacity type,
+// launch template configs with (instance type, subnet) overrides, the
+// tags for the fleet, its instances, volumes and network interfaces, and
+// the caller's own tags and client token. Requests equal but for the
+// caller's own parts are combined: N callers become one CreateFleet with
+// TotalTargetCapacity N and a client token derived from theirs, every
+// instance tagged with TagLaunchBatch; each caller gets one of the
+// instances (in the order EC2 listed them, callers in the order of their
+// tokens, so a repeat of the batch gives each the same instance) together
+// with the fleet's errors, and its own tags on its instance by one
+// CreateTags (a failure is a *TagError carrying the instance). Callers
+// left without an instance get the errors only. InFlight tells which
+// batches are launching or tagging in this process.
 //
 // Allocation strategies: price-capacity-optimized for spot, lowest-price
 // for on-demand.

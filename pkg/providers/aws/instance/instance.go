@@ -2,11 +2,16 @@ package instance
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,13 +67,68 @@ type LaunchRequest struct {
 	// interfaces.
 	Tags    map[string]string `json:"tags"`
 	Context string            `json:"context,omitempty"`
-	// ClientToken makes the CreateFleet call idempotent ("" lets the SDK
-	// draw one per call): EC2 answers a repeat with the same token and
-	// parameters with the first call's fleet and instances, and a repeat
-	// with other parameters with IdempotentParameterMismatch. Requests
-	// with different tokens are never batched together.
+	// ClaimTags are the caller's own tags (its NodeClaim's name): put on
+	// its instance alone, by CreateTags once the fleet answered. They are
+	// not part of the batch key.
+	ClaimTags map[string]string `json:"-"`
+	// ClientToken is the caller's idempotency token ("" lets the SDK draw
+	// one per call). It is not part of the batch key: the fleet's token is
+	// derived from its callers' tokens (see batchToken), so a repeat of
+	// the same batch gets EC2's first answer, the same instances, and a
+	// repeat with other parameters IdempotentParameterMismatch.
 	ClientToken string `json:"clientToken,omitempty"`
 }
+
+// TagLaunchBatch is the tag every instance of one CreateFleet call gets
+// at launch: the fleet's client token (or a process-unique id without
+// one). While the call and the tagging of its instances for their callers
+// are in flight, InFlight reports the batch, so a lookup for instances not
+// yet tagged for a NodeClaim leaves them alone.
+const TagLaunchBatch = "dovetail.sh/launch-batch"
+
+// batchKey is a request without its per-caller parts: requests with equal
+// keys share one CreateFleet.
+func batchKey(r *LaunchRequest) string {
+	c := *r
+	c.ClientToken = ""
+	c.ClaimTags = nil
+	b, _ := json.Marshal(&c)
+	return string(b)
+}
+
+// batchToken is the fleet's client token: a single caller's own token, or
+// for several a digest of their sorted tokens (within EC2's 64
+// characters), so the same callers with the same requests make the same
+// token. "" when a caller has none.
+func batchToken(reqs []*LaunchRequest) string {
+	tokens := make([]string, len(reqs))
+	for i, r := range reqs {
+		if r.ClientToken == "" {
+			return ""
+		}
+		tokens[i] = r.ClientToken
+	}
+	if len(tokens) == 1 {
+		return tokens[0]
+	}
+	slices.Sort(tokens)
+	sum := sha256.Sum256([]byte(strings.Join(tokens, "\n")))
+	return "batch-" + strconv.Itoa(len(tokens)) + "-" + hex.EncodeToString(sum[:24])
+}
+
+// TagError reports a launched instance that did not get its caller's
+// tags: it runs, carries the common tags and TagLaunchBatch, but not the
+// NodeClaim's name.
+type TagError struct {
+	Instance *Instance
+	Err      error
+}
+
+func (e *TagError) Error() string {
+	return "tagging instance " + e.Instance.ID + " for its NodeClaim: " + e.Err.Error()
+}
+
+func (e *TagError) Unwrap() error { return e.Err }
 
 // IsIdempotentParameterMismatch reports whether err is EC2's answer to a
 // client token reused with other parameters.
@@ -120,6 +180,11 @@ type Provider struct {
 	terminate *batcher.Batcher[string, struct{}]
 	clock     clock.Clock
 	recent    recent
+
+	mu       sync.Mutex
+	inflight map[string]int // TagLaunchBatch values of fleets in flight
+	batches  int            // ids of batches without a token
+	started  int64
 }
 
 // Default batching windows.
@@ -139,13 +204,10 @@ func New(ctx context.Context, o Options) *Provider {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	p := &Provider{ec2: o.EC2, clock: o.Clock}
+	p := &Provider{ec2: o.EC2, clock: o.Clock, inflight: map[string]int{}, started: o.Clock.Now().UnixNano()}
 	p.fleet = batcher.New(ctx, batcher.Options[*LaunchRequest, *LaunchResult]{
 		Name: "CreateFleet", IdleWindow: o.BatchIdle, MaxWindow: o.BatchMax, MaxItems: 1000, Clock: o.Clock,
-		Key: func(r *LaunchRequest) string {
-			b, _ := json.Marshal(r)
-			return string(b)
-		},
+		Key:  batchKey,
 		Exec: p.execFleet,
 	})
 	p.describe = batcher.New(ctx, batcher.Options[string, *Instance]{
@@ -252,8 +314,44 @@ func tagList(tags map[string]string) []ec2types.Tag {
 	return out
 }
 
+// InFlight reports whether a CreateFleet call whose instances carry
+// TagLaunchBatch=batch is in flight in this process, or its instances are
+// still being tagged for their callers.
+func (p *Provider) InFlight(batch string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inflight[batch] > 0
+}
+
+// begin marks a batch in flight and returns its TagLaunchBatch value.
+func (p *Provider) begin(token string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := token
+	if id == "" {
+		p.batches++
+		id = fmt.Sprintf("run-%x-%d", p.started, p.batches)
+	}
+	p.inflight[id]++
+	return id
+}
+
+func (p *Provider) end(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight[id]--; p.inflight[id] <= 0 {
+		delete(p.inflight, id)
+	}
+}
+
+// tagParallelism bounds the CreateTags calls of one batch in flight.
+const tagParallelism = 16
+
 func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batcher.Result[*LaunchResult] {
-	req := reqs[0] // all equal
+	req := reqs[0] // all equal but for ClaimTags and ClientToken
+	token := batchToken(reqs)
+	batch := p.begin(token)
+	defer p.end(batch)
 	in := &ec2.CreateFleetInput{
 		Type: ec2types.FleetTypeInstant,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
@@ -274,8 +372,8 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 	if req.Context != "" {
 		in.Context = aws.String(req.Context)
 	}
-	if req.ClientToken != "" {
-		in.ClientToken = aws.String(req.ClientToken)
+	if token != "" {
+		in.ClientToken = aws.String(token)
 	}
 	for _, c := range req.Configs {
 		cfg := ec2types.FleetLaunchTemplateConfigRequest{
@@ -290,7 +388,12 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 		}
 		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, cfg)
 	}
-	tags := tagList(req.Tags)
+	common := maps.Clone(req.Tags)
+	if common == nil {
+		common = map[string]string{}
+	}
+	common[TagLaunchBatch] = batch
+	tags := tagList(common)
 	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeFleet, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface} {
 		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: rt, Tags: tags})
 	}
@@ -318,7 +421,7 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 	}
 	var instances []*Instance
 	for _, fi := range out.Instances {
-		inst := Instance{Type: string(fi.InstanceType), CapacityType: req.CapacityType, State: "pending", Tags: req.Tags}
+		inst := Instance{Type: string(fi.InstanceType), CapacityType: req.CapacityType, State: "pending"}
 		if fi.Lifecycle != "" {
 			inst.CapacityType = string(fi.Lifecycle)
 		}
@@ -339,13 +442,43 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 			instances = append(instances, &c)
 		}
 	}
-	for i := range results {
-		r := &LaunchResult{Errors: errs}
-		if i < len(instances) {
-			r.Instance = instances[i]
-		}
-		results[i].Out = r
+	// Instances go to the callers in the order of their tokens (arrival
+	// order without tokens): a repeat of the batch, answered by EC2 from
+	// the token with the same instances in the same order, gives each
+	// caller the instance it got the first time.
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
 	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(reqs[a].ClientToken, reqs[b].ClientToken) })
+	// The callers' own tags, one CreateTags per instance (EC2 tags many
+	// resources in one call only with the same tags).
+	sem := make(chan struct{}, tagParallelism)
+	var wg sync.WaitGroup
+	for k, i := range order {
+		r := &LaunchResult{Errors: errs}
+		results[i].Out = r
+		if k >= len(instances) {
+			continue
+		}
+		in := instances[k]
+		in.Tags = maps.Clone(common)
+		maps.Copy(in.Tags, reqs[i].ClaimTags)
+		r.Instance = in
+		if len(reqs[i].ClaimTags) == 0 {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := p.CreateTags(ctx, in.ID, reqs[i].ClaimTags); err != nil {
+				results[i].Err = &TagError{Instance: in, Err: err}
+			}
+		}()
+	}
+	wg.Wait()
 	return results
 }
 
