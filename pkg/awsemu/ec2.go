@@ -374,6 +374,9 @@ func instanceTypeToXML(t *InstanceTypeInfo) instanceTypeXML {
 		EFASupported:              t.EFASupported,
 		EncryptionInTransit:       t.EncryptionInTransit,
 	}
+	if t.EFASupported && t.EFAInterfaces > 0 {
+		x.NetworkInfo.EFAInfo = &efaInfoXML{MaximumEFAInterfaces: t.EFAInterfaces}
+	}
 	for _, c := range cards {
 		x.NetworkInfo.NetworkCards.Items = append(x.NetworkInfo.NetworkCards.Items, networkCardXML{
 			NetworkCardIndex: c.Index, NetworkPerformance: c.NetworkPerformance, MaximumNetworkInterfaces: c.MaxENIs,

@@ -336,7 +336,8 @@ func TestCapacityReservationsResolve(t *testing.T) {
 }
 
 // The fields acted on leave SpecSupported True; what is still not done
-// (placementGroupSelector, free-form kubelet keys outside AL2023) and what
+// (placementGroupSelector, free-form kubelet keys outside AL2023, types
+// not narrowed for nested virtualization) and what
 // EC2 refuses (a public IP with two addressed interfaces) is named in
 // SpecSupported=False; the class stays Ready.
 func TestUnsupportedFieldsMarked(t *testing.T) {
@@ -375,14 +376,13 @@ func TestUnsupportedFieldsMarked(t *testing.T) {
 	}
 	c := cond(out, awsv1.ConditionTypeSpecSupported)
 	for _, f := range []string{"spec.placementGroupSelector", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy", "spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses",
-		"spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not yet narrowed",
-		"spec.enclaveOptions.enabled (in the launch template", "spec.connectionTracking (in the launch template",
-		"spec.networkInterfaces (in the launch template"} {
+		"spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not narrowed"} {
 		if !strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q does not name %s", c.Message, f)
 		}
 	}
-	for _, f := range []string{"maxPods", "ipPrefixCount"} {
+	// These narrow the instance types (instancetype.NarrowingFor).
+	for _, f := range []string{"maxPods", "ipPrefixCount", "spec.enclaveOptions", "spec.connectionTracking", "; spec.networkInterfaces"} {
 		if strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q names %s, which is acted on", c.Message, f)
 		}
