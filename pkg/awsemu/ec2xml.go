@@ -412,6 +412,8 @@ type placementXML struct {
 	AvailabilityZone   string `xml:"availabilityZone"`
 	AvailabilityZoneID string `xml:"availabilityZoneId,omitempty"`
 	GroupName          string `xml:"groupName"`
+	GroupID            string `xml:"groupId,omitempty"`
+	PartitionNumber    int    `xml:"partitionNumber,omitempty"`
 	Tenancy            string `xml:"tenancy"`
 }
 

@@ -22,7 +22,10 @@ import (
 // itself carried the class's fields to EC2 through its launch template.
 func TestDriftClassFields(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.testCalls = map[string]bool{"ec2:DescribeLaunchTemplateVersions": true}
+	e.testCalls = map[string]bool{"ec2:DescribeLaunchTemplateVersions": true, "ec2:CreatePlacementGroup": true}
+	if _, err := awstest.Clients(e.emu).EC2.CreatePlacementGroup(e.ctx, &ec2.CreatePlacementGroupInput{GroupName: aws.String("pg"), Strategy: "cluster"}); err != nil {
+		t.Fatal(err)
+	}
 	e.class = e.updateSpec(e.class, func(s *awsv1.EC2NodeClassSpec) {
 		s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "disabled"}
 		s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: aws.Bool(false)}
@@ -138,5 +141,37 @@ func TestLaunchNarrowedTypes(t *testing.T) {
 	if ct := typeOf(narrowed); !takes(ct) {
 		t.Errorf("launched %s: enclaves %t, hypervisor %q, EFA %t (%d interfaces), cards %+v",
 			ct.Name, ct.NitroEnclaves, ct.Hypervisor, ct.EFA, ct.EFAInterfaces, ct.NetworkCardList)
+	}
+}
+
+// TestLaunchIntoPlacementGroup: a class selecting a placement group by
+// name launches into it (DescribeInstances' Placement names the group;
+// a partition group gives the instance a partition), and one selecting
+// by id does too (the launch template's Placement carries the selector).
+func TestLaunchIntoPlacementGroup(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.testCalls = map[string]bool{"ec2:CreatePlacementGroup": true, "ec2:DescribeInstances": true}
+	ec2c := awstest.Clients(e.emu).EC2
+	created, err := ec2c.CreatePlacementGroup(e.ctx, &ec2.CreatePlacementGroupInput{
+		GroupName: aws.String("kafka"), Strategy: "partition", PartitionCount: aws.Int32(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(created.PlacementGroup.GroupId)
+	for _, sel := range []awsv1.PlacementGroupSelector{{Name: "kafka"}, {ID: id}} {
+		e.class = e.updateSpec(e.class, func(s *awsv1.EC2NodeClassSpec) { s.PlacementGroupSelector = &sel })
+		launched, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))
+		if err != nil {
+			t.Fatalf("%+v: %v", sel, err)
+		}
+		instanceID := launched.Status.ProviderID[strings.LastIndex(launched.Status.ProviderID, "/")+1:]
+		out, err := ec2c.DescribeInstances(e.ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+		if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
+			t.Fatalf("%+v: DescribeInstances %s: %v %v", sel, instanceID, out, err)
+		}
+		p := out.Reservations[0].Instances[0].Placement
+		if p == nil || aws.ToString(p.GroupName) != "kafka" || aws.ToString(p.GroupId) != id || aws.ToInt32(p.PartitionNumber) < 1 || aws.ToInt32(p.PartitionNumber) > 3 {
+			t.Errorf("%+v: instance placement %+v, want group kafka (%s) with a partition", sel, p, id)
+		}
 	}
 }

@@ -148,6 +148,11 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 	if err := r.capacityReservationsStatus(ctx, nc, out); err != nil {
 		return nil, err
 	}
+	// The selected placement group (placementgroup.go): one of the Ready
+	// dependents while selected.
+	if err := r.placementGroupStatus(ctx, nc, out, now); err != nil {
+		return nil, err
+	}
 	errs := nc.RuntimeValidate()
 	switch {
 	case len(errs) > 0:
@@ -182,9 +187,6 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 // but does not act on, and the combinations EC2 refuses at launch.
 func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 	var out []string
-	if spec.PlacementGroupSelector != nil {
-		out = append(out, "spec.placementGroupSelector (placement groups are not resolved)")
-	}
 	if k := spec.Kubelet; k != nil && len(k.UnknownKeys) > 0 && amiFamily(spec) != awsv1.AMIFamilyAL2023 {
 		// Only nodeadm's NodeConfig (AL2023) takes a free-form kubelet
 		// configuration; the peer drops these keys on the other families too.
