@@ -71,6 +71,12 @@ type Instance struct {
 	// CapacityReservationID is the capacity reservation the instance was
 	// launched into, if any.
 	CapacityReservationID string `json:"capacityReservationId,omitempty"`
+	// PlacementGroupName and PlacementGroupID name the placement group the
+	// launch template put the instance in; PartitionNumber is its
+	// partition (partition strategy only, 0 otherwise).
+	PlacementGroupName string `json:"placementGroupName,omitempty"`
+	PlacementGroupID   string `json:"placementGroupId,omitempty"`
+	PartitionNumber    int    `json:"partitionNumber,omitempty"`
 	// StateReason explains the last transition (e.g. a spot interruption).
 	StateReason string `json:"stateReason,omitempty"`
 	// ScheduledEvents are the events EC2 scheduled for the instance
@@ -296,6 +302,7 @@ type account struct {
 	ssm             map[string]*ssmParam
 	queues          map[string]*queue
 	reservations    []*CapacityReservation // in creation order
+	placementGroups []*PlacementGroup      // in creation order
 	created         time.Time
 }
 

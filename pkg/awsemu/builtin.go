@@ -133,17 +133,36 @@ func typeInfo(t *catalog.Type) InstanceTypeInfo {
 	if t.Hypervisor == "nitro" {
 		info.NitroTPMSupport = "supported"
 	}
-	cards := max(t.NetworkCards, 1)
-	perCard := int32(t.MaxENIsAllCards / cards)
-	for i := 0; i < cards; i++ {
-		n := perCard
-		if i == 0 {
-			n = int32(t.MaxENIs)
-		}
+	if t.EFA {
+		info.EFAInterfaces = int32(t.EFAInterfaces)
+	}
+	// Each card's interfaces as the catalog lists them; types the catalog
+	// does not list cards for share the ENIs evenly, the default card
+	// holding MaxENIs. The baseline bandwidth is the type's, split evenly,
+	// so the sum a client reads is the catalog's figure (the per-card
+	// figures of the raw data do not always add up to it).
+	for _, c := range t.NetworkCardList {
 		info.NetworkCards = append(info.NetworkCards, NetworkCard{
-			Index: int32(i), MaxENIs: n, NetworkPerformance: t.NetworkPerformance,
-			BaselineGbps: float64(t.NetworkBandwidthMbps) / 1000 / float64(cards),
+			Index: int32(c.Index), MaxENIs: int32(c.MaxENIs), NetworkPerformance: c.Performance,
+			BaselineGbps: float64(t.NetworkBandwidthMbps) / 1000 / float64(len(t.NetworkCardList)),
+			PeakGbps:     float64(c.PeakMbps) / 1000,
 		})
+	}
+	info.DefaultNetworkCard = int32(t.DefaultNetworkCardIndex)
+	if len(info.NetworkCards) == 0 {
+		info.DefaultNetworkCard = 0
+		cards := max(t.NetworkCards, 1)
+		perCard := int32(t.MaxENIsAllCards / cards)
+		for i := 0; i < cards; i++ {
+			n := perCard
+			if i == 0 {
+				n = int32(t.MaxENIs)
+			}
+			info.NetworkCards = append(info.NetworkCards, NetworkCard{
+				Index: int32(i), MaxENIs: n, NetworkPerformance: t.NetworkPerformance,
+				BaselineGbps: float64(t.NetworkBandwidthMbps) / 1000 / float64(cards),
+			})
+		}
 	}
 	if g := t.GPU; g != nil {
 		info.GPU = &GPUInfo{Count: int32(g.Count), Manufacturer: g.Manufacturer, Name: g.Name, MemoryMiB: int32(g.MemoryMiB)}

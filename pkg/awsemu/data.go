@@ -38,20 +38,23 @@ type InstanceTypeInfo struct {
 	DefaultThreadsPerCore int32
 	MemoryMiB             int64
 	// Architectures as EC2 spells them: x86_64, arm64, i386, x86_64_mac...
-	Architectures           []string
-	Manufacturer            string
-	SustainedClockGHz       float64
-	Hypervisor              string // nitro, xen or "" (bare metal)
-	BareMetal               bool
-	Burstable               bool
-	UsageClasses            []string // on-demand, spot, capacity-block
-	NetworkPerformance      string
-	MaxENIs                 int32
-	MaxENIsDefaultCard      int32
-	IPv4PerENI              int32
-	IPv6PerENI              int32
-	IPv6Supported           bool
-	EFASupported            bool
+	Architectures      []string
+	Manufacturer       string
+	SustainedClockGHz  float64
+	Hypervisor         string // nitro, xen or "" (bare metal)
+	BareMetal          bool
+	Burstable          bool
+	UsageClasses       []string // on-demand, spot, capacity-block
+	NetworkPerformance string
+	MaxENIs            int32
+	MaxENIsDefaultCard int32
+	IPv4PerENI         int32
+	IPv6PerENI         int32
+	IPv6Supported      bool
+	EFASupported       bool
+	// EFAInterfaces is NetworkInfo.EfaInfo.MaximumEfaInterfaces (served
+	// when EFASupported).
+	EFAInterfaces           int32
 	ENASupport              string
 	DefaultNetworkCard      int32
 	NetworkCards            []NetworkCard

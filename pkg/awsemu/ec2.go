@@ -45,6 +45,9 @@ var ec2Ops = map[string]ec2Handler{
 	"CreateCapacityReservation":     idempotent((*Emulator).createCapacityReservation),
 	"DescribeCapacityReservations":  (*Emulator).describeCapacityReservations,
 	"CancelCapacityReservation":     (*Emulator).cancelCapacityReservation,
+	"CreatePlacementGroup":          (*Emulator).createPlacementGroup,
+	"DescribePlacementGroups":       (*Emulator).describePlacementGroups,
+	"DeletePlacementGroup":          (*Emulator).deletePlacementGroup,
 }
 
 func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) {
@@ -373,6 +376,9 @@ func instanceTypeToXML(t *InstanceTypeInfo) instanceTypeXML {
 		ENASupport:                t.ENASupport,
 		EFASupported:              t.EFASupported,
 		EncryptionInTransit:       t.EncryptionInTransit,
+	}
+	if t.EFASupported && t.EFAInterfaces > 0 {
+		x.NetworkInfo.EFAInfo = &efaInfoXML{MaximumEFAInterfaces: t.EFAInterfaces}
 	}
 	for _, c := range cards {
 		x.NetworkInfo.NetworkCards.Items = append(x.NetworkInfo.NetworkCards.Items, networkCardXML{
@@ -1670,7 +1676,8 @@ func (e *Emulator) instanceToXML(in *instanceRec) instanceXML {
 		InstanceState:  instanceStateXML{Code: stateCode(in.State), Name: in.State},
 		PrivateDNSName: in.PrivateDNSName, InstanceType: in.InstanceType,
 		LaunchTime: in.LaunchTime.UTC().Format(ec2Time),
-		Placement:  placementXML{AvailabilityZone: in.Zone, AvailabilityZoneID: in.ZoneID, Tenancy: "default"},
+		Placement: placementXML{AvailabilityZone: in.Zone, AvailabilityZoneID: in.ZoneID, Tenancy: "default",
+			GroupName: in.PlacementGroupName, GroupID: in.PlacementGroupID, PartitionNumber: in.PartitionNumber},
 		Monitoring: monitoringXML{State: "disabled"},
 		SubnetID:   in.SubnetID, VPCID: in.VPCID, PrivateIPAddress: in.PrivateIP, SourceDestCheck: true,
 		Architecture: in.Architecture, RootDeviceType: "ebs", RootDeviceName: "/dev/xvda",

@@ -118,7 +118,12 @@ type networkInfoXML struct {
 	IPv6Supported             bool                `xml:"ipv6Supported"`
 	ENASupport                string              `xml:"enaSupport,omitempty"`
 	EFASupported              bool                `xml:"efaSupported"`
+	EFAInfo                   *efaInfoXML         `xml:"efaInfo,omitempty"`
 	EncryptionInTransit       bool                `xml:"encryptionInTransitSupported"`
+}
+
+type efaInfoXML struct {
+	MaximumEFAInterfaces int32 `xml:"maximumEfaInterfaces"`
 }
 
 type networkCardXML struct {
@@ -407,6 +412,8 @@ type placementXML struct {
 	AvailabilityZone   string `xml:"availabilityZone"`
 	AvailabilityZoneID string `xml:"availabilityZoneId,omitempty"`
 	GroupName          string `xml:"groupName"`
+	GroupID            string `xml:"groupId,omitempty"`
+	PartitionNumber    int    `xml:"partitionNumber,omitempty"`
 	Tenancy            string `xml:"tenancy"`
 }
 

@@ -355,6 +355,10 @@ func (e *Emulator) launch(c *fleetCandidate, capType string, reqTags map[string]
 		// A LimitCapacity rule ran out during this request.
 		return nil, iceError(c.instanceType.Name, c.subnet.Zone.Name, capType)
 	}
+	pg, partition, aerr := e.placementFor(lt.Data, c.subnet.Zone.Name)
+	if aerr != nil {
+		return nil, aerr
+	}
 	ip, ok := c.subnet.allocateIP()
 	if !ok {
 		return nil, newAPIError("InsufficientFreeAddressesInSubnet", 400, "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
@@ -435,6 +439,9 @@ func (e *Emulator) launch(c *fleetCandidate, capType string, reqTags map[string]
 	}}
 	if cr != nil {
 		in.CapacityReservationID = cr.ID
+	}
+	if pg != nil {
+		in.PlacementGroupName, in.PlacementGroupID, in.PartitionNumber = pg.Name, pg.ID, partition
 	}
 	if capType == "spot" {
 		in.SpotRequestID = fmt.Sprintf("sir-%08x", uint32(e.rng.Uint64()))

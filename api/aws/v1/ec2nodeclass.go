@@ -117,40 +117,43 @@ type EC2NodeClassSpec struct {
 	// +optional
 	Context *string `json:"context,omitempty"`
 
-	// The fields below are the peer's. All but placementGroupSelector go
-	// into the launch template as the peer maps them; what is still not
-	// done (placementGroupSelector, the peer's narrowing of instance types
-	// for some of them) gives SpecSupported=False naming it (see
-	// nodeclass.UnsupportedFields and docs/aws.md). The "Not supported"
-	// in the field descriptions below predates that and stays until the
-	// CRDs are regenerated.
+	// The fields below are the peer's. They go into the launch template
+	// as the peer maps them, and those EC2 takes only on some instance
+	// types narrow the types a class launches; what is still not done
+	// (narrowing for nested virtualization) gives SpecSupported=False
+	// naming it (see nodeclass.UnsupportedFields and docs/aws.md).
 
 	// NetworkInterfaces configure the instances' network interfaces
-	// (e.g. EFA-only interfaces). Not supported.
+	// (e.g. EFA-only interfaces); beyond a lone primary interface, only
+	// instance types with the cards, interfaces per card and EFA
+	// interfaces they need are launched.
 	// +kubebuilder:validation:MaxItems=150
 	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')",message="networkInterfaces need a primary interface (deviceIndex 0 on networkCardIndex 0, interfaceType interface)"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",message="networkInterfaces must not repeat a (networkCardIndex, deviceIndex) pair and allow one efa-only interface per network card"
 	// +optional
 	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
-	// PlacementGroupSelector selects a placement group by name or id. Not
-	// supported.
+	// PlacementGroupSelector selects a placement group by name or id;
+	// instances launch into it. A selector that matches no available
+	// group makes the class not Ready (PlacementGroupReady False).
 	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroupSelector needs name or id"
 	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroupSelector takes name or id, not both"
 	// +optional
 	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
-	// CPUOptions configure the instances' CPUs. Not supported.
+	// CPUOptions configure the instances' CPUs (nested virtualization);
+	// instance types are not narrowed to those supporting it.
 	// +optional
 	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
-	// EnclaveOptions turn Nitro Enclaves on. Not supported.
+	// EnclaveOptions turn Nitro Enclaves on; only instance types that
+	// support them are then launched.
 	// +optional
 	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
-	// ConnectionTracking sets the primary interface's connection-tracking
-	// timeouts. Not supported.
+	// ConnectionTracking sets the interfaces' connection-tracking
+	// timeouts; only Nitro instance types are then launched.
 	// +kubebuilder:validation:XValidation:rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",message="connectionTracking needs tcpEstablishedTimeout, udpStreamTimeout or udpTimeout"
 	// +optional
 	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
-	// IPPrefixCount is the number of IPv4 prefixes to assign to the primary
-	// interface. Not supported.
+	// IPPrefixCount is the number of IPv4 prefixes to assign to the
+	// interfaces (all but efa-only ones).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
@@ -448,7 +451,8 @@ type BlockDevice struct {
 	// +optional
 	SnapshotID *string `json:"snapshotID,omitempty"`
 	// VolumeInitializationRate is the rate (MiB/s, 100 to 300) at which a
-	// volume made from a snapshot is initialized. Not supported.
+	// volume made from a snapshot is initialized (the EBS mapping's
+	// VolumeInitializationRate; needs snapshotID).
 	// +kubebuilder:validation:Minimum=100
 	// +kubebuilder:validation:Maximum=300
 	// +optional

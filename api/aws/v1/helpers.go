@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -58,18 +59,40 @@ func (in *EC2NodeClass) IsTrue(t string) bool { return conditions.IsTrue(in.Stat
 
 // SetCondition sets the condition of type t, stamped with the object's
 // generation; lastTransitionTime becomes now only when the status changes.
-// Setting one of ReadyDependents also recomputes Ready. It reports whether
-// the conditions changed.
+// Setting one of ReadyDependentsOf(in) also recomputes Ready. It reports
+// whether the conditions changed.
 func (in *EC2NodeClass) SetCondition(t string, status metav1.ConditionStatus, reason, message string, now time.Time) bool {
 	changed := conditions.Set(&in.Status.Conditions, metav1.Condition{
 		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: in.Generation,
 	}, now)
-	for _, d := range ReadyDependents {
-		if d == t {
-			root := conditions.Root(in.Status.Conditions, ConditionTypeReady, in.Generation, ReadyDependents...)
-			changed = conditions.Set(&in.Status.Conditions, root, now) || changed
-			break
-		}
+	deps := ReadyDependentsOf(in)
+	if slices.Contains(deps, t) {
+		root := conditions.Root(in.Status.Conditions, ConditionTypeReady, in.Generation, deps...)
+		changed = conditions.Set(&in.Status.Conditions, root, now) || changed
 	}
 	return changed
+}
+
+// DeleteCondition removes the condition of type t (PlacementGroupReady
+// once the class no longer selects a group) and recomputes Ready. It
+// reports whether the conditions changed.
+func (in *EC2NodeClass) DeleteCondition(t string, now time.Time) bool {
+	if !conditions.Delete(&in.Status.Conditions, t) {
+		return false
+	}
+	if conditions.Get(in.Status.Conditions, ConditionTypeReady) != nil {
+		root := conditions.Root(in.Status.Conditions, ConditionTypeReady, in.Generation, ReadyDependentsOf(in)...)
+		conditions.Set(&in.Status.Conditions, root, now)
+	}
+	return true
+}
+
+// ReadyDependentsOf are the conditions that together make the class
+// Ready: ReadyDependents, and PlacementGroupReady while the class sets
+// spec.placementGroupSelector.
+func ReadyDependentsOf(in *EC2NodeClass) []string {
+	if in.Spec.PlacementGroupSelector == nil {
+		return ReadyDependents
+	}
+	return append(slices.Clip(ReadyDependents), ConditionTypePlacementGroupReady)
 }

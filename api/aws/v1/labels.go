@@ -125,6 +125,11 @@ const (
 	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
+	// ConditionTypePlacementGroupReady: spec.placementGroupSelector
+	// resolved to an available placement group. One of the class's Ready
+	// dependents only while the selector is set (ReadyDependentsOf), as
+	// the peer's.
+	ConditionTypePlacementGroupReady = "PlacementGroupReady"
 	// ConditionTypeSpotPricesReady is dovetail's own: False while the
 	// controller prices spot offerings without live spot prices (see
 	// docs/aws.md). Not one of ReadyDependents.
@@ -136,7 +141,8 @@ const (
 )
 
 // ReadyDependents are the conditions that together make an EC2NodeClass
-// Ready.
+// Ready, with PlacementGroupReady too when the class selects a placement
+// group (ReadyDependentsOf).
 var ReadyDependents = []string{
 	ConditionTypeSubnetsReady, ConditionTypeSecurityGroupsReady,
 	ConditionTypeAMIsReady, ConditionTypeInstanceProfileReady,

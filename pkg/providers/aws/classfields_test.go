@@ -7,9 +7,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/internal/awstest"
 )
@@ -20,7 +22,10 @@ import (
 // itself carried the class's fields to EC2 through its launch template.
 func TestDriftClassFields(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.testCalls = map[string]bool{"ec2:DescribeLaunchTemplateVersions": true}
+	e.testCalls = map[string]bool{"ec2:DescribeLaunchTemplateVersions": true, "ec2:CreatePlacementGroup": true}
+	if _, err := awstest.Clients(e.emu).EC2.CreatePlacementGroup(e.ctx, &ec2.CreatePlacementGroupInput{GroupName: aws.String("pg"), Strategy: "cluster"}); err != nil {
+		t.Fatal(err)
+	}
 	e.class = e.updateSpec(e.class, func(s *awsv1.EC2NodeClassSpec) {
 		s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "disabled"}
 		s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: aws.Bool(false)}
@@ -92,5 +97,81 @@ func TestDriftClassFields(t *testing.T) {
 		check(tc.field, tc.want)
 		e.class = e.updateSpec(e.class, func(s *awsv1.EC2NodeClassSpec) { *s = *before })
 		check(tc.field+" restored", "")
+	}
+}
+
+// TestLaunchNarrowedTypes: a class with Nitro Enclaves enabled, connection
+// tracking and an efa-only interface launches only a type the built-in
+// catalog (which the emulator serves) says takes all three, where the
+// same request from the plain class launches one that does not.
+func TestLaunchNarrowedTypes(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	cat := catalog.Builtin()
+	typeOf := func(claim *karpv1.NodeClaim) *catalog.Type {
+		t.Helper()
+		name := claim.Labels[corev1.LabelInstanceTypeStable]
+		ct, ok := cat.Type(name)
+		if !ok {
+			t.Fatalf("launched type %q is not in the catalog", name)
+		}
+		return ct
+	}
+	takes := func(ct *catalog.Type) bool {
+		return ct.NitroEnclaves && ct.Hypervisor == "nitro" && ct.EFA && ct.EFAInterfaces >= 1 && len(ct.NetworkCardList) > 0 && ct.NetworkCardList[0].MaxENIs >= 2
+	}
+	plain, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := typeOf(plain); takes(ct) {
+		t.Fatalf("test setup: the plain class launched %s, which already takes the fields", ct.Name)
+	}
+	e.class = e.updateSpec(e.class, func(s *awsv1.EC2NodeClassSpec) {
+		s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: aws.Bool(true)}
+		s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600)}
+		s.NetworkInterfaces = []awsv1.NetworkInterface{
+			{InterfaceType: awsv1.InterfaceTypeInterface},
+			{DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly},
+		}
+	})
+	narrowed, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := typeOf(narrowed); !takes(ct) {
+		t.Errorf("launched %s: enclaves %t, hypervisor %q, EFA %t (%d interfaces), cards %+v",
+			ct.Name, ct.NitroEnclaves, ct.Hypervisor, ct.EFA, ct.EFAInterfaces, ct.NetworkCardList)
+	}
+}
+
+// TestLaunchIntoPlacementGroup: a class selecting a placement group by
+// name launches into it (DescribeInstances' Placement names the group;
+// a partition group gives the instance a partition), and one selecting
+// by id does too (the launch template's Placement carries the selector).
+func TestLaunchIntoPlacementGroup(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.testCalls = map[string]bool{"ec2:CreatePlacementGroup": true, "ec2:DescribeInstances": true}
+	ec2c := awstest.Clients(e.emu).EC2
+	created, err := ec2c.CreatePlacementGroup(e.ctx, &ec2.CreatePlacementGroupInput{
+		GroupName: aws.String("kafka"), Strategy: "partition", PartitionCount: aws.Int32(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(created.PlacementGroup.GroupId)
+	for _, sel := range []awsv1.PlacementGroupSelector{{Name: "kafka"}, {ID: id}} {
+		e.class = e.updateSpec(e.class, func(s *awsv1.EC2NodeClassSpec) { s.PlacementGroupSelector = &sel })
+		launched, err := e.p.Create(e.ctx, e.claim(in(karpv1.LabelArch, "amd64")))
+		if err != nil {
+			t.Fatalf("%+v: %v", sel, err)
+		}
+		instanceID := launched.Status.ProviderID[strings.LastIndex(launched.Status.ProviderID, "/")+1:]
+		out, err := ec2c.DescribeInstances(e.ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+		if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
+			t.Fatalf("%+v: DescribeInstances %s: %v %v", sel, instanceID, out, err)
+		}
+		p := out.Reservations[0].Instances[0].Placement
+		if p == nil || aws.ToString(p.GroupName) != "kafka" || aws.ToString(p.GroupId) != id || aws.ToInt32(p.PartitionNumber) < 1 || aws.ToInt32(p.PartitionNumber) > 3 {
+			t.Errorf("%+v: instance placement %+v, want group kafka (%s) with a partition", sel, p, id)
+		}
 	}
 }

@@ -74,12 +74,19 @@ func FromEC2(info ec2types.InstanceTypeInfo, builtin *catalog.Catalog) *catalog.
 		t.NetworkCards = max(len(n.NetworkCards), 1)
 		t.MaxENIsAllCards = int(deref(n.MaximumNetworkInterfaces))
 		t.MaxENIs = t.MaxENIsAllCards
+		t.DefaultNetworkCardIndex = int(deref(n.DefaultNetworkCardIndex))
 		var gbps float64
 		for _, c := range n.NetworkCards {
 			if deref(c.NetworkCardIndex) == deref(n.DefaultNetworkCardIndex) && c.MaximumNetworkInterfaces != nil {
 				t.MaxENIs = int(*c.MaximumNetworkInterfaces)
 			}
 			gbps += deref(c.BaselineBandwidthInGbps)
+			t.NetworkCardList = append(t.NetworkCardList, catalog.NetworkCard{
+				Index: int(deref(c.NetworkCardIndex)), MaxENIs: int(deref(c.MaximumNetworkInterfaces)),
+				BaselineMbps: int(math.Round(deref(c.BaselineBandwidthInGbps) * 1000)),
+				PeakMbps:     int(math.Round(deref(c.PeakBandwidthInGbps) * 1000)),
+				Performance:  deref(c.NetworkPerformance),
+			})
 		}
 		t.NetworkBandwidthMbps = int(math.Round(gbps * 1000))
 		t.IPv4PerENI = int(deref(n.Ipv4AddressesPerInterface))

@@ -512,8 +512,10 @@ func EphemeralVolume(nc *awsv1.EC2NodeClass) *awsv1.BlockDeviceMapping {
 // List returns the instance types the node class can launch: types whose
 // architecture has an image in status.amis, offered in a zone of
 // status.subnets, with on-demand and spot offerings priced and marked
-// unavailable where EC2 recently had no capacity. The result is shared
-// (callers must not modify it) and sorted by name.
+// unavailable where EC2 recently had no capacity, and only the types
+// that can take the class's launch template (NarrowingFor: Nitro
+// Enclaves, connection tracking, network interfaces). The result is
+// shared (callers must not modify it) and sorted by name.
 func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	family := nc.AMIFamily()
 	switch family {
@@ -542,30 +544,32 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		return nil, err
 	}
 	unavailable := p.o.Unavailable.Generation()
-	key := listKey(settings, zones, arches)
+	narrow := NarrowingFor(&nc.Spec)
+	key := listKey(settings, zones, arches, narrow)
 	if e, ok := p.listCache[key]; ok && e.gen == p.snap.gen && e.unavailable == unavailable {
 		return e.types, nil
 	}
-	out := p.build(settings, zones, arches)
+	out := p.build(settings, zones, arches, narrow)
 	p.listCache[key] = listEntry{gen: p.snap.gen, unavailable: unavailable, types: out}
 	return out, nil
 }
 
-func listKey(s catalog.KubeletSettings, zones map[string]string, arches map[string]bool) string {
+func listKey(s catalog.KubeletSettings, zones map[string]string, arches map[string]bool, n Narrowing) string {
 	b, _ := json.Marshal(struct {
 		S      catalog.KubeletSettings
 		Zones  map[string]string
 		Arches map[string]bool
-	}{s, zones, arches})
+		N      Narrowing
+	}{s, zones, arches, n})
 	return string(b)
 }
 
-func (p *Provider) build(s catalog.KubeletSettings, zones map[string]string, arches map[string]bool) []*cloudprovider.InstanceType {
+func (p *Provider) build(s catalog.KubeletSettings, zones map[string]string, arches map[string]bool, narrow Narrowing) []*cloudprovider.InstanceType {
 	snap := p.snap
 	zoneNames := slices.Sorted(maps.Keys(zones))
 	out := make([]*cloudprovider.InstanceType, 0, len(snap.types))
 	for _, t := range snap.types {
-		if !arches[t.Arch] {
+		if !arches[t.Arch] || narrow.Refuses(t) != "" {
 			continue
 		}
 		var offerings cloudprovider.Offerings

@@ -93,11 +93,16 @@ type Content struct {
 	// ConnectionTracking is spec.connectionTracking, put on every
 	// interface that is not efa-only.
 	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+	// PlacementGroupName and PlacementGroupID are
+	// spec.placementGroupSelector (name or id): the template's
+	// Placement.GroupName or Placement.GroupId.
+	PlacementGroupName string `json:"placementGroupName,omitempty"`
+	PlacementGroupID   string `json:"placementGroupID,omitempty"`
 }
 
 // ApplyNodeClass sets the content's fields that come straight from the
 // class's spec: cpuOptions, enclaveOptions, networkInterfaces,
-// ipPrefixCount and connectionTracking. (Block devices, with their
+// ipPrefixCount, connectionTracking and placementGroupSelector. (Block devices, with their
 // volumeInitializationRate, come from BlockDevices.)
 func (c *Content) ApplyNodeClass(nc *awsv1.EC2NodeClass) {
 	s := &nc.Spec
@@ -116,6 +121,10 @@ func (c *Content) ApplyNodeClass(nc *awsv1.EC2NodeClass) {
 	}
 	if ct := s.ConnectionTracking; ct != nil && (ct.TCPEstablishedTimeout != nil || ct.UDPStreamTimeout != nil || ct.UDPTimeout != nil) {
 		c.ConnectionTracking = &ConnectionTracking{TCPEstablishedTimeout: ct.TCPEstablishedTimeout, UDPStreamTimeout: ct.UDPStreamTimeout, UDPTimeout: ct.UDPTimeout}
+	}
+	c.PlacementGroupName, c.PlacementGroupID = "", ""
+	if pg := s.PlacementGroupSelector; pg != nil {
+		c.PlacementGroupName, c.PlacementGroupID = pg.Name, pg.ID
 	}
 }
 
@@ -223,6 +232,15 @@ func (c Content) Data() *ec2types.RequestLaunchTemplateData {
 	}
 	if c.NestedVirtualization != "" {
 		d.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(c.NestedVirtualization)}
+	}
+	if c.PlacementGroupName != "" || c.PlacementGroupID != "" {
+		d.Placement = &ec2types.LaunchTemplatePlacementRequest{}
+		if c.PlacementGroupName != "" {
+			d.Placement.GroupName = aws.String(c.PlacementGroupName)
+		}
+		if c.PlacementGroupID != "" {
+			d.Placement.GroupId = aws.String(c.PlacementGroupID)
+		}
 	}
 	if c.EnclavesEnabled != nil {
 		d.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(*c.EnclavesEnabled)}

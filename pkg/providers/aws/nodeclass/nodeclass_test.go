@@ -336,7 +336,8 @@ func TestCapacityReservationsResolve(t *testing.T) {
 }
 
 // The fields acted on leave SpecSupported True; what is still not done
-// (placementGroupSelector, free-form kubelet keys outside AL2023) and what
+// (free-form kubelet keys outside AL2023, types not narrowed for nested
+// virtualization) and what
 // EC2 refuses (a public IP with two addressed interfaces) is named in
 // SpecSupported=False; the class stays Ready.
 func TestUnsupportedFieldsMarked(t *testing.T) {
@@ -362,7 +363,6 @@ func TestUnsupportedFieldsMarked(t *testing.T) {
 	if c := cond(out, awsv1.ConditionTypeSpecSupported); c.Status != metav1.ConditionTrue {
 		t.Errorf("class with only acted-on fields: %+v", c)
 	}
-	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: "pg"}
 	nc.Spec.NetworkInterfaces = append(nc.Spec.NetworkInterfaces, awsv1.NetworkInterface{NetworkCardIndex: 1, DeviceIndex: 1, InterfaceType: awsv1.InterfaceTypeInterface})
 	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: "enabled"}
 	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: ptr(true)}
@@ -374,15 +374,14 @@ func TestUnsupportedFieldsMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cond(out, awsv1.ConditionTypeSpecSupported)
-	for _, f := range []string{"spec.placementGroupSelector", "spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy", "spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses",
-		"spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not yet narrowed",
-		"spec.enclaveOptions.enabled (in the launch template", "spec.connectionTracking (in the launch template",
-		"spec.networkInterfaces (in the launch template"} {
+	for _, f := range []string{"spec.kubelet.cpuManagerPolicy", "spec.kubelet.topologyManagerPolicy", "spec.associatePublicIPAddress with spec.networkInterfaces (EC2 refuses",
+		"spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not narrowed"} {
 		if !strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q does not name %s", c.Message, f)
 		}
 	}
-	for _, f := range []string{"maxPods", "ipPrefixCount"} {
+	// These narrow the instance types (instancetype.NarrowingFor).
+	for _, f := range []string{"maxPods", "ipPrefixCount", "spec.enclaveOptions", "spec.connectionTracking", "; spec.networkInterfaces", "placementGroup"} {
 		if strings.Contains(c.Message, f) {
 			t.Errorf("SpecSupported message %q names %s, which is acted on", c.Message, f)
 		}

@@ -148,6 +148,11 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 	if err := r.capacityReservationsStatus(ctx, nc, out); err != nil {
 		return nil, err
 	}
+	// The selected placement group (placementgroup.go): one of the Ready
+	// dependents while selected.
+	if err := r.placementGroupStatus(ctx, nc, out, now); err != nil {
+		return nil, err
+	}
 	errs := nc.RuntimeValidate()
 	switch {
 	case len(errs) > 0:
@@ -182,9 +187,6 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.
 // but does not act on, and the combinations EC2 refuses at launch.
 func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 	var out []string
-	if spec.PlacementGroupSelector != nil {
-		out = append(out, "spec.placementGroupSelector (placement groups are not resolved)")
-	}
 	if k := spec.Kubelet; k != nil && len(k.UnknownKeys) > 0 && amiFamily(spec) != awsv1.AMIFamilyAL2023 {
 		// Only nodeadm's NodeConfig (AL2023) takes a free-form kubelet
 		// configuration; the peer drops these keys on the other families too.
@@ -192,21 +194,15 @@ func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 			out = append(out, "spec.kubelet."+key+" (only AL2023 user data passes kubelet keys beyond the typed ones)")
 		}
 	}
-	// The template carries these, but the peer also narrows the instance
-	// types to those that can take them; dovetail does not yet, so a launch
-	// may pick a type EC2 then refuses.
-	const narrow = " (in the launch template, but instance types are not yet narrowed to those "
+	// The template carries it, but no data dovetail has says which types
+	// take it: DescribeInstanceTypes reports it (ProcessorInfo
+	// SupportedFeatures "nested-virtualization") but the built-in catalog
+	// and the emulator do not, so types are not narrowed to those taking
+	// it and a launch may pick one EC2 then refuses. (enclaveOptions,
+	// connectionTracking and networkInterfaces narrow the instance types:
+	// instancetype.NarrowingFor.)
 	if o := spec.CPUOptions; o != nil && o.NestedVirtualization == "enabled" {
-		out = append(out, "spec.cpuOptions.nestedVirtualization"+narrow+"supporting nested virtualization)")
-	}
-	if o := spec.EnclaveOptions; o != nil && o.Enabled != nil && *o.Enabled {
-		out = append(out, "spec.enclaveOptions.enabled"+narrow+"supporting Nitro Enclaves)")
-	}
-	if spec.ConnectionTracking != nil {
-		out = append(out, "spec.connectionTracking"+narrow+"on the Nitro hypervisor)")
-	}
-	if multiCard(spec.NetworkInterfaces) {
-		out = append(out, "spec.networkInterfaces"+narrow+"with enough network cards, interfaces and EFA interfaces)")
+		out = append(out, "spec.cpuOptions.nestedVirtualization (in the launch template, but instance types are not narrowed to those supporting nested virtualization: the built-in catalog lacks that fact)")
 	}
 	if spec.AssociatePublicIPAddress != nil && *spec.AssociatePublicIPAddress {
 		withIP := 0
@@ -220,17 +216,6 @@ func UnsupportedFields(spec *awsv1.EC2NodeClassSpec) []string {
 		}
 	}
 	return out
-}
-
-// multiCard reports interfaces beyond one primary interface: every type
-// takes that one.
-func multiCard(nis []awsv1.NetworkInterface) bool {
-	for _, n := range nis {
-		if n.NetworkCardIndex != 0 || n.DeviceIndex != 0 || n.InterfaceType != awsv1.InterfaceTypeInterface {
-			return true
-		}
-	}
-	return false
 }
 
 // amiFamily is the spec's family, from the field or the alias.
