@@ -38,6 +38,9 @@ type CloudProvider interface {
 
 	// Get returns the NodeClaim view of the instance with this providerID,
 	// or *NodeClaimNotFoundError when it does not exist or is terminated.
+	// The view is named after the NodeClaim the instance was launched for
+	// (the AWS provider's karpenter.sh/nodeclaim tag), "" when the provider
+	// cannot tell: the lifecycle's fence trusts that name over any status.
 	Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error)
 
 	// List returns the NodeClaim view of every live instance this cluster

@@ -231,6 +231,10 @@ func FuzzRead(f *testing.F) {
 		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 1, cpu: 100}}}]}\n",
 		`{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": {"a": "1", "a": "2"}}}`,
 		"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Node, metadata: {name: n, name: m}}]\n",
+		// Pod-level resources and ephemeral containers.
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {resources: {requests: {cpu: 1500m, nvidia.com/gpu: 1}, limits: {memory: 1Gi}}, containers: [{name: a, resources: {requests: {cpu: 1}, limits: {memory: 2Gi}}}, {name: b, resources: {requests: {cpu: 1}}}]}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {os: {name: windows}, resources: {claims: [{name: x}], limits: {hugepages-2Mi: 2Mi}}, containers: [{name: c, resources: {limits: {hugepages-2Mi: 4Mi}}}]}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], ephemeralContainers: [{name: d, resources: {limits: {cpu: -1}}}]}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -2,20 +2,26 @@ package simulate
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // The checks of this file mirror the API server's validation of a pod's
 // resources (k8s.io/kubernetes pkg/apis/core/validation:
 // ValidateResourceRequirements, validateContainerResourceName,
 // validateResourceName, ValidateResourceQuantityValue,
-// validateResourceQuantityHugePageValue, validateOverhead; names from
-// pkg/apis/core/helper). k8s.io/kubernetes is not a dependency of dovetail,
+// validateResourceQuantityHugePageValue, validateOverhead,
+// validatePodResources, validatePodResourceName,
+// validatePodResourceConsistency, and validateEphemeralContainers' field
+// allow list; names from pkg/apis/core/helper; pod-level names and sums
+// from k8s.io/component-helpers/resource, as the server uses them). k8s.io/kubernetes is not a dependency of dovetail,
 // so they are written here, with the server's messages. They differ in the
 // paths only: an error about one resource names it (requests[cpu]) where
 // the server sometimes names the whole list.
@@ -109,11 +115,18 @@ func checkQuantityValue(name corev1.ResourceName, q resource.Quantity, p *field.
 // hugepages (which also need the limit set), hugepages only beside cpu or
 // memory.
 func checkResourceRequirements(r *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	return checkRequirements(r, p, checkContainerResourceName)
+}
+
+// checkRequirements is validateResourceRequirements with the name rule
+// of a container (checkContainerResourceName) or of the pod-level
+// resources (checkPodResourceName).
+func checkRequirements(r *corev1.ResourceRequirements, p *field.Path, checkName func(corev1.ResourceName, *field.Path) *field.Error) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := p.Child("limits"), p.Child("requests")
 	cpuOrMemory, hugePages := false, false
 	for _, name := range sortedResources(r.Limits) {
-		if fe := checkContainerResourceName(name, limPath); fe != nil {
+		if fe := checkName(name, limPath); fe != nil {
 			errs = append(errs, fe)
 			continue
 		}
@@ -124,7 +137,7 @@ func checkResourceRequirements(r *corev1.ResourceRequirements, p *field.Path) fi
 		hugePages = hugePages || isHugePageResourceName(name)
 	}
 	for _, name := range sortedResources(r.Requests) {
-		if fe := checkContainerResourceName(name, reqPath); fe != nil {
+		if fe := checkName(name, reqPath); fe != nil {
 			errs = append(errs, fe)
 			continue
 		}
@@ -151,9 +164,10 @@ func checkResourceRequirements(r *corev1.ResourceRequirements, p *field.Path) fi
 	return errs
 }
 
-// checkPodResources checks every container's resources, the pod-level
-// resources and the overhead (validateOverhead reuses the rules of limits:
-// valid names, non-negative quantities, integers for extended resources).
+// checkPodResources checks every container's resources, that no
+// ephemeral container has any, the pod-level resources and the overhead
+// (validateOverhead reuses the rules of limits: valid names, non-negative
+// quantities, integers for extended resources).
 func checkPodResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range spec.InitContainers {
@@ -162,9 +176,17 @@ func checkPodResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	for i := range spec.Containers {
 		errs = append(errs, checkResourceRequirements(&spec.Containers[i].Resources, path.Child("containers").Index(i).Child("resources"))...)
 	}
-	if spec.Resources != nil {
-		errs = append(errs, checkResourceRequirements(spec.Resources, path.Child("resources"))...)
+	// validateEphemeralContainers: Resources is not in
+	// allowedEphemeralContainerFields, and validateFieldAllowList refuses
+	// any value other than the zero one. (ValidatePodCreate refuses any
+	// ephemeral container on create, but a live pod gets them through the
+	// ephemeralcontainers subresource, and simulate reads live pods.)
+	for i := range spec.EphemeralContainers {
+		if r := spec.EphemeralContainers[i].Resources; !reflect.DeepEqual(r, corev1.ResourceRequirements{}) {
+			errs = append(errs, field.Forbidden(path.Child("ephemeralContainers").Index(i).Child("resources"), "cannot be set for an Ephemeral Container"))
+		}
 	}
+	errs = append(errs, checkPodLevelResources(spec, path)...)
 	op := path.Child("overhead")
 	for _, name := range sortedResources(spec.Overhead) {
 		if fe := checkContainerResourceName(name, op); fe != nil {
@@ -173,6 +195,81 @@ func checkPodResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 		}
 		if fe := checkQuantityValue(name, spec.Overhead[name], op.Key(string(name))); fe != nil {
 			errs = append(errs, fe)
+		}
+	}
+	return errs
+}
+
+// supportedPodLevelResources lists the names pod-level resources may
+// carry, as the server's NotSupported error lists them.
+var supportedPodLevelResources = sets.List(resourcehelper.SupportedPodLevelResources())
+
+// checkPodResourceName is validatePodResourceName: a qualified name
+// (validateResourceName) that resourcehelper.IsSupportedPodLevelResource
+// accepts (cpu, memory, hugepages-<size>).
+func checkPodResourceName(name corev1.ResourceName, list *field.Path) *field.Error {
+	for _, msg := range validation.IsQualifiedName(string(name)) {
+		return field.Invalid(list, string(name), "resource name "+msg)
+	}
+	if !resourcehelper.IsSupportedPodLevelResource(name) {
+		return field.NotSupported(list.Key(string(name)), name, supportedPodLevelResources)
+	}
+	return nil
+}
+
+// checkPodLevelResources is validatePodResources (run by the server while
+// the PodLevelResources gate is on, its default since 1.34): spec.resources
+// may not be set for a windows pod nor carry claims; its names and
+// quantities follow validateResourceRequirements with the pod-level names;
+// and validatePodResourceConsistency: each pod-level request is at least
+// the containers' aggregate request of it, each pod-level hugepages limit
+// at least their aggregate limit, and no container's limit exceeds the
+// pod-level limit of its resource. The aggregates are
+// resourcehelper.AggregateContainerRequests/Limits, as the server computes
+// them; the server computes them after defaulting (a container's request
+// from its limit), which simulate does not do first, so these sums can
+// only be lower than the server's: what is refused here the server
+// refuses too. Paths: the server reports a container's limit at
+// spec.resources.containers[i][name].limits; here it is the container's
+// own spec.containers[i].resources.limits[name].
+func checkPodLevelResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if spec.Resources == nil {
+		return nil
+	}
+	p := path.Child("resources")
+	if spec.OS != nil && spec.OS.Name == corev1.Windows {
+		return field.ErrorList{field.Forbidden(p, "may not be set for a windows pod")}
+	}
+	var errs field.ErrorList
+	if spec.Resources.Claims != nil {
+		errs = append(errs, field.Forbidden(p.Child("claims"), "claims may not be set for Resources at pod-level"))
+	}
+	errs = append(errs, checkRequirements(spec.Resources, p, checkPodResourceName)...)
+	pod := &corev1.Pod{Spec: *spec}
+	reqs := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range sortedResources(reqs) {
+		podReq, ok := spec.Resources.Requests[name]
+		if ctr := reqs[name]; ok && ctr.Cmp(podReq) > 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), podReq.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", ctr.String())))
+		}
+	}
+	lims := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range sortedResources(lims) {
+		podLim, ok := spec.Resources.Limits[name]
+		if ctr := lims[name]; ok && isHugePageResourceName(name) && ctr.Cmp(podLim) > 0 {
+			errs = append(errs, field.Invalid(p.Child("limits").Key(string(name)), podLim.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container limits of %s", ctr.String())))
+		}
+	}
+	for i := range spec.Containers {
+		l := spec.Containers[i].Resources.Limits
+		for _, name := range sortedResources(l) {
+			podLim, ok := spec.Resources.Limits[name]
+			if ctr := l[name]; ok && ctr.Cmp(podLim) > 0 {
+				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Child("resources", "limits").Key(string(name)), ctr.String(),
+					fmt.Sprintf("must be less than or equal to pod limits of %s", podLim.String())))
+			}
 		}
 	}
 	return errs

@@ -15,6 +15,9 @@ func TestReadRefusesWhatTheAPIServerRefuses(t *testing.T) {
 	pod := func(meta, requests string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: " + meta + "\nspec: {containers: [{name: c, resources: {requests: " + requests + "}}]}\n"
 	}
+	podLevel := func(spec string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: " + spec + "\n"
+	}
 	cases := []struct{ name, in, want string }{
 		{"duplicate key", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n      requests:\n        cpu: 1\n        cpu: 100\n", `"cpu" already set in map`},
 		{"NUL in name", pod(`{name: "p\u0000"}`, "{}"), "metadata.name: Invalid value"},
@@ -43,6 +46,15 @@ func TestReadRefusesWhatTheAPIServerRefuses(t *testing.T) {
 		{"1 MiB resource name", pod("{name: p}", "{? "+strings.Repeat("r", 1<<20)+" : 1}"), "spec.containers[0].resources.requests: Invalid value"},
 		{"ESC in a resource name", pod("{name: p}", `{"a.io/g\u001bpu": 1}`), "spec.containers[0].resources.requests: Invalid value"},
 		{"Node with a fractional GPU", "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {capacity: {nvidia.com/gpu: 500m}}\n", "status.capacity[nvidia.com/gpu]: Invalid value: \"500m\": must be an integer"},
+		// Pod-level resources (validatePodResources) and ephemeral containers.
+		{"pod-level extended resource", podLevel("{resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 1}}, containers: [{name: c}]}"), "spec.resources.requests[nvidia.com/gpu]: Unsupported value"},
+		{"pod-level ephemeral-storage", podLevel("{resources: {requests: {ephemeral-storage: 1Gi}}, containers: [{name: c}]}"), "spec.resources.requests[ephemeral-storage]: Unsupported value"},
+		{"pod-level request below the containers' sum", podLevel("{resources: {requests: {cpu: 1500m}}, containers: [{name: a, resources: {requests: {cpu: 1}}}, {name: b, resources: {requests: {cpu: 1}}}]}"), `spec.resources.requests[cpu]: Invalid value: "1500m": must be greater than or equal to aggregate container requests of 2`},
+		{"container limit above the pod-level limit", podLevel("{resources: {limits: {memory: 1Gi}}, containers: [{name: c, resources: {limits: {memory: 2Gi}}}]}"), `spec.containers[0].resources.limits[memory]: Invalid value: "2Gi": must be less than or equal to pod limits of 1Gi`},
+		{"pod-level hugepages limit below the containers'", podLevel("{resources: {limits: {hugepages-2Mi: 2Mi, memory: 1Gi}}, containers: [{name: a, resources: {limits: {hugepages-2Mi: 2Mi, memory: 512Mi}}}, {name: b, resources: {limits: {hugepages-2Mi: 2Mi, memory: 512Mi}}}]}"), `spec.resources.limits[hugepages-2Mi]: Invalid value: "2Mi": must be greater than or equal to aggregate container limits of 4Mi`},
+		{"pod-level claims", podLevel("{resourceClaims: [{name: gpu, resourceClaimName: gpu}], resources: {claims: [{name: gpu}]}, containers: [{name: c}]}"), "spec.resources.claims: Forbidden"},
+		{"pod-level resources of a windows pod", podLevel("{os: {name: windows}, resources: {requests: {cpu: 1}}, containers: [{name: c}]}"), "spec.resources: Forbidden: may not be set for a windows pod"},
+		{"ephemeral container resources", podLevel("{containers: [{name: c}], ephemeralContainers: [{name: debug, image: busybox, resources: {requests: {cpu: 1}}}]}"), "spec.ephemeralContainers[0].resources: Forbidden: cannot be set for an Ephemeral Container"},
 		{"nodepool label value", strings.Replace(poolDoc, "metadata: {name: general}", "metadata: {name: general, labels: {team: \""+strings.Repeat("v", 64)+"\"}}", 1), "metadata.labels: Invalid value"},
 	}
 	for _, c := range cases {
@@ -63,7 +75,8 @@ func TestReadRefusesWhatTheAPIServerRefuses(t *testing.T) {
 }
 
 // TestReadAcceptsValidResources: what the API server accepts in a pod's
-// resources is accepted (the checks above refuse no more than it does).
+// resources is accepted (the checks above refuse no more than it does),
+// pod-level resources and an ephemeral container without any included.
 func TestReadAcceptsValidResources(t *testing.T) {
 	in := `apiVersion: v1
 kind: Pod
@@ -78,6 +91,29 @@ spec:
       requests: {cpu: 500m, memory: 1Gi, ephemeral-storage: 1Gi, nvidia.com/gpu: 2, hugepages-2Mi: 4Mi, kubernetes.io/foo: 0.5}
       limits: {cpu: 1, memory: 1Gi, nvidia.com/gpu: "2", hugepages-2Mi: 4Mi}
   - {name: d, resources: {limits: {example.com/dongle: 1, cpu: 2}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-level}
+spec:
+  resources:
+    requests: {cpu: 2, memory: 2Gi, hugepages-2Mi: 4Mi}
+    limits: {cpu: 4, memory: 4Gi, hugepages-2Mi: 4Mi}
+  containers:
+  - {name: a, resources: {requests: {cpu: 1, memory: 1Gi, hugepages-2Mi: 2Mi}, limits: {cpu: 4, memory: 1Gi, hugepages-2Mi: 2Mi}}}
+  - {name: b, resources: {requests: {cpu: 1, ephemeral-storage: 1Gi}, limits: {nvidia.com/gpu: 1}}}
+  - {name: c}
+  ephemeralContainers:
+  - {name: debug, image: busybox, resources: {}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: limits-only}
+spec:
+  resources: {limits: {cpu: 2, memory: 1Gi}}
+  containers:
+  - {name: a, resources: {limits: {cpu: 2}}}
+  - {name: b, resources: {requests: {memory: 512Mi}}}
 `
 	var m simulate.Manifests
 	if err := m.Read("in.yaml", []byte(in)); err != nil {

@@ -287,7 +287,8 @@ func (c *CloudProvider) Reboots(providerID string) int {
 	return c.reboots[providerID]
 }
 
-// Get returns the instance with the providerID.
+// Get returns the instance with the providerID, named after the NodeClaim
+// that launched it.
 func (c *CloudProvider) Get(_ context.Context, providerID string) (*karpv1.NodeClaim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

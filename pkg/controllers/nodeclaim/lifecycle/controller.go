@@ -141,7 +141,8 @@ type state struct {
 }
 
 // Reconcile runs the lifecycle steps in order; each returns when to look
-// again. Liveness runs first, so that a NodeClaim whose launch keeps failing
+// again. The fence runs first (fence.go: a NodeClaim whose status claims
+// another's instance or node is never linked to it). Liveness runs next, so that a NodeClaim whose launch keeps failing
 // still times out. Status changes are written once, at the end, under
 // optimistic locking (a conflict requeues).
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -161,7 +162,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var results []reconcile.Result
 	var stepErr error
 	for _, step := range []func(context.Context, *state) (reconcile.Result, error){
-		c.liveness, c.launch, c.register, c.initialize,
+		c.fence, c.liveness, c.launch, c.register, c.initialize,
 	} {
 		res, err := step(ctx, st)
 		if errors.Is(err, errDeleted) {

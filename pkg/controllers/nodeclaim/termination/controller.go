@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/termtext"
 )
 
 // InstancePollInterval is how often a terminating instance is checked.
@@ -74,9 +76,21 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.stampDeadline(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
-	nodes, err := nodeclaimutil.NodesForProviderID(ctx, c.kube, nc.Status.ProviderID)
+	foreign, err := c.anotherClaims(ctx, nc)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	var nodes []corev1.Node
+	if !foreign {
+		all, err := nodeclaimutil.NodesForProviderID(ctx, c.kube, nc.Status.ProviderID)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		for i := range all {
+			if !ownedByAnother(&all[i], nc) {
+				nodes = append(nodes, all[i])
+			}
+		}
 	}
 	if len(nodes) > 0 {
 		for i := range nodes {
@@ -92,7 +106,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil // the nodes' deletion brings us back
 	}
 
-	gone, err := c.terminateInstance(ctx, nc)
+	target := nc
+	if foreign {
+		// Terminate only what was launched for this claim (the provider
+		// finds it by the claim's tag), never the instance its copied
+		// providerID names.
+		target = nc.DeepCopy()
+		target.Status.ProviderID = ""
+	}
+	gone, err := c.terminateInstance(ctx, nc, target)
 	if err != nil {
 		return nodeclaimutil.RequeueOnConflict(err)
 	}
@@ -138,19 +160,59 @@ func (c *Controller) stampDeadline(ctx context.Context, nc *karpv1.NodeClaim) er
 	return nil
 }
 
+// anotherClaims reports whether the NodeClaim's providerID is another
+// claim's (a status copied from it, which the lifecycle's fence deletes):
+// another NodeClaim carries it too, and the cloud says the instance was
+// launched for a claim of another name. Such a claim's deletion leaves
+// that instance and its node alone.
+func (c *Controller) anotherClaims(ctx context.Context, nc *karpv1.NodeClaim) (bool, error) {
+	pid := nc.Status.ProviderID
+	if pid == "" {
+		return false, nil
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &list, client.MatchingFields{nodeclaimutil.IndexNodeClaimProviderID: pid}); err != nil {
+		return false, fmt.Errorf("listing nodeclaims with providerID %s: %w", termtext.Escape(termtext.Clip(pid, 256)), err)
+	}
+	if !slices.ContainsFunc(list.Items, func(o karpv1.NodeClaim) bool { return o.UID != nc.UID }) {
+		return false, nil
+	}
+	inst, err := c.cloud.Get(ctx, pid)
+	if err != nil {
+		if cloudprovider.IsNodeClaimNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("asking the cloud which NodeClaim instance %s belongs to: %w", termtext.Escape(termtext.Clip(pid, 256)), err)
+	}
+	return inst.Name != "" && inst.Name != nc.Name, nil
+}
+
+// ownedByAnother reports whether the node's owner references name another
+// NodeClaim and not this one: registration linked it to that claim.
+func ownedByAnother(node *corev1.Node, nc *karpv1.NodeClaim) bool {
+	other := false
+	for _, o := range node.OwnerReferences {
+		if o.UID == nc.UID {
+			return false
+		}
+		other = other || o.Kind == "NodeClaim"
+	}
+	return other
+}
+
 // terminateInstance deletes the instance until the cloud says it is gone,
 // recording InstanceTerminating.
-func (c *Controller) terminateInstance(ctx context.Context, nc *karpv1.NodeClaim) (bool, error) {
-	err := c.cloud.Delete(ctx, nc)
+func (c *Controller) terminateInstance(ctx context.Context, nc, target *karpv1.NodeClaim) (bool, error) {
+	err := c.cloud.Delete(ctx, target)
 	gone := cloudprovider.IsNodeClaimNotFound(err)
 	if err != nil && !gone {
 		return false, fmt.Errorf("terminating the instance of nodeclaim %s: %w", nc.Name, err)
 	}
-	if !gone && nc.Status.ProviderID != "" {
-		_, gerr := c.cloud.Get(ctx, nc.Status.ProviderID)
+	if !gone && target.Status.ProviderID != "" {
+		_, gerr := c.cloud.Get(ctx, target.Status.ProviderID)
 		gone = cloudprovider.IsNodeClaimNotFound(gerr)
 	}
-	if nc.Status.ProviderID == "" {
+	if target.Status.ProviderID == "" {
 		return true, nil // never launched; Delete found nothing to stop
 	}
 	reason := ReasonInstanceTerminating

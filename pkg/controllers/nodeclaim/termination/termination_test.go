@@ -7,12 +7,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
 )
 
@@ -180,5 +183,65 @@ func TestInstanceTerminationIsTimedFromTheFirstCall(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDeletingAnImpostorLeavesTheRightfulNode: a NodeClaim whose status
+// copies another claim's providerID, deleted, never deletes that claim's
+// node nor terminates its instance.
+func TestDeletingAnImpostorLeavesTheRightfulNode(t *testing.T) {
+	env := controllerstest.New(t, cp.RESTConfig())
+	env.Start(termination.NewController(env.Manager.GetClient(), env.Cloud, env.Clock, env.Recorder(), env.Metrics))
+
+	owner := controllerstest.NodeClaim("owner", "team-a")
+	env.Create(owner)
+	inst, err := env.Cloud.Create(env.Context(), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := inst.Status.ProviderID
+	setProviderID(t, env, owner, pid)
+	node := env.NodeFor(inst)
+	node.OwnerReferences = []metav1.OwnerReference{{APIVersion: karpv1.GroupVersion.String(), Kind: "NodeClaim", Name: owner.Name, UID: owner.UID}}
+	env.Create(node)
+
+	imp := controllerstest.NodeClaim("impostor", "team-a")
+	imp.Finalizers = []string{karpv1.TerminationFinalizer}
+	env.Create(imp)
+	setProviderID(t, env, imp, pid)
+	// Deleted once the cache knows both claims carry the providerID.
+	env.Eventually("the cache to see both claims", func() (bool, error) {
+		var list karpv1.NodeClaimList
+		if err := env.Manager.GetClient().List(env.Context(), &list, client.MatchingFields{nodeclaimutil.IndexNodeClaimProviderID: pid}); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 2, nil
+	})
+	env.Delete(imp)
+	env.Eventually("the impostor to be gone", func() (bool, error) { return env.NotFound(imp) })
+
+	if err := env.Get(node); err != nil {
+		t.Fatalf("the rightful claim's node: %v", err)
+	}
+	if !node.DeletionTimestamp.IsZero() {
+		t.Error("the rightful claim's node is being deleted")
+	}
+	if _, err := env.Cloud.Get(env.Context(), pid); err != nil {
+		t.Errorf("the rightful claim's instance: %v", err)
+	}
+}
+
+func setProviderID(t *testing.T, env *controllerstest.Env, nc *karpv1.NodeClaim, pid string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Get(nc); err != nil {
+			return err
+		}
+		nc.Status.ProviderID = pid
+		nc.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "", env.Clock.Now())
+		return env.Client.Status().Update(env.Context(), nc)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
