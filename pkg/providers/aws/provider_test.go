@@ -436,6 +436,20 @@ func TestDeleteLeavesAnotherClaimsInstance(t *testing.T) {
 			t.Fatalf("TerminateInstances was called for an impostor")
 		}
 	}
+	// A Node whose NodeClaim is gone: node termination names no claim, and
+	// the instance is terminated by its providerID alone.
+	claimless := &karpv1.NodeClaim{}
+	claimless.Status.ProviderID = owner.Status.ProviderID
+	if err := e.p.Delete(e.ctx, claimless); err != nil {
+		t.Fatalf("Delete by providerID alone = %v", err)
+	}
+	terminated := false
+	for _, c := range e.emu.Calls() {
+		terminated = terminated || c.Action == "ec2:TerminateInstances"
+	}
+	if !terminated {
+		t.Fatalf("no TerminateInstances for a Delete by providerID alone")
+	}
 }
 
 func TestDrift(t *testing.T) {

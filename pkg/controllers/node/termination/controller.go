@@ -189,7 +189,10 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, status *conditionWriter) (bool, error) {
 	target := nc
 	if target == nil {
-		target = &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+		// No NodeClaim: the instance by its providerID alone. A name
+		// would be taken for the claim the instance must be tagged for
+		// (the AWS provider refuses to terminate another claim's).
+		target = &karpv1.NodeClaim{}
 		target.Status.ProviderID = node.Spec.ProviderID
 	}
 	if target.Status.ProviderID == "" {
