@@ -54,7 +54,7 @@ func TestConcurrentClaimsShareOneFleet(t *testing.T) {
 	const n = 50
 	var claims []*karpv1.NodeClaim
 	for range n {
-		claims = append(claims, e.apiClaim(time.Now()))
+		claims = append(claims, e.freshClaim())
 	}
 	got, errs := createAll(e, e.p, claims)
 	if err := errors.Join(errs...); err != nil {

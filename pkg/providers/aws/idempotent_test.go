@@ -19,6 +19,13 @@ var uidSeq atomic.Int64
 
 // apiClaim is e.claim as the API server returns it: with a UID and a
 // creation time.
+// freshClaim is a NodeClaim created now, as the API server returns it. Its
+// timestamp is truncated to the second, so a claim made in the second the
+// provider started would read as older than the provider (and be looked up
+// before launch, as one another leader may have launched): a second is
+// added.
+func (e *env) freshClaim() *karpv1.NodeClaim { return e.apiClaim(time.Now().Add(time.Second)) }
+
 func (e *env) apiClaim(created time.Time, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodeClaim {
 	nc := e.claim(reqs...)
 	nc.UID = types.UID(fmt.Sprintf("0c6a7c52-7d0e-4d51-9a3b-%012d", uidSeq.Add(1)))

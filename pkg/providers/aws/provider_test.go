@@ -611,7 +611,7 @@ func TestConcurrentLaunchesCostOneCallEach(t *testing.T) {
 			defer wg.Done()
 			// As the API server returns it (UID, creation time): the
 			// launch carries a client token and is not looked up.
-			claim := e.apiClaim(time.Now())
+			claim := e.freshClaim()
 			got, err := e.p.Create(e.ctx, claim)
 			if err != nil {
 				errs <- err
