@@ -28,7 +28,7 @@ import (
 const (
 	// CommandAnnotationKey on a candidate NodeClaim holds its command
 	// (commandState as JSON) while the command runs.
-	CommandAnnotationKey = "dovetail.sh/disruption-command"
+	CommandAnnotationKey = nodeclaimutil.DisruptionCommandAnnotationKey
 	// CommandLabelKey on a replacement NodeClaim is its command's id.
 	CommandLabelKey = "dovetail.sh/disruption-command"
 	// HoldTaintKey (effect PreferNoSchedule, value the command id) is put

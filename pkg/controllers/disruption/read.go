@@ -352,47 +352,15 @@ func (c *Controller) reportMinSavings(ctx context.Context, np *karpv1.NodePool) 
 	c.recorder.Eventf(np, nil, corev1.EventTypeWarning, ReasonInvalidMinSavings, "Plan", "%s", err.Error())
 }
 
-// nodeState is what the planner needs to know about a managed node.
+// nodeState is what the planner needs to know about a managed node: what
+// its objects say (nodeclaimutil.PlannerState, shared with pod deletion
+// costs), its reboots and its nominations.
 func (c *Controller) nodeState(n *corev1.Node, nc *karpv1.NodeClaim, now time.Time, nominatedPods int, draining bool) planner.NodeState {
-	s := planner.NodeState{
-		NodeClaim:    nc.Name,
-		NodePool:     nodeclaimutil.NodePool(nc),
-		Initialized:  nc.IsTrue(karpv1.ConditionTypeInitialized),
-		Created:      nc.CreationTimestamp.Time,
-		LastPodEvent: nc.Status.LastPodEventTime.Time,
-		DoNotDisrupt: n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true",
-		MarkedForDeletion: n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil ||
-			hasDisruptedTaint(n) || nc.Annotations[CommandAnnotationKey] != "",
-		Conditions:   n.Status.Conditions,
-		InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
-		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey],
-		Zone:         nc.Labels[corev1.LabelTopologyZone],
-	}
-	if init := nc.GetCondition(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(s.LastPodEvent) {
-		s.LastPodEvent = init.LastTransitionTime.Time
-	}
-	ready := false
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = cond.Status == corev1.ConditionTrue
-		}
-	}
-	s.NotReady = !ready
+	s := nodeclaimutil.PlannerState(n, nc)
 	s.Rebooting, s.RepairReboots, s.LastReboot = rebootState(nc)
-	s.DoNotRepair = n.Annotations[planner.DoNotRepairAnnotation] == "true" || nc.Annotations[planner.DoNotRepairAnnotation] == "true"
-	if d := nc.GetCondition(karpv1.ConditionTypeDrifted); d != nil && d.Status == metav1.ConditionTrue {
-		s.Drifted = d.Reason
-	}
 	if nominatedPods > 0 || draining {
 		s.NominatedUntil = now.Add(c.opts.Interval)
 		s.NominatedPods = nominatedPods
-	}
-	if tgp := nc.Spec.TerminationGracePeriod; tgp != nil {
-		d := tgp.Duration
-		s.TerminationGracePeriod = &d
-	}
-	if p, ok := nodeclaimutil.HourlyPrice(nc); ok {
-		s.PricePerHour = p
 	}
 	return s
 }

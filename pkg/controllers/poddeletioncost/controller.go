@@ -266,7 +266,7 @@ func input(now time.Time, pools []karpv1.NodePool, claims []karpv1.NodeClaim, no
 		pool := n.Labels[karpv1.NodePoolLabelKey]
 		if nc != nil && n.Spec.ProviderID != "" {
 			pool = nodeclaimutil.NodePool(nc)
-			in.Nodes[n.Name] = nodeState(n, nc)
+			in.Nodes[n.Name] = nodeclaimutil.PlannerState(n, nc)
 		}
 		in.Cluster.Nodes = append(in.Cluster.Nodes, engine.ExistingNode{Node: n, NodePool: pool, Pods: podsOn[n.Name]})
 	}
@@ -279,41 +279,4 @@ func input(now time.Time, pools []karpv1.NodePool, claims []karpv1.NodeClaim, no
 		in.PDBs = append(in.PDBs, planner.PDB{Namespace: pdb.Namespace, Name: pdb.Name, Selector: sel, DisruptionsAllowed: pdb.Status.DisruptionsAllowed})
 	}
 	return in, podByRef
-}
-
-// nodeState is what the ranking needs of a managed node.
-func nodeState(n *corev1.Node, nc *karpv1.NodeClaim) planner.NodeState {
-	s := planner.NodeState{
-		NodeClaim:    nc.Name,
-		NodePool:     nodeclaimutil.NodePool(nc),
-		Initialized:  nc.IsTrue(karpv1.ConditionTypeInitialized),
-		Created:      nc.CreationTimestamp.Time,
-		LastPodEvent: nc.Status.LastPodEventTime.Time,
-		DoNotDisrupt: n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true",
-		MarkedForDeletion: n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil ||
-			hasTaint(n, karpv1.DisruptedTaintKey),
-		InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
-		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey],
-		Zone:         nc.Labels[corev1.LabelTopologyZone],
-	}
-	if d := nc.GetCondition(karpv1.ConditionTypeDrifted); d != nil && d.Status == metav1.ConditionTrue {
-		s.Drifted = d.Reason
-	}
-	if tgp := nc.Spec.TerminationGracePeriod; tgp != nil {
-		d := tgp.Duration
-		s.TerminationGracePeriod = &d
-	}
-	if p, ok := nodeclaimutil.HourlyPrice(nc); ok {
-		s.PricePerHour = p
-	}
-	return s
-}
-
-func hasTaint(n *corev1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
 }
