@@ -229,3 +229,59 @@ func names(ncs []karpv1.NodeClaim) []string {
 	}
 	return out
 }
+
+// Repair at limits.nodes 1: an unhealthy node past its toleration is kept
+// with TerminateFirstRepair off (RepairBlocked naming the limit); with it
+// on, its NodeClaim is deleted first, with the repair drain bound, and
+// provisioning launches for the recreated pod once it is gone, the pool
+// never holding two NodeClaims.
+func TestRepairAtLimitTerminatesFirst(t *testing.T) {
+	f := setupAtLimit(t)
+	sick, node := f.node("sick", "m5.large")
+	f.replicaOn("web", node)
+	f.injectFault(node, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+		LastTransitionTime: metav1.NewTime(f.env.Clock.Now()), LastHeartbeatTime: metav1.NewTime(f.env.Clock.Now())})
+	f.env.Clock.Step(31 * time.Minute)
+
+	off := f.controller(disruption.Options{NodeRepair: true})
+	f.pass(off)
+	f.pass(off)
+	ev := f.env.EventuallyEventAbout(node, disruption.ReasonDisruptionBlocked)
+	if !strings.Contains(ev.Note, string(planner.CodeRepairBlocked)) || !strings.Contains(ev.Note, "limits") || !strings.Contains(ev.Note, "TerminateFirstRepair") {
+		t.Errorf("DisruptionBlocked note %q, want %s naming the limit and the gate", ev.Note, planner.CodeRepairBlocked)
+	}
+	if err := f.env.Get(sick); err != nil || !sick.DeletionTimestamp.IsZero() || sick.Annotations[disruption.CommandAnnotationKey] != "" {
+		t.Fatalf("the unhealthy NodeClaim is disrupted with the gate off (err %v)", err)
+	}
+
+	on := f.controller(disruption.Options{NodeRepair: true, TerminateFirstRepair: true})
+	var next *karpv1.NodeClaim
+	f.env.Eventually("the unhealthy NodeClaim gone and a new NodeClaim launched for its pod", func() (bool, error) {
+		f.pass(on)
+		f.env.Clock.Step(time.Second)
+		f.unschedulable()
+		all, _ := f.poolClaims()
+		if len(all) > 1 {
+			t.Fatalf("%d NodeClaims in a pool with limits.nodes 1: %v", len(all), names(all))
+		}
+		if n := len(f.replacements()); n != 0 {
+			t.Fatalf("the terminate-first command created %d replacements", n)
+		}
+		if gone, err := f.env.NotFound(sick); err != nil || !gone {
+			if err == nil && sick.Annotations[disruption.CommandAnnotationKey] != "" && !strings.Contains(sick.Annotations[disruption.CommandAnnotationKey], "terminationGracePeriod") {
+				t.Fatalf("the repair command %s has no drain bound", sick.Annotations[disruption.CommandAnnotationKey])
+			}
+			return false, err
+		}
+		for i := range all {
+			if all[i].Name != sick.Name {
+				next = &all[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if next.Labels[disruption.CommandLabelKey] != "" {
+		t.Errorf("the new NodeClaim %s carries a disruption command; want one of provisioning", next.Name)
+	}
+}
