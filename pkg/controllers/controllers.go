@@ -166,6 +166,12 @@ type Config struct {
 	// match one of the cloud provider's repair policies past its
 	// toleration (the disruption controller, reason Unhealthy).
 	NodeRepair bool
+	// TerminateFirstDrift and TerminateFirstRepair (the feature gates of
+	// those names): drift (repair) deletes a node first when its NodePool's
+	// limits keep the replacement from launching beside it, and
+	// provisioning replaces it once its capacity is released; off, such a
+	// node is kept (the disruption controller).
+	TerminateFirstDrift, TerminateFirstRepair bool
 	// PodDeletionCostManagement (feature gate PodDeletionCostManagement)
 	// runs the pod deletion cost controller: ReplicaSet pods get
 	// controller.kubernetes.io/pod-deletion-cost from the disruption
@@ -288,6 +294,7 @@ func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
 	o.NodeRepair = cfg.NodeRepair
+	o.TerminateFirstDrift, o.TerminateFirstRepair = cfg.TerminateFirstDrift, cfg.TerminateFirstRepair
 	o.NodeOverlays = cfg.NodeOverlay
 	o.CapacityBuffers = cfg.CapacityBuffer
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)

@@ -92,6 +92,10 @@ type planner struct {
 	// plans the displaced pods (repair: the node is broken, its room is
 	// not really there).
 	lenient bool
+	// holdLimits: a what-if keeps the removed nodes' capacity counted
+	// against their pools' limits (a replacement launched first runs
+	// beside them; see limitHeld).
+	holdLimits bool
 }
 
 // Compute plans one disruption pass over in. The error is only for
@@ -466,7 +470,7 @@ func (p *planner) solve(remove []string, pods []*corev1.Pod) (*engine.Plan, erro
 	slices.Sort(all)
 	all = append(all, remove...)
 	p.plan.Stats.WhatIfs++
-	w := engine.WhatIf{Remove: all, Pods: pods, ReleaseLimits: true, Closed: p.closed(remove), Options: p.eopts}
+	w := engine.WhatIf{Remove: all, Pods: pods, ReleaseLimits: !p.holdLimits, Closed: p.closed(remove), Options: p.eopts}
 	plan, err := p.model.Solve(w)
 	if err != nil {
 		return nil, fmt.Errorf("disruption: what-if: %w", err)
@@ -738,9 +742,20 @@ func (p *planner) drift() error {
 			p.keep(n, CodeDriftBlocked, "drifted (%s), but %s", n.st.Drifted, res.failMsg)
 			continue
 		}
+		res, limitMsg, err := p.limitHeld(n, res)
+		if err != nil {
+			return err
+		}
+		if limitMsg != "" && !p.in.Options.TerminateFirstDrift {
+			p.keep(n, CodeDriftBlocked, "drifted (%s), but %s (feature gate TerminateFirstDrift is off)", n.st.Drifted, limitMsg)
+			continue
+		}
 		cmd := res.command(ReasonDrifted, "")
 		cmd.Message = fmt.Sprintf("Drifted (%s): replacing node %s with %d new nodes", n.st.Drifted, n.name, len(cmd.Replacements))
-		if len(cmd.Replacements) == 0 {
+		if limitMsg != "" {
+			cmd.terminateFirst()
+			cmd.Message = fmt.Sprintf("Drifted (%s): terminating node %s first, provisioning replaces it once its capacity is released (TerminateFirstDrift: %s)", n.st.Drifted, n.name, limitMsg)
+		} else if len(cmd.Replacements) == 0 {
 			cmd.Message = fmt.Sprintf("Drifted (%s): deleting node %s, its pods fit on the rest of the fleet", n.st.Drifted, n.name)
 		}
 		if err := p.accept(cmd, res, []*cnode{n}); err != nil {
@@ -1052,6 +1067,39 @@ func (p *planner) whatIf(nodes []*cnode) (*result, error) {
 	}
 	res.extra = plan.PricePerHour - p.base.PricePerHour
 	return res, nil
+}
+
+// limitHeld checks a passing drift or repair what-if of n against its
+// pools' limits as a replace-first command meets them: the replacements
+// launch while n still runs, so n's capacity still counts. The what-if
+// releases it (the plan after the command); when a replacement lands in a
+// pool with limits, the what-if is planned again with n's capacity held.
+// If that passes too (the replacements fit under the limits beside n, or
+// in another pool), it is the command's; if not, the limits block
+// replacing first: limitMsg says why, and res is the released what-if,
+// the plan once n is gone and provisioning has replaced it (what a
+// terminate-first command leaves).
+func (p *planner) limitHeld(n *cnode, res *result) (_ *result, limitMsg string, _ error) {
+	limited := false
+	for _, r := range res.replacements {
+		if np := p.pools[r.NodePool]; np != nil && len(np.Limits) > 0 {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		return res, "", nil
+	}
+	p.holdLimits = true
+	held, err := p.settledWhatIf(n)
+	p.holdLimits = false
+	if err != nil {
+		return nil, "", err
+	}
+	if held.failCode == "" {
+		return held, "", nil
+	}
+	return res, "its replacement cannot launch before it goes, the NodePool limits would be exceeded: " + held.failMsg, nil
 }
 
 // settledWhatIf is whatIf of the node alone, then settle.
@@ -1370,6 +1418,15 @@ func (p *planner) narrow(r *engine.NewNodeClaim, keep []string) (string, bool) {
 func (res *result) command(reason Reason, typ string) *Command {
 	return &Command{Reason: reason, ConsolidationType: typ, Replacements: res.replacements,
 		Placements: res.placements, ReplacementPricePerHour: res.replPrice, SavingsPerHour: res.price - res.extra}
+}
+
+// terminateFirst makes a replace-first command delete-only: its node
+// goes first and provisioning launches for its pods once the capacity is
+// released (TerminateFirstDrift, TerminateFirstRepair).
+func (c *Command) terminateFirst() {
+	c.TerminateFirst = true
+	c.Replacements = nil
+	c.ReplacementPricePerHour = 0
 }
 
 // settled commits a what-if to a new model and plans the pending pods on

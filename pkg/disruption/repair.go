@@ -132,6 +132,14 @@ func (p *planner) repair() error {
 			p.keep(n, CodeRepairBlocked, "unhealthy (%s); but %s", n.sick, res.failMsg)
 			continue
 		}
+		res, limitMsg, err := p.limitHeld(n, res)
+		if err != nil {
+			return err
+		}
+		if limitMsg != "" && !p.in.Options.TerminateFirstRepair {
+			p.keep(n, CodeRepairBlocked, "unhealthy (%s); but %s (feature gate TerminateFirstRepair is off)", n.sick, limitMsg)
+			continue
+		}
 		n.repairKept = false
 		cmd := res.command(ReasonUnhealthy, "")
 		cmd.TerminationGracePeriod = grace
@@ -139,7 +147,10 @@ func (p *planner) repair() error {
 		if grace != nil {
 			bound = grace.String()
 		}
-		if len(cmd.Replacements) == 0 {
+		if limitMsg != "" {
+			cmd.terminateFirst()
+			cmd.Message = fmt.Sprintf("Unhealthy (%s): terminating node %s first, provisioning replaces it once its capacity is released (drain bound %s; TerminateFirstRepair: %s)", n.sick, n.name, bound, limitMsg)
+		} else if len(cmd.Replacements) == 0 {
 			cmd.Message = fmt.Sprintf("Unhealthy (%s): deleting node %s, its pods fit on the rest of the fleet (drain bound %s)", n.sick, n.name, bound)
 		} else {
 			cmd.Message = fmt.Sprintf("Unhealthy (%s): replacing node %s with %s (drain bound %s)", n.sick, n.name, describeReplacements(cmd.Replacements), bound)

@@ -188,6 +188,16 @@ type Options struct {
 	// least MinSpotToSpotTypes cheaper spot types, and the replacement
 	// launches from the cheapest of them.
 	SpotToSpotConsolidation bool
+	// TerminateFirstDrift and TerminateFirstRepair (the peer's feature
+	// gates, default off): when a drifted (unhealthy) node's replacement
+	// cannot launch before it goes because its NodePool's limits would be
+	// exceeded (the limits count the node until it is gone), the node is
+	// deleted first (a delete-only command, Command.TerminateFirst) and
+	// provisioning launches for its pods once its capacity is released.
+	// Off, the node is kept (DriftReplacementBlocked, RepairBlocked)
+	// naming the limit. Budgets, PDBs and do-not-disrupt hold as for any
+	// drift (repair) command.
+	TerminateFirstDrift, TerminateFirstRepair bool
 	// NominationWindow: a node nominated within this long is not a
 	// candidate even after NominatedUntil (0: none beyond NominatedUntil).
 	// SkipLowerBound leaves Plan.LowerBoundPricePerHour at 0.
@@ -273,6 +283,11 @@ type Command struct {
 	// (CloudProvider.Reboot) rather than delete it; it has no
 	// replacements and evicts no pod.
 	Reboot bool
+	// TerminateFirst (Drifted, Unhealthy): the NodePool limits keep the
+	// replacement from launching before the node goes, so the command
+	// deletes first and has no Replacements; provisioning launches for
+	// the evicted pods once the node's capacity is released.
+	TerminateFirst bool
 }
 
 // Kept is a node not disrupted, with why.

@@ -254,6 +254,8 @@ func ControllerConfig(opts Options) controllers.Config {
 			MinSavings: planner.MinSavings{PerCommand: opts.ConsolidationMinSavings, PerPod: opts.ConsolidationMinSavingsPerPod}},
 		SpotToSpotConsolidation:   opts.FeatureGates[SpotToSpotConsolidationGate],
 		NodeRepair:                opts.FeatureGates[NodeRepairGate],
+		TerminateFirstDrift:       opts.FeatureGates[TerminateFirstDriftGate],
+		TerminateFirstRepair:      opts.FeatureGates[TerminateFirstRepairGate],
 		NodeClassRefreshInterval:  opts.Peer.NodeClassRefreshInterval(),
 		StaticCapacity:            opts.FeatureGates[StaticCapacityGate],
 		NodeOverlay:               opts.FeatureGates[NodeOverlayGate],

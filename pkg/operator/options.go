@@ -293,12 +293,12 @@ var Gates = map[string]Gate{
 	CapacityBufferGate: {Default: false,
 		On:  "CapacityBuffers are resolved (status, conditions) and their room is provisioned ahead of pending pods and kept from consolidation (controllers.Config.CapacityBuffer)",
 		Off: "CapacityBuffers are ignored, as the peer ignores them with the gate off; no headroom is provisioned ahead of pending pods"},
-	"TerminateFirstDrift": {Default: false, RefuseOn: true,
-		On:  "not implemented: drift always launches the replacement before terminating the drifted node",
-		Off: "drift launches the replacement first"},
-	"TerminateFirstRepair": {Default: false, RefuseOn: true,
-		On:  "not implemented: node repair always launches the replacement before terminating the unhealthy node",
-		Off: "node repair launches the replacement first"},
+	TerminateFirstDriftGate: {Default: false,
+		On:  "a drifted node whose replacement cannot launch first (its NodePool's limits count the node until it is gone) is deleted first, within the Drifted budget, PDBs and do-not-disrupt as drift holds them, and provisioning launches for its pods once its capacity is released (controllers.Config.TerminateFirstDrift)",
+		Off: "a drifted node whose replacement the NodePool's limits keep from launching first is kept (DriftReplacementBlocked, naming the limit)"},
+	TerminateFirstRepairGate: {Default: false,
+		On:  "an unhealthy node whose replacement cannot launch first (its NodePool's limits count the node until it is gone) is deleted first, within the Unhealthy budget and the repair drain bound, and provisioning launches for its pods once its capacity is released (controllers.Config.TerminateFirstRepair)",
+		Off: "an unhealthy node whose replacement the NodePool's limits keep from launching first is kept (RepairBlocked, naming the limit)"},
 	PodDeletionCostManagementGate: {Default: false,
 		On:  "dovetail writes controller.kubernetes.io/pod-deletion-cost on pods owned by ReplicaSets (those without a cost, or marked dovetail.sh/pod-deletion-cost-managed), lowest on the nodes the disruption planner would drain first (controllers.Config.PodDeletionCostManagement)",
 		Off: "pod-deletion-cost annotations are left to their owners; none is written or removed"},
@@ -336,6 +336,14 @@ const NodeOverlayGate = "NodeOverlay"
 // CapacityBufferGate names the gate of CapacityBuffers
 // (controllers.Config.CapacityBuffer).
 const CapacityBufferGate = "CapacityBuffer"
+
+// TerminateFirstDriftGate and TerminateFirstRepairGate name the peer's
+// terminate-first gates (controllers.Config.TerminateFirstDrift,
+// TerminateFirstRepair).
+const (
+	TerminateFirstDriftGate  = "TerminateFirstDrift"
+	TerminateFirstRepairGate = "TerminateFirstRepair"
+)
 
 // NodeRepairGate names the peer's node repair gate
 // (controllers.Config.NodeRepair).

@@ -185,7 +185,7 @@ func TestFeatureGateValues(t *testing.T) {
 			t.Errorf("gate %s is not known", must)
 		}
 	}
-	for _, both := range []string{"ReservedCapacity", "SpotToSpotConsolidation", operator.SchedulerHandoffGate} {
+	for _, both := range []string{"ReservedCapacity", "SpotToSpotConsolidation", operator.SchedulerHandoffGate, operator.TerminateFirstDriftGate, operator.TerminateFirstRepairGate} {
 		if g := operator.Gates[both]; g.RefuseOn || g.RefuseOff {
 			t.Errorf("%s must accept both values", both)
 		}
@@ -195,6 +195,15 @@ func TestFeatureGateValues(t *testing.T) {
 	o.FeatureGates[operator.SpotToSpotConsolidationGate] = true
 	if !operator.ControllerConfig(o).SpotToSpotConsolidation {
 		t.Error("SpotToSpotConsolidation=true did not reach controllers.Config")
+	}
+	// The terminate-first gates each reach their own field.
+	for _, gate := range []string{operator.TerminateFirstDriftGate, operator.TerminateFirstRepairGate} {
+		o := operator.DefaultOptions()
+		o.FeatureGates[gate] = true
+		cfg := operator.ControllerConfig(o)
+		if got := [2]bool{cfg.TerminateFirstDrift, cfg.TerminateFirstRepair}; got != [2]bool{gate == operator.TerminateFirstDriftGate, gate == operator.TerminateFirstRepairGate} {
+			t.Errorf("%s=true: controllers.Config TerminateFirstDrift, TerminateFirstRepair = %v", gate, got)
+		}
 	}
 }
 

@@ -73,6 +73,12 @@ type Options struct {
 	// match one of the cloud provider's RepairPolicies past its toleration
 	// (reason Unhealthy).
 	NodeRepair bool
+	// TerminateFirstDrift and TerminateFirstRepair (the peer's feature
+	// gates): a drifted (unhealthy) node whose replacement cannot launch
+	// first, its NodePool's limits counting the node until it is gone, is
+	// deleted first and provisioning launches for its pods once its
+	// capacity is released (planner.Options). Off, it is kept.
+	TerminateFirstDrift, TerminateFirstRepair bool
 	// PlacementGate installs the MutatingAdmissionPolicy PlacementName,
 	// which holds the new pods of the owners a command is recreating
 	// behind the scheduling gate GateName until they are nominated. Off

@@ -190,6 +190,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	in := &planner.Input{Now: now, Pools: map[string]planner.PoolPolicy{}, Nodes: map[string]planner.NodeState{},
 		RepairPolicies: c.cloud.RepairPolicies(),
 		Options: planner.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, NodeRepair: c.opts.NodeRepair,
+			TerminateFirstDrift: c.opts.TerminateFirstDrift, TerminateFirstRepair: c.opts.TerminateFirstRepair,
 			MinSavings: c.opts.MinSavings, Engine: c.opts.Snapshot.Engine}}
 	for i := range pools.Items {
 		np := &pools.Items[i]
