@@ -221,3 +221,52 @@ func TestSimulateStaticPoolScalesDown(t *testing.T) {
 		t.Errorf("NodeClaims %+v, want default/work re-planned on a general NodeClaim", r.NodeClaims)
 	}
 }
+
+// staticClaim is the NodeClaim of static node name, drifted or not.
+func staticClaimDoc(name string, drifted bool) string {
+	conds := `[{type: Initialized, status: "True", reason: Initialized, lastTransitionTime: "2026-11-20T09:01:00Z"}`
+	if drifted {
+		conds += `, {type: Drifted, status: "True", reason: NodePoolDrifted, lastTransitionTime: "2026-12-01T09:00:00Z"}`
+	}
+	return fmt.Sprintf(`apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: claim-%[1]s
+  creationTimestamp: "2026-11-20T09:00:00Z"
+  labels: {karpenter.sh/nodepool: fixed, node.kubernetes.io/instance-type: c6i.large, karpenter.sh/capacity-type: on-demand, topology.kubernetes.io/zone: us-east-1a}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+  - {key: karpenter.sh/nodepool, operator: In, values: [fixed]}
+  - {key: node.kubernetes.io/instance-type, operator: In, values: [c6i.large]}
+status:
+  providerID: "aws:///us-east-1a/i-%[1]s"
+  nodeName: %[1]s
+  lastPodEventTime: "2026-12-01T08:00:00Z"
+  conditions: %[2]s]
+`, name, conds)
+}
+
+// simulate --disruption never consolidates a static pool's nodes: an
+// empty one is kept with StaticPool, saying the replicas and the count;
+// a drifted one is still replaced (removed: the static controller
+// launches its successor).
+func TestRunDisruptionStaticPool(t *testing.T) {
+	docs := []string{nodeClassDoc, staticPool(2, "") + "  disruption: {budgets: [{nodes: \"100%\"}]}\n",
+		staticNode("s1"), staticClaimDoc("s1", false), staticNode("s2"), staticClaimDoc("s2", true)}
+	m := &simulate.Manifests{}
+	if err := m.Read("c.yaml", []byte(strings.Join(docs, "---\n"))); err != nil {
+		t.Fatal(err)
+	}
+	r, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1"}, disruptionNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kept) != 1 || r.Kept[0].Node != "s1" || r.Kept[0].Code != "StaticPool" ||
+		!strings.Contains(r.Kept[0].Reason, "spec.replicas 2, has 2 nodes") {
+		t.Errorf("kept %+v, want s1 kept as StaticPool with replicas 2 and 2 nodes", r.Kept)
+	}
+	if len(r.Commands) != 1 || r.Commands[0].Reason != "Drifted" || len(r.Commands[0].Nodes) != 1 || r.Commands[0].Nodes[0] != "s2" {
+		t.Errorf("commands %+v, want s2 replaced for drift", r.Commands)
+	}
+}
