@@ -768,12 +768,26 @@ func (p *planner) drift() error {
 // underutilized consolidates: the largest batch first, then single nodes.
 func (p *planner) underutilized() error {
 	var cands []*cnode
+	var live map[string]int // static pools' nodes not being deleted
 	for _, n := range p.nodes {
 		if n.done || n.kept != nil {
 			continue
 		}
 		if n.policy.Static {
-			p.keep(n, CodeStaticPool, "pool %s is static (spec.replicas): its nodes are not consolidated", n.pool)
+			if n.policy.Replicas == nil {
+				p.keep(n, CodeStaticPool, "pool %s is static (spec.replicas): its nodes are not consolidated", n.pool)
+				continue
+			}
+			if live == nil {
+				live = map[string]int{}
+				for _, o := range p.nodes {
+					if o.policy.Static && !o.st.MarkedForDeletion {
+						live[o.pool]++
+					}
+				}
+			}
+			p.keep(n, CodeStaticPool, "pool %s is static (spec.replicas %d, has %d nodes): its nodes are not consolidated, only replaced when drifted; the static controller keeps the count",
+				n.pool, *n.policy.Replicas, live[n.pool])
 			continue
 		}
 		if len(n.pods) == 0 {

@@ -71,6 +71,9 @@ type PoolPolicy struct {
 	// consolidated (Empty, Underutilized), only replaced when drifted; its
 	// count is the static controller's.
 	Static bool
+	// Replicas is a static pool's spec.replicas (nil when not given): the
+	// reason a static node is kept says it and how many nodes the pool has.
+	Replicas *int64
 	// MinSavings is the pool's consolidation savings threshold (the
 	// NodePool's dovetail.sh/consolidation-min-savings and
 	// dovetail.sh/consolidation-min-savings-per-pod annotations); a nil

@@ -89,7 +89,11 @@ func renderTable(w io.Writer, r *Result) error {
 	if len(r.NodeClaims) > 0 {
 		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE-TYPE\tCAPACITY-TYPE\tZONE\t$/HOUR\tOPTIONS\tPODS")
 		for _, c := range r.NodeClaims {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%d\n", esc(c.Name), esc(c.NodePool), esc(c.InstanceType), esc(c.CapacityType), esc(c.Zone), c.PricePerHour, len(c.InstanceTypeOptions), len(c.Pods))
+			pool := esc(c.NodePool)
+			if c.Static {
+				pool += " (static)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%d\n", esc(c.Name), pool, esc(c.InstanceType), esc(c.CapacityType), esc(c.Zone), c.PricePerHour, len(c.InstanceTypeOptions), len(c.Pods))
 		}
 	} else {
 		fmt.Fprintln(tw, "No new nodes.")
@@ -109,6 +113,7 @@ func renderTable(w io.Writer, r *Result) error {
 		}
 	}
 	renderBuffers(tw, r)
+	renderStatic(tw, r)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -150,4 +155,29 @@ func formatSeconds(s float64) string {
 		return fmt.Sprintf("%.1fms", s*1e3)
 	}
 	return fmt.Sprintf("%.2fs", s)
+}
+
+// renderStatic writes one line per static NodePool: its replicas, what it
+// has, the NodeClaims the plan launches for it and the nodes it removes.
+func renderStatic(w io.Writer, r *Result) {
+	if len(r.StaticPools) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "STATIC NODEPOOL\tREPLICAS\tHAS\tLAUNCHED\tREMOVED\tNOTE")
+	for _, sp := range r.StaticPools {
+		removed := make([]string, 0, len(sp.Removed))
+		for _, rm := range sp.Removed {
+			removed = append(removed, esc(rm.Name)+" ("+esc(rm.Rank)+")")
+		}
+		gone := "-"
+		if len(removed) > 0 {
+			gone = strings.Join(removed, ", ")
+		}
+		note := "-"
+		if sp.Limited != "" {
+			note = oneLine(sp.Limited)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\n", esc(sp.NodePool), sp.Replicas, sp.Has, sp.Launched, gone, note)
+	}
 }

@@ -59,6 +59,11 @@ func writeJSON(w io.Writer, r *Result) error {
 		e.raw(",\n")
 		e.key(3, "pods")
 		e.strings(3, c.Pods)
+		if c.Static {
+			e.raw(",\n")
+			e.key(3, "static")
+			e.raw("true")
+		}
 		e.raw("\n")
 		e.indent(2)
 		e.raw("}")
@@ -102,6 +107,15 @@ func writeJSON(w io.Writer, r *Result) error {
 			return err
 		}
 		e.key(1, "buffers")
+		e.rawBytes(data)
+		e.raw(",\n")
+	}
+	if len(r.StaticPools) > 0 {
+		data, err := json.MarshalIndent(r.StaticPools, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		e.key(1, "staticPools")
 		e.rawBytes(data)
 		e.raw(",\n")
 	}

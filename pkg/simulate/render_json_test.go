@@ -35,6 +35,11 @@ func TestWriteJSONMatchesEncodingJSON(t *testing.T) {
 			DurationSeconds:        -0.5,
 		},
 		"big": big,
+		"static": {
+			NodeClaims: []simulate.NodeClaim{{Name: "s-1", NodePool: "s", Static: true, Pods: []string{}}, {Name: "d-1", NodePool: "d", Pods: []string{"a/b"}}},
+			StaticPools: []simulate.StaticPool{{NodePool: "s", Replicas: 3, Has: 1, Launched: 1, Limited: "limits.nodes 2",
+				Removed: []simulate.StaticRemoval{{Name: "n", Rank: "Empty"}}}},
+		},
 	}
 	for name, r := range results {
 		t.Run(name, func(t *testing.T) {

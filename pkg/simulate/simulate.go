@@ -97,7 +97,12 @@ type Result struct {
 	// without buffers in the input). Their pods are also in the lists
 	// above, named capacitybuffer:<buffer>:<n>.
 	Buffers []BufferRoom `json:"buffers,omitempty"`
-	// TotalPricePerHour is the price of the new NodeClaims only.
+	// StaticPools is what the plan does for each static NodePool
+	// (spec.replicas) of the input: its NodeClaims are in NodeClaims,
+	// marked static.
+	StaticPools []StaticPool `json:"staticPools,omitempty"`
+	// TotalPricePerHour is the price of the new NodeClaims only (static
+	// pools' included).
 	TotalPricePerHour float64 `json:"totalPricePerHour"`
 	// LowerBoundPricePerHour is the engine's proven lower bound for the
 	// pods it put on new NodeClaims.
@@ -123,6 +128,10 @@ type NodeClaim struct {
 	Zone                string   `json:"zone"`
 	PricePerHour        float64  `json:"pricePerHour"`
 	Pods                []string `json:"pods"`
+	// Static: a NodeClaim a static NodePool (spec.replicas) launches to
+	// reach its replica count, not one for pending pods (pods may still be
+	// placed on it).
+	Static bool `json:"static,omitempty"`
 }
 
 // ExistingNode lists the pending pods planned onto an existing node or an
@@ -208,6 +217,7 @@ func Run(m *Manifests, opts Options) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
+	static, claims := m.planStatic(in, now())
 	start := now()
 	plan, err := engine.Solve(in)
 	elapsed := now().Sub(start)
@@ -224,6 +234,7 @@ func Run(m *Manifests, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("solving: %w", err)
 	}
 	r := FromPlan(plan)
+	r.addStatic(static, claims)
 	r.DurationSeconds = elapsed.Seconds()
 	r.Warnings = warnings
 	return r, nil

@@ -20,6 +20,10 @@ import (
 func DisruptionPolicy(np *karpv1.NodePool) disruption.PoolPolicy {
 	d := np.Spec.Disruption
 	pp := disruption.PoolPolicy{ConsolidationPolicy: string(d.ConsolidationPolicy), Static: np.Spec.Replicas != nil}
+	if r := np.Spec.Replicas; r != nil {
+		v := int64(*r)
+		pp.Replicas = &v
+	}
 	pp.MinSavings, _ = PoolMinSavings(np)
 	switch ca := d.ConsolidateAfter; {
 	case ca.IsZero():
