@@ -66,7 +66,7 @@ pkg/operator's Gates with RefuseOn (charts' TestChartValuesReachTheController
 fails when the two disagree). */}}
 {{- define "dovetail.featureGates" -}}
 {{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" "schedulerHandoff" -}}
-{{- $refusedOn := list "terminateFirstDrift" "terminateFirstRepair" -}}
+{{- $refusedOn := list -}}
 {{- include "dovetail.gates" (list "settings.featureGates" .Values.settings.featureGates $known $refusedOn) -}}
 {{- end -}}
 
