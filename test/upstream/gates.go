@@ -24,6 +24,23 @@ var groupAWSGates = map[string][]string{
 	"Reboot": {"RebootForRepair=true"},
 }
 
+// groupDeployment are the groups whose specs read and patch the peer's
+// controller Deployment (kube-system/karpenter: its env, its rollout, its
+// pod holding karpenter-leader-election); their stacks run with `local up
+// --controller-deployment kube-system/karpenter` (package standin).
+var groupDeployment = map[string]bool{
+	"TerminateFirst": true,
+}
+
+// controllerDeployment is the --controller-deployment value of a group's
+// stack, or "" for none.
+func controllerDeployment(group string) string {
+	if groupDeployment[group] {
+		return "kube-system/karpenter"
+	}
+	return ""
+}
+
 // awsFeatureGates is the AWS_FEATURE_GATES value of a group's controller,
 // or "" for dovetail's defaults.
 func awsFeatureGates(group string) string {

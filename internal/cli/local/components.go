@@ -7,9 +7,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dovetail-sh/dovetail/config/rbac"
+	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
 	stack "github.com/dovetail-sh/dovetail/pkg/local"
 	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
+	"github.com/dovetail-sh/dovetail/pkg/local/standin"
 )
 
 // defaultComponents lists what `local up` starts after the control plane,
@@ -23,7 +25,14 @@ func defaultComponents() []stack.Component {
 		RBAC:      rbac.Manifests(),
 		TimeScale: func() float64 { return aws.TimeScale },
 	}
-	return []stack.Component{aws, controllerFlags{ctrl}}
+	return []stack.Component{aws, controllerFlags{ctrl}, deploymentFlags{&standin.Component{Controller: ctrl}}}
+}
+
+// deploymentFlags adds --controller-deployment to `local up`.
+type deploymentFlags struct{ *standin.Component }
+
+func (d deploymentFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.Var(d.Component, "controller-deployment", "also keep a Deployment NAMESPACE/NAME standing for the controller: changing its pod template's env (kubectl set env, rollout restart) restarts the controller with it, and the Lease NAME-leader-election names its newest pod (for tools written against a controller Deployment, such as the peer's e2e suites: kube-system/karpenter)")
 }
 
 // controllerFlags adds the controller's flags to `local up`.
@@ -60,6 +69,24 @@ func (v replicasValue) Set(s string) error {
 }
 
 func (v replicasValue) Type() string { return "int" }
+
+// componentFlagErrors refuses component flags that contradict each other:
+// a controller Deployment stands for a controller, so it needs one.
+func componentFlagErrors(components []stack.Component) error {
+	var noController, deployment bool
+	for _, c := range components {
+		switch c := c.(type) {
+		case controllerFlags:
+			noController = c.None
+		case deploymentFlags:
+			deployment = c.Enabled()
+		}
+	}
+	if noController && deployment {
+		return cmdutil.BadInputf("--controller-deployment stands for the stack's controller: it needs --controller-replicas 1 or more, not 0")
+	}
+	return nil
+}
 
 // addComponentFlags lets components that have flags (such as the AWS
 // emulator's --time-scale) register them on `local up`.

@@ -94,3 +94,30 @@ func TestUpControllerReplicasZero(t *testing.T) {
 		t.Fatalf("--controller-replicas -1: %v", err)
 	}
 }
+
+// TestUpControllerDeploymentFlag: --controller-deployment takes
+// NAMESPACE/NAME, and needs a controller to stand for.
+func TestUpControllerDeploymentFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for accepted
+	}{
+		{[]string{"--controller-deployment", "kube-system/karpenter"}, ""},
+		{[]string{"--controller-deployment", "karpenter"}, "NAMESPACE/NAME"},
+		{[]string{"--controller-deployment", "Kube/karpenter"}, "namespace"},
+		{[]string{"--controller-deployment", "kube-system/karpenter", "--controller-replicas", "0"}, "--controller-replicas"},
+	} {
+		ran := false
+		cmd := local.NewCmdUp(func(context.Context, *local.UpOptions) error { ran = true; return nil })
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(tc.args)
+		err := cmd.ExecuteContext(t.Context())
+		switch {
+		case tc.want == "" && (err != nil || !ran):
+			t.Errorf("%v: %v (ran %v)", tc.args, err, ran)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || ran):
+			t.Errorf("%v: got %v (ran %v), want an error naming %q", tc.args, err, ran, tc.want)
+		}
+	}
+}

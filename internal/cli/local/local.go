@@ -71,6 +71,9 @@ Exit codes: 0 stopped by a signal, 1 failure (including DIR in use),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Stdout = cmd.OutOrStdout()
 			opts.Stderr = cmd.ErrOrStderr()
+			if err := componentFlagErrors(opts.Components); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}

@@ -58,7 +58,8 @@ type Component struct {
 	// (the emulator's time scale, read at Start); nil means 1.
 	TimeScale func() float64
 	// Env are extra environment variables of the controller (they win over
-	// the component's own, e.g. BATCH_IDLE_DURATION=200ms).
+	// the component's own, e.g. BATCH_IDLE_DURATION=200ms); an empty value
+	// removes the variable (the controller's default applies).
 	Env map[string]string
 	// Args are extra arguments after `controller`.
 	Args []string
@@ -266,7 +267,8 @@ func mergeEnv(base []string, vars map[string]string) []string {
 	var out []string
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := vars[k]; ok || strings.HasPrefix(k, "AWS_") || k == "KUBECONFIG" {
+		// AWS_FEATURE_GATES is the controller's setting, not the SDK's.
+		if _, ok := vars[k]; ok || (strings.HasPrefix(k, "AWS_") && k != "AWS_FEATURE_GATES") || k == "KUBECONFIG" {
 			continue
 		}
 		out = append(out, kv)
@@ -277,7 +279,9 @@ func mergeEnv(base []string, vars map[string]string) []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		out = append(out, k+"="+vars[k])
+		if vars[k] != "" {
+			out = append(out, k+"="+vars[k])
+		}
 	}
 	return out
 }
