@@ -110,7 +110,7 @@ var peerMetrics = []peerMetric{
 	{name: "karpenter_voluntary_disruption_eligible_nodes", typ: "gauge", labels: []string{"reason"}},
 	{name: "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", typ: "histogram", labels: []string{"reason", "consolidation_type"},
 		serve: differs, why: "one planner pass covers every method: no labels"},
-	{name: "karpenter_voluntary_disruption_terminate_first_decisions_total", typ: "counter", labels: []string{"nodepool", "reason", "terminate_first_reason"}, serve: notServed, why: "TerminateFirst* commands are counted as delete decisions (decision=delete); the per-reason terminate-first counter is not served yet"},
+	{name: "karpenter_voluntary_disruption_terminate_first_decisions_total", typ: "counter", labels: []string{"nodepool", "reason", "terminate_first_reason"}},
 	{name: "karpenter_voluntary_disruption_consolidation_timeouts_total", typ: "counter", labels: []string{"consolidation_type"}, serve: notServed, why: "not built yet"},
 	{name: "karpenter_voluntary_disruption_failed_validations_total", typ: "counter", labels: []string{"consolidation_type"}, serve: notServed, why: "not built yet"},
 	{name: "karpenter_voluntary_disruption_queue_failures_total", typ: "counter", labels: []string{"decision", "reason", "consolidation_type"}, serve: notServed, why: "not built yet"},

@@ -753,7 +753,7 @@ func (p *planner) drift() error {
 		cmd := res.command(ReasonDrifted, "")
 		cmd.Message = fmt.Sprintf("Drifted (%s): replacing node %s with %d new nodes", n.st.Drifted, n.name, len(cmd.Replacements))
 		if limitMsg != "" {
-			cmd.terminateFirst()
+			cmd.terminateFirst(n)
 			cmd.Message = fmt.Sprintf("Drifted (%s): terminating node %s first, provisioning replaces it once its capacity is released (TerminateFirstDrift: %s)", n.st.Drifted, n.name, limitMsg)
 		} else if len(cmd.Replacements) == 0 {
 			cmd.Message = fmt.Sprintf("Drifted (%s): deleting node %s, its pods fit on the rest of the fleet", n.st.Drifted, n.name)
@@ -1437,8 +1437,12 @@ func (res *result) command(reason Reason, typ string) *Command {
 // terminateFirst makes a replace-first command delete-only: its node
 // goes first and provisioning launches for its pods once the capacity is
 // released (TerminateFirstDrift, TerminateFirstRepair).
-func (c *Command) terminateFirst() {
+func (c *Command) terminateFirst(n *cnode) {
 	c.TerminateFirst = true
+	c.TerminateFirstReason = TerminateFirstPoolAtLimit
+	if n.policy.Static {
+		c.TerminateFirstReason = TerminateFirstStaticAtLimit
+	}
 	c.Replacements = nil
 	c.ReplacementPricePerHour = 0
 }

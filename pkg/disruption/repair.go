@@ -148,7 +148,7 @@ func (p *planner) repair() error {
 			bound = grace.String()
 		}
 		if limitMsg != "" {
-			cmd.terminateFirst()
+			cmd.terminateFirst(n)
 			cmd.Message = fmt.Sprintf("Unhealthy (%s): terminating node %s first, provisioning replaces it once its capacity is released (drain bound %s; TerminateFirstRepair: %s)", n.sick, n.name, bound, limitMsg)
 		} else if len(cmd.Replacements) == 0 {
 			cmd.Message = fmt.Sprintf("Unhealthy (%s): deleting node %s, its pods fit on the rest of the fleet (drain bound %s)", n.sick, n.name, bound)

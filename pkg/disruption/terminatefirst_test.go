@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/dovetail-sh/dovetail/pkg/disruption"
 )
@@ -31,12 +32,14 @@ func TestTerminateFirstDrift(t *testing.T) {
 		gate   bool
 		budget string
 		want   string // "kept", "terminate", "replace", "budget"
+		static bool
 	}{
-		{"at limit, gate off", "1", false, "100%", "kept"},
-		{"at limit, gate on", "1", true, "100%", "terminate"},
-		{"at limit, gate on, budget 0", "1", true, "0", "budget"},
-		{"room under the limit, gate on", "2", true, "100%", "replace"},
-		{"room under the limit, gate off", "2", false, "100%", "replace"},
+		{"at limit, gate off", "1", false, "100%", "kept", false},
+		{"at limit, gate on", "1", true, "100%", "terminate", false},
+		{"static pool at limit, gate on", "1", true, "100%", "terminate", true},
+		{"at limit, gate on, budget 0", "1", true, "0", "budget", false},
+		{"room under the limit, gate on", "2", true, "100%", "replace", false},
+		{"room under the limit, gate off", "2", false, "100%", "replace", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(types(family("m5")), "on-demand")
@@ -44,6 +47,12 @@ func TestTerminateFirstDrift(t *testing.T) {
 			in := f.input(budget(tc.budget))
 			limitPool(in, tc.limit)
 			in.Options.TerminateFirstDrift = tc.gate
+			if tc.static {
+				for name, pol := range in.Pools {
+					pol.Static, pol.Replicas = true, ptr.To(int64(1))
+					in.Pools[name] = pol
+				}
+			}
 			st := in.Nodes[a]
 			st.Drifted = "AMIDrift"
 			in.Nodes[a] = st
@@ -71,6 +80,16 @@ func TestTerminateFirstDrift(t *testing.T) {
 				}
 				if tf := tc.want == "terminate"; c.TerminateFirst != tf || (len(c.Replacements) == 0) != tf {
 					t.Fatalf("TerminateFirst %v with %d replacements (%s), want terminate-first %v", c.TerminateFirst, len(c.Replacements), c.Message, tf)
+				}
+				wantWhy := ""
+				if tc.want == "terminate" {
+					wantWhy = disruption.TerminateFirstPoolAtLimit
+					if tc.static {
+						wantWhy = disruption.TerminateFirstStaticAtLimit
+					}
+				}
+				if c.TerminateFirstReason != wantWhy {
+					t.Fatalf("TerminateFirstReason %q, want %q", c.TerminateFirstReason, wantWhy)
 				}
 			}
 		})

@@ -291,7 +291,24 @@ type Command struct {
 	// deletes first and has no Replacements; provisioning launches for
 	// the evicted pods once the node's capacity is released.
 	TerminateFirst bool
+	// TerminateFirstReason says why the replacement could not launch first
+	// (TerminateFirstStaticAtLimit or TerminateFirstPoolAtLimit); set with
+	// TerminateFirst.
+	TerminateFirstReason string
 }
+
+// Why a command terminates first: the values of the
+// karpenter_voluntary_disruption_terminate_first_decisions_total
+// terminate_first_reason label.
+const (
+	// TerminateFirstStaticAtLimit: a static NodePool at its limits (the
+	// peer's value).
+	TerminateFirstStaticAtLimit = "static-at-limit"
+	// TerminateFirstPoolAtLimit: a dynamic NodePool at its limits
+	// (dovetail's; the peer terminates first only for static pools and
+	// full capacity reservations).
+	TerminateFirstPoolAtLimit = "nodepool-at-limit"
+)
 
 // Kept is a node not disrupted, with why.
 type Kept struct {

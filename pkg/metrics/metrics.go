@@ -47,6 +47,9 @@ const (
 	// LabelDecision and LabelConsolidationType label disruption decisions.
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
+	// LabelTerminateFirstReason says why a terminate-first command could
+	// not launch its replacement first.
+	LabelTerminateFirstReason = "terminate_first_reason"
 	// LabelNodeName and LabelTeam label node and NodePool-owner series.
 	LabelNodeName = "node_name"
 	LabelTeam     = "team"
@@ -122,7 +125,7 @@ type Registry struct {
 	// "underutilized") (karpenter_nodeclaims_disrupted_total{reason,nodepool,capacity_type}).
 	NodeClaimsDisrupted *prometheus.CounterVec
 	// DisruptionDecisions counts the commands the disruption controller
-	// acted on, by decision ("delete" or "replace"), reason and
+	// acted on, by decision ("delete", "replace", or "terminate-first"), reason and
 	// consolidation type ("empty", "single", "multi", or "" for drift)
 	// (karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}).
 	DisruptionDecisions *prometheus.CounterVec
@@ -214,6 +217,12 @@ type Registry struct {
 	// DisruptionDecisionsByNodePool is DisruptionDecisions per NodePool
 	// (karpenter_voluntary_disruption_decisions_by_nodepool_total{decision,reason,consolidation_type,nodepool}).
 	DisruptionDecisionsByNodePool *prometheus.CounterVec
+	// DisruptionTerminateFirstDecisions counts terminate-first commands
+	// (decision "terminate-first": TerminateFirstDrift, TerminateFirstRepair)
+	// per NodePool, by reason and why the replacement could not launch
+	// first ("static-at-limit", "nodepool-at-limit")
+	// (karpenter_voluntary_disruption_terminate_first_decisions_total{nodepool,reason,terminate_first_reason}).
+	DisruptionTerminateFirstDecisions *prometheus.CounterVec
 
 	// Capacity of nodes and what pods ask of it, and the NodePools'
 	// owners, for the dashboards (deploy/dashboards); registered here, set
@@ -390,6 +399,10 @@ func NewRegistry() *Registry {
 			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "decisions_by_nodepool_total",
 			Help: "Voluntary disruption decisions per NodePool, by decision, reason and consolidation type.",
 		}, []string{LabelDecision, LabelReason, LabelConsolidationType, LabelNodePool}),
+		DisruptionTerminateFirstDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: PeerNamespace, Subsystem: "voluntary_disruption", Name: "terminate_first_decisions_total",
+			Help: "Terminate-first disruption commands per NodePool, by reason and why the replacement could not launch first.",
+		}, []string{LabelNodePool, LabelReason, LabelTerminateFirstReason}),
 
 		Nodes: newNodeGauges(prometheus.GaugeOpts{
 			Namespace: PeerNamespace, Subsystem: "nodes", Name: "allocatable",
@@ -422,7 +435,7 @@ func (r *Registry) collectors() []prometheus.Collector {
 		r.NodePoolNodes, r.NodePoolCostPerHour, r.NodePoolCost, r.CloudProviderCalls, r.GarbageCollected, r.EventsDropped,
 		r.NodeClaimsDisrupted, r.DisruptionDecisions, r.DisruptionEligibleNodes, r.DisruptionEvaluationDuration,
 		r.NodePoolAllowedDisruptions, r.DisruptionSavings, r.FleetPricePerHour, r.FleetLowerBoundPricePerHour,
-		r.DisruptionDecisionsByNodePool, r.Nodes.Allocatable, r.Nodes.Requests, r.NodePoolInfo,
+		r.DisruptionDecisionsByNodePool, r.DisruptionTerminateFirstDecisions, r.Nodes.Allocatable, r.Nodes.Requests, r.NodePoolInfo,
 		r.ClusterStateNodeCount, r.NodeClaimsInstanceTerminationDuration, r.OfferingAvailable,
 		r.OfferingPriceEstimate, r.PodsState, r.PodsStartupDuration,
 	}

@@ -60,6 +60,7 @@ const (
 	rollbackReplacementFailed        = "a replacement failed to launch, register or initialize"
 	rollbackTimeout                  = "timed out waiting for the replacements"
 	decisionDelete, decisionReplace  = "delete", "replace"
+	decisionTerminateFirst           = "terminate-first"
 )
 
 // commandState is a command as it is kept on its candidates.
@@ -274,7 +275,10 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 		}
 	}
 	decision := decisionDelete
-	if len(cmd.Replacements) > 0 {
+	switch {
+	case cmd.TerminateFirst:
+		decision = decisionTerminateFirst
+	case len(cmd.Replacements) > 0:
 		decision = decisionReplace
 	}
 	c.metrics.DisruptionDecisions.WithLabelValues(decision, strings.ToLower(cs.Reason), cs.ConsolidationType).Inc()
@@ -283,6 +287,9 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 		if pool := nodeclaimutil.NodePool(nc); pool != "" && !pools[pool] {
 			pools[pool] = true
 			c.metrics.DisruptionDecisionsByNodePool.WithLabelValues(decision, strings.ToLower(cs.Reason), cs.ConsolidationType, pool).Inc()
+			if cmd.TerminateFirst {
+				c.metrics.DisruptionTerminateFirstDecisions.WithLabelValues(pool, strings.ToLower(cs.Reason), cmd.TerminateFirstReason).Inc()
+			}
 		}
 	}
 	for _, nc := range candidates {

@@ -20,6 +20,7 @@ import (
 	nctermination "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
+	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
 )
 
 // setupAtLimit is setup with provisioning running too, and a NodePool
@@ -182,6 +183,16 @@ func TestDriftAtLimitTerminatesFirst(t *testing.T) {
 	ev := f.env.EventuallyEventAbout(old, disruption.ReasonDisruptionTerminating)
 	if !strings.Contains(ev.Note, "first") || !strings.Contains(ev.Note, "TerminateFirstDrift") {
 		t.Errorf("DisruptionTerminating note %q does not say it terminates first", ev.Note)
+	}
+	// Counted as the peer counts it: decision terminate-first, and why.
+	if v := metricstest.Value(t, f.env.Metrics.DisruptionTerminateFirstDecisions.WithLabelValues(f.pool.Name, "drifted", "nodepool-at-limit")); v != 1 {
+		t.Errorf("terminate_first_decisions_total{nodepool-at-limit} = %v, want 1", v)
+	}
+	if v := metricstest.Value(t, f.env.Metrics.DisruptionDecisions.WithLabelValues("terminate-first", "drifted", "")); v != 1 {
+		t.Errorf("decisions_total{decision=terminate-first} = %v, want 1", v)
+	}
+	if v := metricstest.Value(t, f.env.Metrics.DisruptionDecisions.WithLabelValues("delete", "drifted", "")); v != 0 {
+		t.Errorf("decisions_total{decision=delete,reason=drifted} = %v, want 0", v)
 	}
 }
 

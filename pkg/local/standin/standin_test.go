@@ -170,7 +170,7 @@ func TestDeploymentEnvRestartsTheController(t *testing.T) {
 	const gates = "NodeRepair=true,TerminateFirstDrift=true,TerminateFirstRepair=true"
 	patch(map[string]any{"spec": map[string]any{"template": map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{"kubectl.kubernetes.io/restartedAt": time.Now().Format(time.RFC3339)}},
-		"spec": map[string]any{"containers": []map[string]any{{"name": "controller", "env": []map[string]string{{"name": "FEATURE_GATES", "value": gates}}}}},
+		"spec":     map[string]any{"containers": []map[string]any{{"name": "controller", "env": []map[string]string{{"name": "FEATURE_GATES", "value": gates}}}}},
 	}}})
 	waitFor("the controller to run with the new FEATURE_GATES", func() bool {
 		r := ctrl.Replica(0)
