@@ -27,6 +27,9 @@ type cnode struct {
 	st     NodeState
 	pool   string
 	policy PoolPolicy
+	// heldRoom: kept empty for the room it holds (pending pods, a
+	// CapacityBuffer); drift replaces it anyway.
+	heldRoom bool
 	price  float64
 	known  bool // instance type, capacity type, zone and price known
 	it     string
@@ -698,9 +701,15 @@ func (p *planner) drift() error {
 		if n.done || n.st.Drifted == "" {
 			continue
 		}
-		if n.kept != nil && !(n.kept.Code == CodeConsolidateAfter || n.kept.Code == CodeConsolidationDisabled) {
+		// What keeps an empty node from consolidation does not keep it from
+		// drift: its consolidateAfter, and the room it holds for pending
+		// pods or a CapacityBuffer (the replacement, launched first, takes
+		// that room over).
+		if n.kept != nil && !(n.kept.Code == CodeConsolidateAfter || n.kept.Code == CodeConsolidationDisabled ||
+			n.kept.Code == CodeBufferRoom || n.kept.Code == CodeNeededByPending) {
 			continue
 		}
+		n.heldRoom = n.kept != nil && (n.kept.Code == CodeBufferRoom || n.kept.Code == CodeNeededByPending)
 		n.kept = nil
 		if n.blockCode != "" && n.st.TerminationGracePeriod == nil {
 			p.keep(n, n.blockCode, "drifted (%s), but %s", n.st.Drifted, n.blockMsg)
@@ -738,6 +747,12 @@ func (p *planner) drift() error {
 		if err != nil {
 			return err
 		}
+		if res.failCode == CodeNeededByPending && n.heldRoom {
+			// The node held room for pending pods or a CapacityBuffer:
+			// provisioning launches that room again once the node is
+			// tainted (the churn is the point).
+			res.failCode, res.failMsg = "", ""
+		}
 		if res.failCode != "" {
 			p.keep(n, CodeDriftBlocked, "drifted (%s), but %s", n.st.Drifted, res.failMsg)
 			continue
@@ -755,6 +770,8 @@ func (p *planner) drift() error {
 		if limitMsg != "" {
 			cmd.terminateFirst(n)
 			cmd.Message = fmt.Sprintf("Drifted (%s): terminating node %s first, provisioning replaces it once its capacity is released (TerminateFirstDrift: %s)", n.st.Drifted, n.name, limitMsg)
+		} else if len(cmd.Replacements) == 0 && n.heldRoom {
+			cmd.Message = fmt.Sprintf("Drifted (%s): deleting node %s; provisioning launches the room it held for pending pods or a CapacityBuffer again", n.st.Drifted, n.name)
 		} else if len(cmd.Replacements) == 0 {
 			cmd.Message = fmt.Sprintf("Drifted (%s): deleting node %s, its pods fit on the rest of the fleet", n.st.Drifted, n.name)
 		}
