@@ -149,7 +149,7 @@ func (e *Emulator) chooseCandidate(cands []*fleetCandidate, strategy, capType st
 	sort.SliceStable(cands, func(i, j int) bool { return lessCandidate(cands[i], cands[j]) })
 	cheapest := cands[0]
 	best := cheapest
-	prio := func(c *fleetCandidate) float64 { return c.ovrXML.Priority }
+	prio := func(c *fleetCandidate) float64 { return c.priority }
 	for _, c := range cands[1:] {
 		switch strategy {
 		case "price-capacity-optimized":

@@ -30,6 +30,9 @@ type fleetCandidate struct {
 	maxPrice     float64 // 0 = none
 	price        float64
 	spare        int // spare-capacity score, set by chooseCandidate
+	// priority is the override's Priority, +Inf when it has none (EC2: an
+	// override without a priority has the lowest).
+	priority float64
 	// why the candidate cannot launch: error code and message, "" if it can.
 	errCode, errMsg string
 }
@@ -254,14 +257,22 @@ func (e *Emulator) fleetCandidates(configs []params, capType string) ([]fleetCan
 			if aerr != nil {
 				return nil, aerr
 			}
-			priority, _ := strconv.ParseFloat(o.Get("Priority"), 64)
+			// An override without a priority has the lowest (EC2's rule).
+			priority, given := math.Inf(1), 0.0
+			if v := o.Get("Priority"); v != "" {
+				pv, err := strconv.ParseFloat(v, 64)
+				if err != nil || pv < 0 {
+					return nil, errInvalidParameterValue("Priority", v, "Expecting a non-negative number.")
+				}
+				priority, given = pv, pv
+			}
 			weight, _ := strconv.ParseFloat(o.Get("WeightedCapacity"), 64)
 			for _, s := range subnets {
 				c := fleetCandidate{
-					cfg: ci, ovr: oi, lt: lt, ltSpec: ltSpec, instanceType: it, subnet: s, imageID: imageID, maxPrice: maxPrice,
+					cfg: ci, ovr: oi, lt: lt, ltSpec: ltSpec, instanceType: it, subnet: s, imageID: imageID, maxPrice: maxPrice, priority: priority,
 					ovrXML: overridesXML{
 						InstanceType: typeName, MaxPrice: o.Get("MaxPrice"), SubnetID: s.ID, AvailabilityZone: s.Zone.Name,
-						WeightedCapacity: weight, Priority: priority, ImageID: o.Get("ImageId"),
+						WeightedCapacity: weight, Priority: given, ImageID: o.Get("ImageId"),
 					},
 				}
 				e.judge(&c, img, capType)

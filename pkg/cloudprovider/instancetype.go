@@ -98,6 +98,10 @@ type Offering struct {
 	// PriceOverlay names the NodeOverlay that set Price (pkg/overlay);
 	// empty for the cloud's price.
 	PriceOverlay string
+	// ListPrice is the cloud's price before PriceOverlay set Price (for
+	// explanations: the overlay's name and the price it replaced); 0 when
+	// PriceOverlay is empty.
+	ListPrice float64
 	// ReservationID, ReservationType and ReservedCapacity describe a
 	// CapacityTypeReserved offering: the capacity reservation it launches
 	// into, the reservation's type ("default" for an on-demand capacity

@@ -16,11 +16,14 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -48,6 +51,10 @@ type Dump struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	Namespaces             []*corev1.Namespace
 	Pods                   []*corev1.Pod
+	// NodeOverlays are the overlays the controller applies: those it marks
+	// Ready=False with reason FeatureGateOff (the NodeOverlay gate is off)
+	// are left out, as it ignores them.
+	NodeOverlays []*karpv1alpha1.NodeOverlay
 	// Missing names the kinds whose API the cluster does not serve (e.g.
 	// no Karpenter CRDs on a Cluster Autoscaler cluster); they are empty.
 	Missing []string
@@ -57,7 +64,7 @@ type Dump struct {
 func (d *Dump) Count() int {
 	return len(d.NodePools) + len(d.NodeClasses) + len(d.NodeClaims) + len(d.Nodes) + len(d.DaemonSets) +
 		len(d.PodDisruptionBudgets) + len(d.StorageClasses) + len(d.PersistentVolumes) +
-		len(d.PersistentVolumeClaims) + len(d.Namespaces) + len(d.Pods)
+		len(d.PersistentVolumeClaims) + len(d.Namespaces) + len(d.Pods) + len(d.NodeOverlays)
 }
 
 // Read lists every kind of the dump through c (list only, PageSize objects
@@ -147,6 +154,24 @@ func Read(ctx context.Context, c client.Reader, opts Options) (*Dump, error) {
 			})
 		},
 		func() error {
+			gateOff := 0
+			err := each(r, "NodeOverlays", func() *karpv1alpha1.NodeOverlayList { return &karpv1alpha1.NodeOverlayList{} }, func(l *karpv1alpha1.NodeOverlayList) int {
+				for i := range l.Items {
+					o := &l.Items[i]
+					if c := meta.FindStatusCondition(o.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse && c.Reason == OverlayGateOffReason {
+						gateOff++
+						continue
+					}
+					d.NodeOverlays = append(d.NodeOverlays, SanitizeNodeOverlay(o))
+				}
+				return len(l.Items)
+			})
+			if gateOff > 0 {
+				fmt.Fprintf(r.opts.Progress, "snapshot: NodeOverlays: %d left out: the controller's NodeOverlay feature gate is off (Ready=False, %s)\n", gateOff, OverlayGateOffReason)
+			}
+			return err
+		},
+		func() error {
 			return each(r, "Namespaces", func() *corev1.NamespaceList { return &corev1.NamespaceList{} }, func(l *corev1.NamespaceList) int {
 				for i := range l.Items {
 					d.Namespaces = append(d.Namespaces, SanitizeNamespace(&l.Items[i]))
@@ -196,7 +221,7 @@ func each[L client.ObjectList](r reader, kind string, newList func() L, take fun
 		err := r.c.List(r.ctx, list, client.Limit(r.opts.PageSize), client.Continue(token))
 		switch {
 		case err == nil:
-		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || runtime.IsNotRegisteredError(err):
 			r.d.Missing = append(r.d.Missing, kind)
 			fmt.Fprintf(r.opts.Progress, "snapshot: %s: not served by this cluster (no CRD); none written\n", kind)
 			return nil
@@ -246,6 +271,7 @@ func (d *Dump) sort() {
 	byNamespacedName(d.PersistentVolumeClaims)
 	byName(d.Namespaces)
 	byNamespacedName(d.Pods)
+	byName(d.NodeOverlays)
 }
 
 // Objects returns every object of d in writing order: pools and classes
@@ -260,6 +286,7 @@ func (d *Dump) Objects() []any {
 	}
 	add(len(d.NodePools), func(i int) any { return d.NodePools[i] })
 	add(len(d.NodeClasses), func(i int) any { return d.NodeClasses[i] })
+	add(len(d.NodeOverlays), func(i int) any { return d.NodeOverlays[i] })
 	add(len(d.NodeClaims), func(i int) any { return d.NodeClaims[i] })
 	add(len(d.Nodes), func(i int) any { return d.Nodes[i] })
 	add(len(d.DaemonSets), func(i int) any { return d.DaemonSets[i] })
@@ -344,5 +371,6 @@ func (d *Dump) Cluster() *snapshot.Cluster {
 		NodePools: d.NodePools, NodeClasses: d.NodeClasses, Nodes: d.Nodes, NodeClaims: d.NodeClaims,
 		Pods: d.Pods, DaemonSets: d.DaemonSets, PersistentVolumeClaims: d.PersistentVolumeClaims,
 		PersistentVolumes: d.PersistentVolumes, StorageClasses: d.StorageClasses, Namespaces: d.Namespaces,
+		Overlays: d.NodeOverlays,
 	}
 }

@@ -45,8 +45,8 @@ func TestReadWithoutKarpenterCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.Missing, []string{"NodePools", "EC2NodeClasses", "NodeClaims"}) {
-		t.Errorf("missing %v; want the three Karpenter kinds", d.Missing)
+	if !slices.Equal(d.Missing, []string{"NodePools", "EC2NodeClasses", "NodeClaims", "NodeOverlays"}) {
+		t.Errorf("missing %v; want the four Karpenter kinds", d.Missing)
 	}
 	if len(d.Nodes) != 3 || d.Nodes[0].Labels["eks.amazonaws.com/capacityType"] != "SPOT" {
 		t.Errorf("nodes %d, %v", len(d.Nodes), d.Nodes)

@@ -12,6 +12,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 )
 
 // AllowedPodAnnotations are the only pod annotations a snapshot keeps: the
@@ -206,6 +207,19 @@ func SanitizeNodeClaim(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 func SanitizeNodePool(np *karpv1.NodePool) *karpv1.NodePool {
 	return &karpv1.NodePool{TypeMeta: metav1.TypeMeta{APIVersion: karpv1.Group + "/v1", Kind: "NodePool"},
 		ObjectMeta: slimMeta(np.ObjectMeta, allowedNodeAnnotation), Spec: np.Spec, Status: np.Status}
+}
+
+// OverlayGateOffReason is the Ready reason the controller gives every
+// NodeOverlay while its NodeOverlay feature gate is off
+// (nodeoverlay.ReasonGateOff; not imported, the controllers are not a
+// dependency of the reader).
+const OverlayGateOffReason = "FeatureGateOff"
+
+// SanitizeNodeOverlay keeps the overlay's name and spec (no status: the
+// reader applies what the spec says, as the controller does).
+func SanitizeNodeOverlay(o *karpv1alpha1.NodeOverlay) *karpv1alpha1.NodeOverlay {
+	return &karpv1alpha1.NodeOverlay{TypeMeta: metav1.TypeMeta{APIVersion: karpv1alpha1.GroupVersion.String(), Kind: "NodeOverlay"},
+		ObjectMeta: slimMeta(o.ObjectMeta, nil), Spec: o.Spec}
 }
 
 // SanitizeNodeClass keeps the EC2NodeClass without spec.userData.

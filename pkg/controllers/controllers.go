@@ -263,7 +263,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 			live = d.Client
 		}
 		out = append(out, static.New(d.Client, live, cloud("nodepool.static"), d.Clock, d.Recorder, d.Unavailable,
-			newNodeClaim, static.Options{Snapshot: disruptionOptions(cfg).Snapshot}))
+			newNodeClaim, static.Options{Snapshot: disruptionOptions(cfg).Snapshot, NodeOverlays: cfg.NodeOverlay}))
 	}
 	if cfg.PodDeletionCostManagement {
 		// Pod deletion costs from the disruption planner's drain order.

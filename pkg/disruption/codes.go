@@ -56,6 +56,11 @@ const (
 	// CodeDestination: an earlier command of this pass moves pods onto it;
 	// it is not disrupted in the same pass (its pods would move twice).
 	CodeDestination Code = "Destination"
+	// CodeReservedCapacity: the node runs in a capacity reservation, paid
+	// for whether used or not: removing it or moving its pods saves
+	// nothing, so consolidation leaves it (emptiness, drift, expiry and
+	// repair still apply).
+	CodeReservedCapacity Code = "ReservedCapacity"
 	// CodeStaticPool: the node belongs to a static pool (spec.replicas),
 	// whose nodes are not consolidated; only drift replaces them.
 	CodeStaticPool Code = "StaticPool"
@@ -90,6 +95,6 @@ func Codes() []Code {
 	return []Code{CodeUnmanaged, CodeDeleting, CodeNotInitialized, CodeNominated, CodeNodeDoNotDisrupt,
 		CodePodDoNotDisrupt, CodePDB, CodeConsolidationDisabled, CodeConsolidateAfter, CodeWhenEmpty,
 		CodeNeededByPending, CodeUnknownPrice, CodeBudget, CodeCannotReschedule, CodeNoCheaper,
-		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeMinSavings, CodeDriftBlocked, CodeDestination, CodeStaticPool,
+		CodeSpotToSpotDisabled, CodeSpotToSpotTypes, CodeMinValues, CodeBalanced, CodeMinSavings, CodeDriftBlocked, CodeDestination, CodeReservedCapacity, CodeStaticPool,
 		CodeBufferRoom, CodeRepairTolerating, CodeRepairDisabled, CodeRepairBreaker, CodeRepairBlocked, CodeDoNotRepair, CodeRebooting, CodeNotCandidate}
 }

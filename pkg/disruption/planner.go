@@ -881,6 +881,9 @@ func (p *planner) notCandidate(n *cnode, wait bool) (Code, string) {
 	if n.blockCode != "" {
 		return n.blockCode, n.blockMsg
 	}
+	if n.ct == cloudprovider.CapacityTypeReserved {
+		return CodeReservedCapacity, fmt.Sprintf("it runs in a capacity reservation (%s %s in %s), paid for whether used or not: moving its pods saves nothing", n.ct, n.it, n.zone)
+	}
 	if !n.known || n.ct == "" || n.zone == "" {
 		return CodeUnknownPrice, fmt.Sprintf("its instance type, capacity type, zone or price is unknown (type %q, capacity type %q, zone %q)", n.it, n.ct, n.zone)
 	}

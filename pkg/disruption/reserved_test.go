@@ -32,3 +32,40 @@ func TestReservedNodeIsNotReplacedByPaidCapacity(t *testing.T) {
 		})
 	}
 }
+
+// A reserved node whose pods fit on an existing paid node is not deleted
+// to save money: the reservation is paid for anyway, so moving its pods
+// onto the paid node saves nothing. The same node on-demand is deleted.
+func TestReservedNodeNotDeletedOntoPaidCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		ct         string
+		wantDelete bool
+	}{{"on-demand", true}, {"reserved", false}} {
+		t.Run(tc.ct, func(t *testing.T) {
+			f := newFleet(types(family("m5")), "on-demand", "reserved", "spot")
+			small := f.node("m5.large", tc.ct, "500m")
+			f.node("m5.2xlarge", "on-demand", "1")
+			if tc.ct == "reserved" {
+				od := 0.0
+				for _, o := range f.types["m5.large"].Offerings {
+					if o.CapacityType == "on-demand" {
+						od = o.Price
+					}
+				}
+				f.in.Nodes[0].PricePerHour = od * 1e-4
+			}
+			plan := compute(t, f.input(open()))
+			deleted := false
+			for _, c := range plan.Commands {
+				for _, n := range c.Nodes {
+					if n == small {
+						deleted = true
+					}
+				}
+			}
+			if deleted != tc.wantDelete {
+				t.Fatalf("%s node %s: commands %+v, kept %+v; want deleted %v", tc.ct, small, plan.Commands, plan.Kept, tc.wantDelete)
+			}
+		})
+	}
+}

@@ -50,6 +50,22 @@ type Offering struct {
 	// such offering (an instance type it does not know); PricePerHour is
 	// then 0 and nothing is compared with it.
 	PriceUnknown bool `json:"priceUnknown,omitempty"`
+	// OverlaidPricePerHour is the price a NodeOverlay gives the offering
+	// (Overlays.Price names it): what the engine compared, and what the
+	// cheaper offerings are held against. 0 when no overlay sets it.
+	OverlaidPricePerHour float64 `json:"overlaidPricePerHour,omitempty"`
+	// Overlays name the NodeOverlays behind the offering's price and the
+	// instance type's extended resources.
+	Overlays *Overlays `json:"overlays,omitempty"`
+}
+
+// decisionPrice is the price the engine decided with: the overlaid one
+// when a NodeOverlay sets it, else PricePerHour.
+func (o *Offering) decisionPrice() float64 {
+	if o.Overlays != nil && o.Overlays.Price != "" {
+		return o.OverlaidPricePerHour
+	}
+	return o.PricePerHour
 }
 
 // Alternative is a cheaper offering and why it was not taken.
@@ -59,6 +75,8 @@ type Alternative struct {
 	CapacityType string  `json:"capacityType"`
 	PricePerHour float64 `json:"pricePerHour"`
 	Reason       string  `json:"reason"`
+	// PriceOverlay names the NodeOverlay that set PricePerHour.
+	PriceOverlay string `json:"priceOverlay,omitempty"`
 }
 
 // MaxCheaper caps NodeClaim.Cheaper.
@@ -120,6 +138,19 @@ func ExplainNodeClaim(in *engine.Input, claims []*karpv1.NodeClaim, name string)
 			o.InstanceType, o.CapacityType, o.Zone, out.NodePool)
 		return out, nil
 	}
+	if ov := overlaysOf(pool, out.Offering.InstanceType, out.Offering.Zone, out.Offering.CapacityType); ov != nil {
+		out.Offering.Overlays = ov
+		if ov.Price != "" {
+			for _, it := range pool.InstanceTypes {
+				for _, o := range it.Offerings {
+					if it.Name == out.Offering.InstanceType && o.Zone == out.Offering.Zone && o.CapacityType == out.Offering.CapacityType {
+						out.Offering.OverlaidPricePerHour = o.Price
+					}
+				}
+			}
+		}
+	}
+	effective := out.Offering.decisionPrice()
 	unavailable := map[engine.OfferingKey]bool{}
 	for _, k := range in.Unavailable {
 		unavailable[k] = true
@@ -136,7 +167,7 @@ func ExplainNodeClaim(in *engine.Input, claims []*karpv1.NodeClaim, name string)
 			continue
 		}
 		for _, o := range it.Offerings {
-			if o.Price >= out.Offering.PricePerHour || (it.Name == out.Offering.InstanceType && o.Zone == out.Offering.Zone && o.CapacityType == out.Offering.CapacityType) {
+			if o.Price >= effective || (it.Name == out.Offering.InstanceType && o.Zone == out.Offering.Zone && o.CapacityType == out.Offering.CapacityType) {
 				continue
 			}
 			if (pZone != nil && !pZone.Has(o.Zone)) || (pCT != nil && !pCT.Has(o.CapacityType)) {
@@ -144,7 +175,7 @@ func ExplainNodeClaim(in *engine.Input, claims []*karpv1.NodeClaim, name string)
 			}
 			why, group := whyNot(nc, reqs, it, o, zoneReq, ctReq, out.Options, unavailable)
 			counts[group]++
-			all = append(all, Alternative{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, PricePerHour: o.Price, Reason: why})
+			all = append(all, Alternative{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType, PricePerHour: o.Price, Reason: why, PriceOverlay: o.PriceOverlay})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b Alternative) int {
@@ -154,11 +185,15 @@ func ExplainNodeClaim(in *engine.Input, claims []*karpv1.NodeClaim, name string)
 	out.Cheaper = all[:min(len(all), MaxCheaper)]
 	out.CheaperReasons = sortedCounts(counts)
 	o := out.Offering
+	at := fmt.Sprintf("$%s/h", formatPrice(o.PricePerHour))
+	if o.Overlays != nil && o.Overlays.Price != "" {
+		at = fmt.Sprintf("$%s/h after NodeOverlay %s", formatPrice(o.OverlaidPricePerHour), o.Overlays.Price)
+	}
 	if len(all) == 0 {
-		out.Summary = fmt.Sprintf("%s %s in %s at $%s/h is the cheapest offering of nodepool %s", o.InstanceType, o.CapacityType, o.Zone, formatPrice(o.PricePerHour), out.NodePool)
+		out.Summary = fmt.Sprintf("%s %s in %s at %s is the cheapest offering of nodepool %s", o.InstanceType, o.CapacityType, o.Zone, at, out.NodePool)
 	} else {
-		out.Summary = fmt.Sprintf("%s %s in %s at $%s/h: %d cheaper offerings of nodepool %s were not taken, mostly because %s",
-			o.InstanceType, o.CapacityType, o.Zone, formatPrice(o.PricePerHour), len(all), out.NodePool, out.CheaperReasons[0].Reason)
+		out.Summary = fmt.Sprintf("%s %s in %s at %s: %d cheaper offerings of nodepool %s were not taken, mostly because %s",
+			o.InstanceType, o.CapacityType, o.Zone, at, len(all), out.NodePool, out.CheaperReasons[0].Reason)
 	}
 	return out, nil
 }

@@ -68,6 +68,72 @@ type Verdict struct {
 	Zone         string  `json:"zone,omitempty"`
 	CapacityType string  `json:"capacityType,omitempty"`
 	PricePerHour float64 `json:"pricePerHour,omitempty"`
+	// Overlays: the NodeOverlay that set the offering's price, with the
+	// cloud's price it replaced, and those that set the type's extended
+	// resources (the engine decided with them).
+	Overlays *Overlays `json:"overlays,omitempty"`
+}
+
+// Overlays names the NodeOverlays behind an offering's price and its
+// instance type's capacity.
+type Overlays struct {
+	// Price is the NodeOverlay that set the price; ListPricePerHour the
+	// cloud's price it replaced.
+	Price            string  `json:"price,omitempty"`
+	ListPricePerHour float64 `json:"listPricePerHour,omitempty"`
+	// Capacity are the NodeOverlays that set extended resources of the
+	// instance type.
+	Capacity []string `json:"capacity,omitempty"`
+}
+
+// overlaysOf finds the offering of pool and returns the overlays behind it
+// (nil when none).
+func overlaysOf(pool *engine.NodePool, typ, zone, ct string) *Overlays {
+	if pool == nil {
+		return nil
+	}
+	for _, it := range pool.InstanceTypes {
+		if it == nil || it.Name != typ {
+			continue
+		}
+		out := &Overlays{Capacity: slices.Clone(it.CapacityOverlays)}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == ct && o.PriceOverlay != "" {
+				out.Price, out.ListPricePerHour = o.PriceOverlay, o.ListPrice
+			}
+		}
+		if out.Price == "" && len(out.Capacity) == 0 {
+			return nil
+		}
+		return out
+	}
+	return nil
+}
+
+// String is the overlays for text: "NodeOverlay a sets the price (list
+// $0.1/h); NodeOverlay b sets capacity".
+func (o *Overlays) String() string {
+	if o == nil {
+		return ""
+	}
+	var parts []string
+	if o.Price != "" {
+		parts = append(parts, fmt.Sprintf("price set by NodeOverlay %s (list $%s/h)", o.Price, formatPrice(o.ListPricePerHour)))
+	}
+	if len(o.Capacity) > 0 {
+		parts = append(parts, "capacity set by NodeOverlay "+strings.Join(o.Capacity, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// poolOf returns the pool of in named name, or nil.
+func poolOf(in *engine.Input, name string) *engine.NodePool {
+	for i := range in.NodePools {
+		if in.NodePools[i].Name == name {
+			return &in.NodePools[i]
+		}
+	}
+	return nil
 }
 
 // Nodes summarizes why no existing node takes the pod.
@@ -88,6 +154,8 @@ type Pool struct {
 	Fitting       int     `json:"fitting"`
 	Rejected      []Count `json:"rejected,omitempty"`
 	Fix           string  `json:"toSchedule,omitempty"`
+	// Overlays are the NodeOverlays behind the cheapest fitting offering.
+	Overlays *Overlays `json:"overlays,omitempty"`
 }
 
 // Codes of Pool.Code beyond the engine's.
@@ -151,6 +219,9 @@ func ExplainPod(in *engine.Input, pods []*corev1.Pod, nodeClaims []*karpv1.NodeC
 		out.Summary = fmt.Sprintf("dovetail would place it on %s, which has room: it is waiting for kube-scheduler or for that capacity", v.ExistingNode)
 	case v.Schedulable:
 		out.Summary = fmt.Sprintf("dovetail would launch a %s %s node in %s (nodepool %s, $%s/h) for it", v.InstanceType, v.CapacityType, v.Zone, v.NodePool, formatPrice(v.PricePerHour))
+		if ov := v.Overlays.String(); ov != "" {
+			out.Summary += "; " + ov
+		}
 	default:
 		out.Summary = fmt.Sprintf("%s: %s", v.Code, v.Message)
 	}
@@ -221,7 +292,8 @@ func verdict(in *engine.Input, pod *corev1.Pod) *Verdict {
 		if slices.Contains(nc.Pods, ref) {
 			o := nc.Offering
 			return &Verdict{Schedulable: true, NodePool: nc.NodePool, InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType,
-				PricePerHour: o.Price, Message: fmt.Sprintf("a new node of nodepool %s (%d instance types would do)", nc.NodePool, len(nc.InstanceTypeOptions))}
+				PricePerHour: o.Price, Message: fmt.Sprintf("a new node of nodepool %s (%d instance types would do)", nc.NodePool, len(nc.InstanceTypeOptions)),
+				Overlays: overlaysOf(poolOf(in, nc.NodePool), o.InstanceType, o.Zone, o.CapacityType)}
 		}
 	}
 	return &Verdict{Code: "NotPending", Message: "the engine did not see the pod as pending (nominated to an in-flight NodeClaim?)", Schedulable: true}
@@ -474,7 +546,7 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 	fitting := 0
 	var fits []*cloudprovider.InstanceType
 	var cheapest *cloudprovider.InstanceType
-	cheapestPrice := 0.0
+	var cheapestOff cloudprovider.Offering
 	var zonesSeen, unavailSeen []string
 	for _, it := range allowed {
 		if r := tooSmall(need, it, largest); r != "" {
@@ -482,7 +554,7 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 			stage[r] = 2
 			continue
 		}
-		price, found, why := bestOffering(it, zoneReq, ctReq, volZones, unavailable)
+		off, found, why := bestOffering(it, zoneReq, ctReq, volZones, unavailable)
 		if !found {
 			counts[why.reason]++
 			stage[why.reason] = 3
@@ -494,8 +566,8 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 		}
 		fitting++
 		fits = append(fits, it)
-		if cheapest == nil || price < cheapestPrice {
-			cheapest, cheapestPrice = it, price
+		if cheapest == nil || off.Price < cheapestOff.Price {
+			cheapest, cheapestOff = it, off
 		}
 	}
 	out.Fitting = fitting
@@ -532,7 +604,13 @@ func explainPool(in *engine.Input, p *engine.NodePool, pod *corev1.Pod, req core
 		out.Fix = "raise the pool's spec.limits, or free capacity in it"
 		return out
 	}
-	out.Reason = fmt.Sprintf("can take it: %d of %d instance types fit, cheapest %s at $%s/h", fitting, len(p.InstanceTypes), cheapest.Name, formatPrice(cheapestPrice))
+	out.Reason = fmt.Sprintf("can take it: %d of %d instance types fit, cheapest %s at $%s/h", fitting, len(p.InstanceTypes), cheapest.Name, formatPrice(cheapestOff.Price))
+	// The prices and capacity are the overlaid ones the engine decides
+	// with: name the overlays behind the cheapest.
+	if ov := overlaysOf(p, cheapest.Name, cheapestOff.Zone, cheapestOff.CapacityType); ov != nil {
+		out.Overlays = ov
+		out.Reason += " (" + ov.String() + ")"
+	}
 	return out
 }
 
@@ -628,8 +706,8 @@ type offeringMiss struct {
 
 // bestOffering returns the cheapest available offering's price within the
 // allowed zones and capacity types, or why there is none.
-func bestOffering(it *cloudprovider.InstanceType, zoneReq, ctReq *requirements.Requirement, volZones []string, unavailable map[engine.OfferingKey]bool) (float64, bool, offeringMiss) {
-	best, found := 0.0, false
+func bestOffering(it *cloudprovider.InstanceType, zoneReq, ctReq *requirements.Requirement, volZones []string, unavailable map[engine.OfferingKey]bool) (cloudprovider.Offering, bool, offeringMiss) {
+	var cands cloudprovider.Offerings
 	var inZone, held int
 	ctOK := 0
 	var zones []string
@@ -649,15 +727,14 @@ func bestOffering(it *cloudprovider.InstanceType, zoneReq, ctReq *requirements.R
 			held++
 			continue
 		}
-		if !found || o.Price < best {
-			best, found = o.Price, true
-		}
+		cands = append(cands, o)
 	}
+	best, found := cands.Cheapest()
 	switch {
 	case found:
 		return best, true, offeringMiss{}
 	case ctOK == 0:
-		return 0, false, offeringMiss{reason: "no offering of an allowed capacity type"}
+		return best, false, offeringMiss{reason: "no offering of an allowed capacity type"}
 	case inZone == 0:
 		allowed := "the allowed zones"
 		if volZones != nil {
@@ -665,10 +742,10 @@ func bestOffering(it *cloudprovider.InstanceType, zoneReq, ctReq *requirements.R
 		} else if zoneReq != nil && zoneReq.IsFinite() {
 			allowed = "zones [" + strings.Join(zoneReq.Values(), " ") + "]"
 		}
-		return 0, false, offeringMiss{reason: "no offering in " + allowed, zones: zones}
+		return best, false, offeringMiss{reason: "no offering in " + allowed, zones: zones}
 	default:
 		_ = held
-		return 0, false, offeringMiss{reason: "offerings held unavailable (insufficient capacity) in the allowed zones", unavailable: true}
+		return best, false, offeringMiss{reason: "offerings held unavailable (insufficient capacity) in the allowed zones", unavailable: true}
 	}
 }
 

@@ -80,6 +80,12 @@ func (n *NodeClaim) WriteText(w io.Writer) error {
 			price, src = "an unknown price", "from its labels; the catalog has no such offering"
 		}
 		fmt.Fprintf(&b, "  launched:  %s %s in %s at %s (%s)\n", esc(o.InstanceType), esc(o.CapacityType), esc(o.Zone), price, src)
+		if ov := o.Overlays; ov != nil && ov.Price != "" {
+			fmt.Fprintf(&b, "  overlay:   NodeOverlay %s prices it at $%s/h for decisions (list $%s/h)\n", esc(ov.Price), formatPrice(o.OverlaidPricePerHour), formatPrice(ov.ListPricePerHour))
+		}
+		if ov := o.Overlays; ov != nil && len(ov.Capacity) > 0 {
+			fmt.Fprintf(&b, "  overlay:   capacity set by NodeOverlay %s\n", esc(strings.Join(ov.Capacity, ", ")))
+		}
 	}
 	fmt.Fprintf(&b, "\n%s\n", esc(n.Summary))
 	if n.CheaperTotal > 0 {
@@ -89,7 +95,11 @@ func (n *NodeClaim) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "\n  %-16s %-12s %-10s %9s  %s\n", "INSTANCE-TYPE", "ZONE", "CAPACITY", "$/HOUR", "WHY NOT")
 		for _, a := range n.Cheaper {
-			fmt.Fprintf(&b, "  %-16s %-12s %-10s %9s  %s\n", esc(a.InstanceType), esc(a.Zone), esc(a.CapacityType), formatPrice(a.PricePerHour), esc(a.Reason))
+			why := a.Reason
+			if a.PriceOverlay != "" {
+				why += " [price by NodeOverlay " + a.PriceOverlay + "]"
+			}
+			fmt.Fprintf(&b, "  %-16s %-12s %-10s %9s  %s\n", esc(a.InstanceType), esc(a.Zone), esc(a.CapacityType), formatPrice(a.PricePerHour), esc(why))
 		}
 		if n.CheaperTotal > len(n.Cheaper) {
 			fmt.Fprintf(&b, "  ... and %d more (-o json lists the first %d)\n", n.CheaperTotal-len(n.Cheaper), len(n.Cheaper))

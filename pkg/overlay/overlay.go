@@ -404,7 +404,7 @@ func adjusted(pool string, it *cloudprovider.InstanceType, prices map[offKey]*cl
 		if offs == nil {
 			offs = slices.Clone(it.Offerings)
 		}
-		offs[i].Price, offs[i].PriceOverlay = cl.price, cl.by
+		offs[i].ListPrice, offs[i].Price, offs[i].PriceOverlay = o.Price, cl.price, cl.by
 	}
 	var caps corev1.ResourceList
 	var by []string

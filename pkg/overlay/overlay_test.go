@@ -77,6 +77,9 @@ func TestPercentageOnOneFamily(t *testing.T) {
 	if !same(prices(got[0]), []float64{0.01, 0.005}) || got[0].Offerings[0].PriceOverlay != "c5-discount" {
 		t.Fatalf("c5.large after -90%%: %v by %q", prices(got[0]), got[0].Offerings[0].PriceOverlay)
 	}
+	if l := got[0].Offerings[0].ListPrice; l != 0.10 {
+		t.Errorf("c5.large's list price %v, want the cloud's 0.10 kept beside the overlaid one", l)
+	}
 	if got[1] != ps[0].Types[1] {
 		t.Errorf("m5.large was replaced though the overlay does not match it")
 	}

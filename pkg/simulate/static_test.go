@@ -270,3 +270,28 @@ func TestRunDisruptionStaticPool(t *testing.T) {
 		t.Errorf("commands %+v, want s2 replaced for drift", r.Commands)
 	}
 }
+
+// A NodeOverlay applies to a static pool as to a dynamic one: with
+// c6i.xlarge at $0.01/h the static NodeClaims are c6i.xlarge at that price
+// (the controller's choice at the overlaid prices), not the cloud's
+// cheaper c6i.large.
+func TestSimulateStaticPoolUsesOverlays(t *testing.T) {
+	r := runStatic(t, staticPool(2, ""), `apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: xlarge-deal}
+spec:
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [c6i.xlarge]}]
+  price: "0.01"
+`)
+	if sp := staticPoolResult(t, r); sp.Launched != 2 {
+		t.Fatalf("static pool %+v, want 2 launched", sp)
+	}
+	for _, nc := range r.NodeClaims {
+		if nc.InstanceType != "c6i.xlarge" || nc.PricePerHour != 0.01 {
+			t.Errorf("static NodeClaim %s: %s at $%v, want c6i.xlarge at the overlaid $0.01", nc.Name, nc.InstanceType, nc.PricePerHour)
+		}
+	}
+	if d := r.TotalPricePerHour - 0.02; d > 1e-9 || d < -1e-9 {
+		t.Errorf("total $%v, want 2 x $0.01", r.TotalPricePerHour)
+	}
+}

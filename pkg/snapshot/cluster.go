@@ -154,6 +154,24 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 			opts.OverlayVerdicts(res.Verdicts)
 		}
 	}
+	// Reservations: the room of NodeClaims planned into them and not
+	// launched yet is taken off their available counts. Pools sharing a
+	// type list keep sharing the adjusted one.
+	if pending := countPendingReservations(c.NodeClaims); !pending.empty() {
+		done := map[*cloudprovider.InstanceType][]*cloudprovider.InstanceType{}
+		for _, pi := range order {
+			if len(pi.types) == 0 {
+				continue
+			}
+			if adj, ok := done[pi.types[0]]; ok && len(adj) == len(pi.types) {
+				pi.types = adj
+				continue
+			}
+			first := pi.types[0]
+			pi.types = pending.apply(pi.types)
+			done[first] = pi.types
+		}
+	}
 	// Pools of one node class share its type list, and so its index.
 	type listID struct {
 		first **cloudprovider.InstanceType

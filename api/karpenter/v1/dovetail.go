@@ -16,6 +16,13 @@ const (
 	// NodeClaim: "<instance-type>/<zone>/<capacity-type>". The cloud
 	// provider keeps its capacity type at launch.
 	AnnotationPlannedOffering = "dovetail.sh/planned-offering"
+	// AnnotationPriceOverlays names the NodeOverlays (comma-separated, in
+	// name order) that set the price of an offering of a NodeClaim's
+	// instance-type options, written by the provisioner: its options are
+	// ranked by overlaid prices, so the cloud provider launches them in
+	// that order (on AWS an on-demand fleet's prioritized allocation)
+	// rather than by the cloud's own prices.
+	AnnotationPriceOverlays = "dovetail.sh/price-overlays"
 	// AnnotationConsolidationMinSavings on a NodePool is the least $/h
 	// one consolidation command of its nodes must save (a non-negative
 	// decimal, e.g. "0.05"); it overrides the controller's

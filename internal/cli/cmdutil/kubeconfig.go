@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 )
 
 // KubeconfigFlagUsage is the help text of every read-only command's
@@ -66,10 +67,10 @@ func RESTConfig(path, kubeContext string) (*rest.Config, error) {
 }
 
 // Client builds an uncached client for cfg that knows the built-in kinds
-// and dovetail's (NodePool, NodeClaim, EC2NodeClass).
+// and dovetail's (NodePool, NodeClaim, EC2NodeClass, NodeOverlay).
 func Client(cfg *rest.Config) (client.Client, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}

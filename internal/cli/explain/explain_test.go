@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -623,5 +624,69 @@ func TestExplainNodeRepair(t *testing.T) {
 		if r.Decision != tc.decision || r.Code != tc.code || !strings.Contains(r.Reason+r.Command, tc.says) {
 			t.Errorf("%s %s: decision %q code %q (%s%s), want %q %q saying %q", tc.now, tc.flag, r.Decision, r.Code, r.Reason, r.Command, tc.decision, tc.code, tc.says)
 		}
+	}
+}
+
+// TestExplainPodNamesOverlay: with a NodeOverlay in the -f input that makes
+// r6i the cheapest, explain pod's verdict is the engine's r6i node, named
+// with the overlay and the list price, and the pool line agrees.
+func TestExplainPodNamesOverlay(t *testing.T) {
+	dir := t.TempDir()
+	in := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [c6i, m6i, r6i]}
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: r6i-discount}
+spec:
+  requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [r6i]}]
+  priceAdjustment: "-90%"
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers: [{name: c, image: i, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "in.yaml"), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd := explain.NewCmd(nil)
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"pod", "default/web", "-f", dir, "-o", "json", "--region", "us-east-1"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var p pkgexplain.Pod
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	v := p.Verdict
+	if v == nil || !strings.HasPrefix(v.InstanceType, "r6i.") || v.Overlays == nil || v.Overlays.Price != "r6i-discount" ||
+		math.Abs(v.Overlays.ListPricePerHour*0.1-v.PricePerHour) > 1e-9 {
+		t.Fatalf("verdict %+v overlays %+v; want an r6i node priced by r6i-discount at a tenth of its list price", v, v.Overlays)
+	}
+	if pl := pool(t, &p, "general"); !strings.Contains(pl.Reason, "cheapest "+v.InstanceType+" ") || !strings.Contains(pl.Reason, "NodeOverlay r6i-discount") {
+		t.Errorf("pool line %q disagrees with the engine's %s", pl.Reason, v.InstanceType)
 	}
 }

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,9 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 
 	reqs := planned.Requirements
 	options := truncateOptions(planned.InstanceTypeOptions, reqs, types, maxTypes)
+	if names := priceOverlays(options, types); names != "" {
+		annotations[karpv1.AnnotationPriceOverlays] = names
+	}
 	var wire []karpv1.NodeSelectorRequirementWithMinValues
 	seen := map[string]bool{}
 	for r := range reqs.All() {
@@ -186,4 +190,22 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// priceOverlays names the NodeOverlays that set the price of an offering of
+// the options (comma-separated, sorted), "" when none did.
+func priceOverlays(options []string, types []*cloudprovider.InstanceType) string {
+	var names []string
+	for _, it := range types {
+		if it == nil || !slices.Contains(options, it.Name) {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.PriceOverlay != "" && !slices.Contains(names, o.PriceOverlay) {
+				names = append(names, o.PriceOverlay)
+			}
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
 }

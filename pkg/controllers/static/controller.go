@@ -57,6 +57,11 @@ type Options struct {
 	// Snapshot are the settings the node is planned with (region, engine
 	// options), the provisioner's.
 	Snapshot snapshot.Options
+	// NodeOverlays (feature gate NodeOverlay): the pool's instance types
+	// are adjusted by the NodeOverlays before the node is planned, as
+	// provisioning does, so its offering and the NodeClaim's option order
+	// follow the overlaid prices and capacity; off, they are not read.
+	NodeOverlays bool
 }
 
 // Controller keeps static NodePools at spec.replicas.
@@ -205,6 +210,14 @@ func (c *Controller) plan(ctx context.Context, np *karpv1.NodePool) (*engine.New
 	its, err := c.cloud.GetInstanceTypes(ctx, np)
 	if err != nil {
 		return nil, nil, fmt.Errorf("instance types: %w", err)
+	}
+	if c.opts.NodeOverlays {
+		overlays, err := nodeclaimutil.ListNodeOverlays(ctx, c.kube)
+		if err != nil {
+			return nil, nil, err
+		}
+		adjusted, _ := snapshot.ApplyOverlays(overlays, []*karpv1.NodePool{np}, map[string][]*cloudprovider.InstanceType{np.Name: its})
+		its = adjusted[np.Name]
 	}
 	var dss appsv1.DaemonSetList
 	if err := c.kube.List(ctx, &dss); err != nil {

@@ -19,7 +19,8 @@
 //
 // The NodeClaims it creates are ordinary ones (provisioning's shape, from
 // engine.StaticNodeClaim: every instance type the pool allows, cheapest
-// offering first), owned by the NodePool, so the lifecycle controller
+// offering first, at the prices and capacity NodeOverlays give when the
+// NodeOverlay gate is on, as provisioning's), owned by the NodePool, so the lifecycle controller
 // launches them, termination drains them gracefully (PDBs, do-not-disrupt,
 // terminationGracePeriod) when they are deleted, and deleting the pool
 // deletes them through the garbage collector. Provisioning plans no new

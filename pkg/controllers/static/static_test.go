@@ -20,6 +20,7 @@ import (
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/disruption"
@@ -31,6 +32,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/static"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/requirements/apireq"
 )
 
 type fixture struct {
@@ -48,6 +50,11 @@ func newNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 // termination controllers, the simulated kubelet and, unless manual, the
 // static controller; it creates a Ready node class and the static pool.
 func setup(t *testing.T, manual bool, mutate func(*karpv1.NodePool)) *fixture {
+	return setupWith(t, manual, static.Options{}, mutate)
+}
+
+// setupWith is setup with the static controller's options.
+func setupWith(t *testing.T, manual bool, opts static.Options, mutate func(*karpv1.NodePool)) *fixture {
 	env := controllerstest.New(t, cp.RESTConfig())
 	kube := env.Manager.GetClient()
 	class := controllerstest.EC2NodeClass("default")
@@ -66,7 +73,7 @@ func setup(t *testing.T, manual bool, mutate func(*karpv1.NodePool)) *fixture {
 		nodetermination.NewController(kube, env.Cloud, env.Clock, env.Recorder(), env.Metrics, nodetermination.Options{}),
 	}
 	if !manual {
-		ctrls = append(ctrls, static.New(kube, env.Manager.GetAPIReader(), env.Cloud, env.Clock, env.Recorder(), env.Unavailable, newNodeClaim, static.Options{}))
+		ctrls = append(ctrls, static.New(kube, env.Manager.GetAPIReader(), env.Cloud, env.Clock, env.Recorder(), env.Unavailable, newNodeClaim, opts))
 	}
 	env.Start(ctrls...)
 	env.StartKubelet(controllerstest.KubeletOptions{})
@@ -309,4 +316,40 @@ func TestStaticNodesNotConsolidated(t *testing.T) {
 		}
 	}
 	f.settled(2)
+}
+
+// With the NodeOverlay gate on, a static pool's NodeClaim is planned at the
+// overlaid prices, as provisioning's: an overlay that makes g4dn.xlarge
+// the cheapest puts it first among the options, where m5.large (the
+// cloud's cheapest) was before the overlay.
+func TestStaticUsesOverlays(t *testing.T) {
+	f := setupWith(t, false, static.Options{NodeOverlays: true}, nil)
+	firstOption := func(nc karpv1.NodeClaim) string {
+		vs, _ := apireq.OrderedValues(nc.Spec.Requirements, corev1.LabelInstanceTypeStable)
+		if len(vs) == 0 {
+			return ""
+		}
+		return vs[0]
+	}
+	f.scale(1)
+	before := f.settled(1)
+	if got := firstOption(before[0]); got != "m5.large" {
+		t.Fatalf("without an overlay the first option is %q, want the cloud's cheapest m5.large", got)
+	}
+	no := &karpv1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: f.np.Name + "-gpu-cheap"},
+		Spec: karpv1alpha1.NodeOverlaySpec{Price: ptr.To("0.001"), Requirements: []karpv1alpha1.NodeSelectorRequirement{
+			{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{f.np.Name}},
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"g4dn.xlarge"}}}}}
+	f.env.Create(no)
+	t.Cleanup(func() { _ = f.env.Client.Delete(context.Background(), no) })
+	f.scale(2)
+	got := f.settled(2)
+	for _, nc := range got {
+		if nc.Name == before[0].Name {
+			continue
+		}
+		if first := firstOption(nc); first != "g4dn.xlarge" {
+			t.Errorf("with the overlay the new NodeClaim's first option is %q, want g4dn.xlarge", first)
+		}
+	}
 }

@@ -461,6 +461,19 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 	if nc.Spec.Context != nil {
 		req.Context = *nc.Spec.Context
 	}
+	// The options are in the engine's order. When NodeOverlays priced them
+	// (dovetail.sh/price-overlays) and that order is not EC2's price
+	// order, an on-demand or reserved fleet launches by priority, the
+	// engine's first option first, rather than by EC2's lowest price;
+	// spot keeps price-capacity-optimized.
+	priority := map[string]*float64{}
+	if plan.CapacityType != cloudprovider.CapacityTypeSpot && nodeClaim.Annotations[karpv1.AnnotationPriceOverlays] != "" && !priceOrdered(plan.Types) {
+		req.Prioritized = true
+		for i, pt := range plan.Types {
+			p := float64(i)
+			priority[pt.Type.Name] = &p
+		}
+	}
 	images := map[string]string{}
 	for _, ami := range nc.Status.AMIs {
 		arch := ""
@@ -489,7 +502,7 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 					if _, seen := byReservation[rid]; !seen {
 						reservations = append(reservations, rid)
 					}
-					byReservation[rid] = append(byReservation[rid], instance.Override{InstanceType: pt.Type.Name, SubnetID: sid, Zone: o.Zone})
+					byReservation[rid] = append(byReservation[rid], instance.Override{InstanceType: pt.Type.Name, SubnetID: sid, Zone: o.Zone, Priority: priority[pt.Type.Name]})
 					images[pt.Type.Name] = ami.ID
 				}
 			}
@@ -525,6 +538,18 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 	}
 	req.Tags[TagLaunch] = launchKey(req)
 	return req, images, nil
+}
+
+// priceOrdered reports whether the planned types are in the cloud's price
+// order (each type's cheapest offering no cheaper than the one before):
+// then EC2's lowest-price choice is the engine's.
+func priceOrdered(types []PlannedType) bool {
+	for i := 1; i < len(types); i++ {
+		if types[i].MinPrice < types[i-1].MinPrice {
+			return false
+		}
+	}
+	return true
 }
 
 // launchedClaim is the NodeClaim as launched: labels for the chosen type,

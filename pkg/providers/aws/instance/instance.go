@@ -46,6 +46,9 @@ type Override struct {
 	InstanceType string `json:"instanceType"`
 	SubnetID     string `json:"subnetID"`
 	Zone         string `json:"zone"`
+	// Priority is the override's place in a prioritized fleet (0 first);
+	// nil leaves it unset (lowest-price fleets).
+	Priority *float64 `json:"priority,omitempty"`
 }
 
 // LaunchConfig is one launch template and its overrides.
@@ -63,6 +66,11 @@ type LaunchRequest struct {
 	// fleet whose templates target capacity reservations).
 	CapacityType string         `json:"capacityType"`
 	Configs      []LaunchConfig `json:"configs"`
+	// Prioritized: an on-demand (or reserved) fleet launches by the
+	// overrides' priorities (allocation strategy prioritized) instead of
+	// EC2's lowest price; set when the caller's order is not EC2's price
+	// order (a NodeOverlay changed the prices the options were ranked by).
+	Prioritized bool `json:"prioritized,omitempty"`
 	// Tags go on the fleet, the instances, their volumes and network
 	// interfaces.
 	Tags    map[string]string `json:"tags"`
@@ -368,6 +376,9 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+		if req.Prioritized {
+			in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
+		}
 	}
 	if req.Context != "" {
 		in.Context = aws.String(req.Context)
@@ -384,6 +395,7 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 		for _, o := range c.Overrides {
 			cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(o.InstanceType), SubnetId: aws.String(o.SubnetID), AvailabilityZone: aws.String(o.Zone),
+				Priority: o.Priority,
 			})
 		}
 		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, cfg)
