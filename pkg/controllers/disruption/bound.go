@@ -37,7 +37,8 @@ type bound struct {
 	key      uint64
 	started  time.Time
 	running  bool
-	computed int // computations started, for tests
+	done     chan struct{} // closed when the running computation ends
+	computed int           // computations started, for tests
 	// compute is planner.LowerBound (replaced in tests).
 	compute func(*planner.Input) (float64, error)
 	set     func(float64)
@@ -56,12 +57,15 @@ func (b *bound) offer(ctx context.Context, in *planner.Input, w *world, now time
 	}
 	b.running, b.key, b.started = true, key, now
 	b.computed++
+	done := make(chan struct{})
+	b.done = done
 	b.mu.Unlock()
 	go func() {
 		v, err := b.compute(in)
 		b.mu.Lock()
 		b.running = false
 		b.mu.Unlock()
+		defer close(done)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("fleet lower bound", "error", err.Error())
 			return
@@ -70,16 +74,18 @@ func (b *bound) offer(ctx context.Context, in *planner.Input, w *world, now time
 	}()
 }
 
-// wait blocks until no computation runs (tests).
+// wait blocks until the computation running when it is called (if any)
+// has ended and set its value (tests).
 func (b *bound) wait(ctx context.Context) {
-	for {
-		b.mu.Lock()
-		r := b.running
-		b.mu.Unlock()
-		if !r || ctx.Err() != nil {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	b.mu.Lock()
+	d := b.done
+	b.mu.Unlock()
+	if d == nil {
+		return
+	}
+	select {
+	case <-d:
+	case <-ctx.Done():
 	}
 }
 

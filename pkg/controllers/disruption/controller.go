@@ -192,6 +192,9 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	}
 	c.apiReader = mgr.GetAPIReader()
 	c.synced = mgr.GetCache().WaitForCacheSync
+	if err := c.writes.Watch(ctx, mgr.GetCache()); err != nil {
+		return fmt.Errorf("disruption: NodeClaim informer: %w", err)
+	}
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return fmt.Errorf("disruption: pod informer: %w", err)

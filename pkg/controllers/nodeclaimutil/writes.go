@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -28,6 +30,10 @@ type Writes struct {
 	mu      sync.Mutex
 	seq     uint64
 	pending map[string]write // by NodeClaim name
+	// watching: Watch registered an event handler, so List can wait for
+	// the cache's events; changed is closed (and replaced) on each.
+	watching bool
+	changed  chan struct{}
 }
 
 type write struct {
@@ -38,7 +44,37 @@ type write struct {
 }
 
 // NewWrites returns an empty record.
-func NewWrites() *Writes { return &Writes{pending: map[string]write{}} }
+func NewWrites() *Writes { return &Writes{pending: map[string]write{}, changed: make(chan struct{})} }
+
+// Watch lets List wait for the cache: a handler on the NodeClaim informer
+// wakes List on every event the cache applies. Without it, List reads
+// the API server whenever the cache has not caught up already.
+func (w *Writes) Watch(ctx context.Context, c cache.Cache) error {
+	inf, err := c.GetInformer(ctx, &karpv1.NodeClaim{})
+	if err != nil {
+		return err
+	}
+	wake := func(any) { w.observe() }
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    wake,
+		UpdateFunc: func(_, n any) { w.observe() },
+		DeleteFunc: wake,
+	}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.watching = true
+	w.mu.Unlock()
+	return nil
+}
+
+// observe wakes every List waiting for the cache.
+func (w *Writes) observe() {
+	w.mu.Lock()
+	close(w.changed)
+	w.changed = make(chan struct{})
+	w.mu.Unlock()
+}
 
 // Client returns c with its NodeClaim writes (create, update, patch,
 // delete, and the status of each) recorded.
@@ -66,12 +102,20 @@ func (w *Writes) Pending() int {
 }
 
 // List fills list with every NodeClaim: from cache once it shows every
-// write recorded so far (checked every 50 ms for up to wait), otherwise
-// from api. It reports whether api was read. opts go to either list
+// write recorded so far (checked again on each of the cache's NodeClaim
+// events, for up to wait, once Watch is registered), otherwise from api.
+// It reports whether api was read. opts go to either list
 // (client.UnsafeDisableDeepCopy: the cache's own objects, read-only).
 func (w *Writes) List(ctx context.Context, cache, api client.Reader, list *karpv1.NodeClaimList, wait time.Duration, opts ...client.ListOption) (fromAPI bool, err error) {
-	deadline := time.Now().Add(wait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+wait:
 	for {
+		// Taken before the check, so an event between the check and the
+		// wait still wakes it.
+		w.mu.Lock()
+		changed, watching := w.changed, w.watching
+		w.mu.Unlock()
 		caught, err := w.caughtUp(ctx, cache)
 		if err != nil {
 			return false, err
@@ -79,13 +123,15 @@ func (w *Writes) List(ctx context.Context, cache, api client.Reader, list *karpv
 		if caught {
 			return false, cache.List(ctx, list, opts...)
 		}
-		if !time.Now().Before(deadline) {
+		if !watching {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-timer.C:
+			break wait
+		case <-changed:
 		}
 	}
 	w.mu.Lock()

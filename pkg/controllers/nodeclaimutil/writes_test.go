@@ -86,7 +86,27 @@ func TestWritesAreReadBackFromTheCacheOrTheAPIServer(t *testing.T) {
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("cache not synced")
 	}
+	// Without Watch, List cannot wait for the cache's events: a write the
+	// cache does not show is read from the API server at once (an hour's
+	// wait would hang the test).
+	unwatched := nodeclaimutil.NewWrites()
+	early := claim("writes-unwatched")
+	if err := unwatched.Client(api).Create(ctx, early); err != nil {
+		t.Fatal(err)
+	}
+	var l0 karpv1.NodeClaimList
+	frozen := &lagging{Reader: c, stale: map[string]*karpv1.NodeClaim{early.Name: nil}}
+	if fromAPI, err := unwatched.List(ctx, frozen, api, &l0, time.Hour); err != nil || !fromAPI || names(&l0)[early.Name] == nil {
+		t.Fatalf("unwatched List: fromAPI %v, err %v, listed %v; want the API server's list at once", fromAPI, err, names(&l0)[early.Name] != nil)
+	}
+	if err := api.Delete(ctx, early); err != nil {
+		t.Fatal(err)
+	}
+
 	w := nodeclaimutil.NewWrites()
+	if err := w.Watch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
 	kube := w.Client(api)
 	lag := &lagging{Reader: c, stale: map[string]*karpv1.NodeClaim{}}
 	list := func(wait time.Duration) (map[string]*karpv1.NodeClaim, bool) {

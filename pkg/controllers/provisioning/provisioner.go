@@ -154,6 +154,9 @@ func (p *Provisioner) Trigger() { p.batcher.Trigger() }
 func (p *Provisioner) Register(ctx context.Context, mgr manager.Manager) error {
 	p.apiReader = mgr.GetAPIReader()
 	p.log = mgr.GetLogger().WithName(p.Name())
+	if err := p.writes.Watch(ctx, mgr.GetCache()); err != nil {
+		return fmt.Errorf("provisioning: NodeClaim informer: %w", err)
+	}
 	if err := p.watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
