@@ -46,7 +46,7 @@ type Instance struct {
 	SubnetID     string `json:"subnetId"`
 	VPCID        string `json:"vpcId"`
 	ImageID      string `json:"imageId"`
-	// CapacityType is "spot" or "on-demand".
+	// CapacityType is "spot", "on-demand" or "capacity-block".
 	CapacityType string `json:"capacityType"`
 	// Price is the hourly price the instance was launched at.
 	Price          float64   `json:"price"`
@@ -237,6 +237,10 @@ type ltData struct {
 	// CapacityReservationSpecification (reservations.go).
 	ReservationPreference string
 	ReservationID         string
+	// MarketType is InstanceMarketOptions.MarketType (spot or
+	// capacity-block; RunInstances' default market when the request names
+	// none).
+	MarketType string
 	// NestedVirtualization is CpuOptions.NestedVirtualization (CoreCount
 	// and ThreadsPerCore when set); EnclavesEnabled is
 	// EnclaveOptions.Enabled; nil/"" when not sent.
@@ -301,8 +305,9 @@ type account struct {
 	profiles        map[string]*instanceProfileRec
 	ssm             map[string]*ssmParam
 	queues          map[string]*queue
-	reservations    []*CapacityReservation // in creation order
-	placementGroups []*PlacementGroup      // in creation order
+	reservations    []*CapacityReservation   // in creation order
+	blockOfferings  []*capacityBlockOffering // described, in order (capacityblocks.go)
+	placementGroups []*PlacementGroup        // in creation order
 	created         time.Time
 }
 

@@ -15,7 +15,8 @@
 //     DescribeLaunchTemplates, DeleteLaunchTemplate, CreateFleet (instant),
 //     DescribeInstances, TerminateInstances, CreateTags,
 //     CreateCapacityReservation, DescribeCapacityReservations,
-//     CancelCapacityReservation.
+//     CancelCapacityReservation, DescribeCapacityBlockOfferings,
+//     PurchaseCapacityBlock.
 //   - IAM (awsQuery, XML): GetInstanceProfile, CreateInstanceProfile,
 //     AddRoleToInstanceProfile, RemoveRoleFromInstanceProfile,
 //     DeleteInstanceProfile, TagInstanceProfile, ListInstanceProfiles.
@@ -76,6 +77,12 @@
 //     instances hold a slot; DescribeInstances reports capacityReservationId.
 //     A cancelled or expired (limited, at its EndDate on Options.Clock)
 //     reservation takes no launches; its instances keep running.
+//   - Capacity Blocks (capacityblocks.go): offerings per zone, purchased
+//     as targeted reservations of type capacity-block; launches into one
+//     need the market type capacity-block. 40 minutes before its end the
+//     expiration warning goes on the interruption queue, 30 minutes before
+//     its instances start terminating and it takes no launches, at its end
+//     it expires (on Options.Clock, not scaled).
 //   - Ids, addresses and boot jitter come from Options.Seed, so the same
 //     calls give the same answers.
 //   - SetThrottle(fraction, seed) throttles each call with probability

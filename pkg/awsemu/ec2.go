@@ -24,30 +24,32 @@ type ec2Handler func(e *Emulator, req *request) (any, *apiError)
 // ec2Ops are the EC2 operations the emulator implements. Each runs with
 // e.mu held.
 var ec2Ops = map[string]ec2Handler{
-	"DescribeInstanceTypes":         (*Emulator).describeInstanceTypes,
-	"DescribeInstanceTypeOfferings": (*Emulator).describeInstanceTypeOfferings,
-	"DescribeAvailabilityZones":     (*Emulator).describeAvailabilityZones,
-	"DescribeVpcs":                  (*Emulator).describeVpcs,
-	"DescribeSubnets":               (*Emulator).describeSubnets,
-	"DescribeSecurityGroups":        (*Emulator).describeSecurityGroups,
-	"DescribeImages":                (*Emulator).describeImages,
-	"DescribeSpotPriceHistory":      (*Emulator).describeSpotPriceHistory,
-	"CreateLaunchTemplate":          (*Emulator).createLaunchTemplate,
-	"DescribeLaunchTemplates":       (*Emulator).describeLaunchTemplates,
-	"DeleteLaunchTemplate":          (*Emulator).deleteLaunchTemplate,
-	"CreateFleet":                   idempotent((*Emulator).createFleet),
-	"DescribeInstances":             (*Emulator).describeInstances,
-	"TerminateInstances":            (*Emulator).terminateInstances,
-	"RebootInstances":               (*Emulator).rebootInstances,
-	"CreateTags":                    (*Emulator).createTags,
-	"RunInstances":                  idempotent((*Emulator).runInstances),
-	"DescribeInstanceStatus":        (*Emulator).describeInstanceStatus,
-	"CreateCapacityReservation":     idempotent((*Emulator).createCapacityReservation),
-	"DescribeCapacityReservations":  (*Emulator).describeCapacityReservations,
-	"CancelCapacityReservation":     (*Emulator).cancelCapacityReservation,
-	"CreatePlacementGroup":          (*Emulator).createPlacementGroup,
-	"DescribePlacementGroups":       (*Emulator).describePlacementGroups,
-	"DeletePlacementGroup":          (*Emulator).deletePlacementGroup,
+	"DescribeInstanceTypes":          (*Emulator).describeInstanceTypes,
+	"DescribeInstanceTypeOfferings":  (*Emulator).describeInstanceTypeOfferings,
+	"DescribeAvailabilityZones":      (*Emulator).describeAvailabilityZones,
+	"DescribeVpcs":                   (*Emulator).describeVpcs,
+	"DescribeSubnets":                (*Emulator).describeSubnets,
+	"DescribeSecurityGroups":         (*Emulator).describeSecurityGroups,
+	"DescribeImages":                 (*Emulator).describeImages,
+	"DescribeSpotPriceHistory":       (*Emulator).describeSpotPriceHistory,
+	"CreateLaunchTemplate":           (*Emulator).createLaunchTemplate,
+	"DescribeLaunchTemplates":        (*Emulator).describeLaunchTemplates,
+	"DeleteLaunchTemplate":           (*Emulator).deleteLaunchTemplate,
+	"CreateFleet":                    idempotent((*Emulator).createFleet),
+	"DescribeInstances":              (*Emulator).describeInstances,
+	"TerminateInstances":             (*Emulator).terminateInstances,
+	"RebootInstances":                (*Emulator).rebootInstances,
+	"CreateTags":                     (*Emulator).createTags,
+	"RunInstances":                   idempotent((*Emulator).runInstances),
+	"DescribeInstanceStatus":         (*Emulator).describeInstanceStatus,
+	"CreateCapacityReservation":      idempotent((*Emulator).createCapacityReservation),
+	"DescribeCapacityReservations":   (*Emulator).describeCapacityReservations,
+	"CancelCapacityReservation":      (*Emulator).cancelCapacityReservation,
+	"DescribeCapacityBlockOfferings": (*Emulator).describeCapacityBlockOfferings,
+	"PurchaseCapacityBlock":          (*Emulator).purchaseCapacityBlock,
+	"CreatePlacementGroup":           (*Emulator).createPlacementGroup,
+	"DescribePlacementGroups":        (*Emulator).describePlacementGroups,
+	"DeletePlacementGroup":           (*Emulator).deletePlacementGroup,
 }
 
 func (e *Emulator) serveEC2(w http.ResponseWriter, req *request) {
@@ -1121,6 +1123,10 @@ func (e *Emulator) parseLTData(d params) (ltData, *apiError) {
 
 		ReservationPreference: d.Get("CapacityReservationSpecification.CapacityReservationPreference"),
 		ReservationID:         d.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+		MarketType:            d.Get("InstanceMarketOptions.MarketType"),
+	}
+	if v := data.MarketType; v != "" && v != "spot" && v != MarketCapacityBlock {
+		return data, errInvalidParameterValue("InstanceMarketOptions.MarketType", v, "Valid values are spot, capacity-block.")
 	}
 	if v := data.ReservationPreference; v != "" && v != prefOpen && v != prefNone && v != prefOnly {
 		return data, errInvalidParameterValue("CapacityReservationSpecification.CapacityReservationPreference", v, "Valid values are capacity-reservations-only, open, none.")
@@ -1563,12 +1569,14 @@ func instanceFields(e *Emulator, in *instanceRec) fieldFunc {
 		case "dns-name", "ip-address", "ipv6-address":
 			return nil, true // no public or IPv6 addresses
 		case "key-name", "kernel-id", "ramdisk-id", "platform", "placement-group-name", "placement-partition-number",
-			"capacity-reservation-id", "host-id", "affinity", "outpost-arn", "product-code", "product-code.type":
+			"host-id", "affinity", "outpost-arn", "product-code", "product-code.type":
 			// Emulated instances have no key pair, kernel or ramdisk, are
-			// Linux, and are launched outside placement groups, capacity
-			// reservations, dedicated hosts and outposts, without product
+			// Linux, and are launched outside placement groups, dedicated
+			// hosts and outposts, without product
 			// codes: these filters match none of them.
 			return nil, true
+		case "capacity-reservation-id":
+			return one(in.CapacityReservationID), true
 		case "instance-lifecycle":
 			return one(shown().InstanceLifecycle), true
 		case "architecture":
@@ -1703,6 +1711,9 @@ func (e *Emulator) instanceToXML(in *instanceRec) instanceXML {
 	if in.CapacityType == "spot" {
 		x.InstanceLifecycle = "spot"
 		x.SpotInstanceRequestID = in.SpotRequestID
+	}
+	if in.CapacityType == MarketCapacityBlock {
+		x.InstanceLifecycle = MarketCapacityBlock
 	}
 	x.CapacityReservationID = in.CapacityReservationID
 	for _, g := range in.SecurityGroupIDs {

@@ -547,6 +547,7 @@ type capacityReservationXML struct {
 	CreateDate             string      `xml:"createDate"`
 	TagSet                 set[tagXML] `xml:"tagSet"`
 	ReservationType        string      `xml:"reservationType"`
+	CapacityBlockID        string      `xml:"capacityBlockId,omitempty"`
 }
 
 type capacityReservationResultXML struct {

@@ -170,17 +170,18 @@ type pageLimits struct {
 // opPageLimits are the limits of every paginated operation the emulator
 // serves (checked against botocore's model by TestPageLimitsMatchBotocore).
 var opPageLimits = map[string]pageLimits{
-	"DescribeInstanceTypes":         {min: 5, max: 100, def: 100},
-	"DescribeInstanceTypeOfferings": {min: 5, max: 1000, def: 1000},
-	"DescribeVpcs":                  {min: 5, max: 1000},
-	"DescribeSubnets":               {min: 5, max: 1000},
-	"DescribeSecurityGroups":        {min: 5, max: 1000},
-	"DescribeImages":                {min: 1, limit: 1000},
-	"DescribeSpotPriceHistory":      {min: 1, def: 1000, limit: 1000},
-	"DescribeLaunchTemplates":       {min: 1, max: 200},
-	"DescribeInstances":             {min: 1, limit: 1000},
-	"DescribeInstanceStatus":        {min: 1, limit: 1000},
-	"DescribeCapacityReservations":  {min: 1, max: 1000},
+	"DescribeInstanceTypes":          {min: 5, max: 100, def: 100},
+	"DescribeInstanceTypeOfferings":  {min: 5, max: 1000, def: 1000},
+	"DescribeVpcs":                   {min: 5, max: 1000},
+	"DescribeSubnets":                {min: 5, max: 1000},
+	"DescribeSecurityGroups":         {min: 5, max: 1000},
+	"DescribeImages":                 {min: 1, limit: 1000},
+	"DescribeSpotPriceHistory":       {min: 1, def: 1000, limit: 1000},
+	"DescribeLaunchTemplates":        {min: 1, max: 200},
+	"DescribeInstances":              {min: 1, limit: 1000},
+	"DescribeInstanceStatus":         {min: 1, limit: 1000},
+	"DescribeCapacityReservations":   {min: 1, max: 1000},
+	"DescribeCapacityBlockOfferings": {min: 1, max: 1000},
 }
 
 // parsePage validates MaxResults and NextToken for an operation. The token

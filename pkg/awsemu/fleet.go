@@ -61,9 +61,9 @@ func (e *Emulator) createFleet(req *request) (any, *apiError) {
 	switch capType {
 	case "":
 		capType = "on-demand"
-	case "on-demand", "spot":
+	case "on-demand", "spot", MarketCapacityBlock:
 	default:
-		return nil, errInvalidParameterValue("TargetCapacitySpecification.DefaultTargetCapacityType", capType, "Valid values are on-demand, spot.")
+		return nil, errInvalidParameterValue("TargetCapacitySpecification.DefaultTargetCapacityType", capType, "Valid values are on-demand, spot, capacity-block.")
 	}
 	if s := p.Get("SpotOptions.AllocationStrategy"); s != "" && !contains([]string{"lowest-price", "diversified", "capacity-optimized", "capacity-optimized-prioritized", "price-capacity-optimized"}, s) {
 		return nil, errInvalidParameterValue("SpotOptions.AllocationStrategy", s, "Valid values are lowest-price, diversified, capacity-optimized, capacity-optimized-prioritized, price-capacity-optimized.")

@@ -19,6 +19,9 @@ const (
 	timerScheduledEvent        // a scheduled event starts (instancestatus.go)
 	timerReservationEnd        // a capacity reservation's end date (id: the reservation's)
 	timerRebooted              // a reboot ends (reboot.go)
+	timerBlockStart            // a Capacity Block starts (id: the reservation's; capacityblocks.go)
+	timerBlockWarning          // a Capacity Block's expiration warning
+	timerBlockReclaim          // a Capacity Block's instances start terminating
 )
 
 type timerEntry struct {
@@ -73,8 +76,12 @@ func (e *Emulator) advance() (next time.Time, ok bool) {
 
 // fire applies one due timer. Callers hold mu.
 func (e *Emulator) fire(t timerEntry, now time.Time) {
-	if t.kind == timerReservationEnd {
+	switch t.kind {
+	case timerReservationEnd:
 		e.endReservation(t.id)
+		return
+	case timerBlockStart, timerBlockWarning, timerBlockReclaim:
+		e.fireBlock(t.kind, t.id, now)
 		return
 	}
 	in := e.acct.instances[t.id]

@@ -28,20 +28,24 @@ const (
 // CapacityReservation is a snapshot of one emulated on-demand capacity
 // reservation.
 type CapacityReservation struct {
-	ID            string            `json:"id"`
-	InstanceType  string            `json:"instanceType"`
-	Platform      string            `json:"platform"`
-	Zone          string            `json:"zone"`
-	ZoneID        string            `json:"zoneId"`
-	Tenancy       string            `json:"tenancy"`
-	Total         int               `json:"total"`
-	MatchCriteria string            `json:"instanceMatchCriteria"`
-	EndDateType   string            `json:"endDateType"`
-	EndDate       time.Time         `json:"endDate,omitzero"`
-	State         string            `json:"state"`
-	CreateDate    time.Time         `json:"createDate"`
-	Type          string            `json:"reservationType"`
-	Tags          map[string]string `json:"tags,omitempty"`
+	ID            string    `json:"id"`
+	InstanceType  string    `json:"instanceType"`
+	Platform      string    `json:"platform"`
+	Zone          string    `json:"zone"`
+	ZoneID        string    `json:"zoneId"`
+	Tenancy       string    `json:"tenancy"`
+	Total         int       `json:"total"`
+	MatchCriteria string    `json:"instanceMatchCriteria"`
+	EndDateType   string    `json:"endDateType"`
+	EndDate       time.Time `json:"endDate,omitzero"`
+	State         string    `json:"state"`
+	CreateDate    time.Time `json:"createDate"`
+	// StartDate is when a Capacity Block starts (zero: CreateDate).
+	StartDate time.Time `json:"startDate,omitzero"`
+	Type      string    `json:"reservationType"`
+	// BlockID is a Capacity Block's id (cb-...), "" for an ODCR.
+	BlockID string            `json:"capacityBlockId,omitempty"`
+	Tags    map[string]string `json:"tags,omitempty"`
 }
 
 // usedBy counts the reservation's instances that hold its capacity
@@ -77,7 +81,7 @@ func (r *CapacityReservation) clone() CapacityReservation {
 }
 
 func (e *Emulator) reservationAvailable(r *CapacityReservation) int {
-	if r.State != ReservationActive {
+	if r.State != ReservationActive || e.blockReclaiming(r) {
 		return 0
 	}
 	return max(r.Total-e.reservationUsed(r.ID), 0)
@@ -200,8 +204,9 @@ func (e *Emulator) createCapacityReservation(req *request) (any, *apiError) {
 }
 
 // endReservation expires a limited reservation at its end date. Its
-// instances keep running as plain on-demand instances, as in EC2.
-// Callers hold mu.
+// instances keep running as plain on-demand instances, as in EC2 (a
+// Capacity Block's were terminated from 30 minutes before). Callers hold
+// mu.
 func (e *Emulator) endReservation(id string) {
 	if r := e.reservation(id); r != nil && r.State == ReservationActive {
 		r.State = ReservationExpired
@@ -219,6 +224,9 @@ func (e *Emulator) cancelCapacityReservation(req *request) (any, *apiError) {
 	}
 	if r.State != ReservationActive {
 		return nil, newAPIError("InvalidCapacityReservationId.NotFound", 400, "The capacity reservation '%s' is %s and cannot be cancelled.", id, r.State)
+	}
+	if r.Type == ReservationTypeCapacityBlock {
+		return nil, errInvalidParameterValue("CapacityReservationId", id, "A Capacity Block cannot be cancelled.")
 	}
 	r.State = ReservationCancelled
 	return returnXML{Return: true}, nil
@@ -312,9 +320,12 @@ func (e *Emulator) reservationToXML(r *CapacityReservation) capacityReservationX
 		AvailabilityZoneID:     r.ZoneID, InstanceType: r.InstanceType, InstancePlatform: r.Platform,
 		AvailabilityZone: r.Zone, Tenancy: r.Tenancy, TotalInstanceCount: r.Total,
 		AvailableInstanceCount: e.reservationAvailable(r), State: r.State,
-		StartDate: r.CreateDate.Format(ec2Time), EndDateType: r.EndDateType,
+		StartDate: r.CreateDate.Format(ec2Time), EndDateType: r.EndDateType, CapacityBlockID: r.BlockID,
 		InstanceMatchCriteria: r.MatchCriteria, CreateDate: r.CreateDate.Format(ec2Time),
 		TagSet: tagSet(r.Tags), ReservationType: r.Type,
+	}
+	if !r.StartDate.IsZero() {
+		x.StartDate = r.StartDate.Format(ec2Time)
 	}
 	if !r.EndDate.IsZero() {
 		x.EndDate = r.EndDate.Format(ec2Time)
@@ -330,10 +341,15 @@ func (e *Emulator) reservationToXML(r *CapacityReservation) capacityReservationX
 // preference capacity-reservations-only and no target, an open reservation
 // with room must exist; with the preference open (the default), an
 // open reservation with room is used when there is one; with none, never.
-// Spot launches never use a reservation. Callers hold mu.
+// Spot launches never use a reservation. A capacity-block launch must
+// target an active Capacity Block outside its last 30 minutes; an
+// on-demand launch cannot target one. Callers hold mu.
 func (e *Emulator) reservationFor(c *fleetCandidate, capType string) (*CapacityReservation, *apiError) {
 	pref, target := c.lt.Data.ReservationPreference, c.lt.Data.ReservationID
-	if capType != "on-demand" {
+	if capType == MarketCapacityBlock && target == "" {
+		return nil, errInvalidParameterCombination("A capacity-block launch must target a Capacity Block (CapacityReservationSpecification.CapacityReservationTarget).")
+	}
+	if capType != "on-demand" && capType != MarketCapacityBlock {
 		if target != "" || pref == prefOnly {
 			return nil, errInvalidParameterCombination("A capacity reservation can be used by on-demand launches only.")
 		}
@@ -344,6 +360,10 @@ func (e *Emulator) reservationFor(c *fleetCandidate, capType string) (*CapacityR
 		r := e.reservation(target)
 		if r == nil {
 			return nil, newAPIError("InvalidCapacityReservationId.NotFound", 400, "The capacity reservation '%s' does not exist.", target)
+		}
+		if (r.Type == ReservationTypeCapacityBlock) != (capType == MarketCapacityBlock) {
+			return nil, errInvalidParameterValue("InstanceMarketOptions.MarketType", capType,
+				fmt.Sprintf("The market type (purchasing) option is not valid for the capacity reservation %s of type %s: launch into a Capacity Block with the market type capacity-block, into others without.", r.ID, r.Type))
 		}
 		if r.InstanceType != typ || r.Zone != zone {
 			return nil, errInvalidParameterCombination(fmt.Sprintf("The capacity reservation %s reserves %s in %s, not %s in %s.", r.ID, r.InstanceType, r.Zone, typ, zone))

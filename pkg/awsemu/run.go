@@ -71,9 +71,15 @@ func (e *Emulator) runInstances(req *request) (any, *apiError) {
 		return nil, aerr
 	}
 	capType := "on-demand"
-	if mt := p.Get("InstanceMarketOptions.MarketType"); mt == "spot" {
-		capType = "spot"
-	} else if mt != "" {
+	mt := p.Get("InstanceMarketOptions.MarketType")
+	if mt == "" {
+		mt = lt.Data.MarketType
+	}
+	switch mt {
+	case "":
+	case "spot", MarketCapacityBlock:
+		capType = mt
+	default:
 		return nil, errInvalidParameterValue("InstanceMarketOptions.MarketType", mt, "Valid values are spot, capacity-block.")
 	}
 	tags := lt.Data.TagSpecs["instance"]
@@ -114,6 +120,7 @@ func mergeLTData(base, over ltData) ltData {
 	set(&out.ProfileARN, over.ProfileARN)
 	set(&out.ReservationPreference, over.ReservationPreference)
 	set(&out.ReservationID, over.ReservationID)
+	set(&out.MarketType, over.MarketType)
 	if len(over.SecurityGroupIDs) > 0 {
 		out.SecurityGroupIDs = over.SecurityGroupIDs
 	}

@@ -462,3 +462,39 @@ func TestScheduledRetirementReplacesThenDrains(t *testing.T) {
 		t.Errorf("%d NodeClaims after the retirement, want 2: %s", n, describe(f.claims()))
 	}
 }
+
+// A Capacity Block's expiration, reported by the cloud's scheduled
+// events 40 minutes before the block ends (NotBefore: when the cloud
+// starts terminating its instances), replaces the block's node and
+// drains it before NotBefore.
+func TestCapacityBlockExpirationReplacesBeforeTheEnd(t *testing.T) {
+	src := &scheduledEvents{}
+	f := setupWith(t, src)
+	f.readyPool(controllerstest.NodePool("default"))
+	f.deploy("web", 2)
+	before := f.claims()
+	if len(before) != 2 {
+		t.Fatalf("%d NodeClaims, want 2 (one per pod): %s", len(before), describe(before))
+	}
+	victim := before[0]
+	reclaim := f.env.Clock.Now().Add(30 * time.Minute)
+	src.set(cloudprovider.InterruptionEvent{ID: "capacity-block-expiration/cr-0123456789abcdef0", Kind: cloudprovider.InterruptionScheduledChange,
+		State: "capacity-block-expiring", NotBefore: reclaim, InstanceIDs: []string{instanceID(&victim)}})
+	polls := src.polled()
+	f.env.Eventually("a replacement NodeClaim and the victim gone", func() (bool, error) {
+		if !f.env.Clock.Now().Before(reclaim) {
+			t.Fatalf("the block's reclaim came (%v) before its node was replaced: %s", reclaim, describe(f.claims()))
+		}
+		if src.polled() <= polls {
+			f.env.Clock.Step(time.Minute) // the next poll; the rest needs no time to pass
+		}
+		replaced := false
+		for _, nc := range f.claims() {
+			replaced = replaced || nc.Annotations[nodeclaimutil.CreationReasonAnnotationKey] == provisioning.ReasonInterruption
+		}
+		gone, err := f.env.NotFound(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: victim.Name}})
+		return replaced && gone, err
+	})
+	f.waitRunning("web", 2, nil)
+	f.env.EventuallyEvent("NodeClaim", victim.Name, interruption.ReasonScheduledChange)
+}

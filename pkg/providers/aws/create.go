@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -474,6 +475,17 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 			priority[pt.Type.Name] = &p
 		}
 	}
+	// A fleet launches into default reservations (on-demand) or into
+	// Capacity Blocks (market capacity-block), never both: a reserved
+	// launch takes the type of its cheapest planned reservation, a
+	// Capacity Block on a tie.
+	resType := ""
+	if plan.CapacityType == cloudprovider.CapacityTypeReserved {
+		resType = launchReservationType(plan, subnetByZone)
+		if resType == nodeclass.ReservationTypeCapacityBlock {
+			req.MarketType = instance.MarketCapacityBlock
+		}
+	}
 	images := map[string]string{}
 	for _, ami := range nc.Status.AMIs {
 		arch := ""
@@ -497,6 +509,9 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 				if sid, ok := subnetByZone[o.Zone]; ok {
 					rid := ""
 					if plan.CapacityType == cloudprovider.CapacityTypeReserved {
+						if offeringReservationType(o) != resType {
+							continue
+						}
 						rid = o.ReservationID
 					}
 					if _, seen := byReservation[rid]; !seen {
@@ -522,6 +537,7 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 			switch {
 			case rid != "":
 				content.CapacityReservationPreference, content.CapacityReservationID = "capacity-reservations-only", rid
+				content.MarketType = req.MarketType
 			case len(nc.Status.CapacityReservations) > 0:
 				content.CapacityReservationPreference = "none"
 			}
@@ -606,6 +622,34 @@ func filterZero(l corev1.ResourceList) corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// offeringReservationType is a reserved offering's reservation type
+// (default when unset).
+func offeringReservationType(o cloudprovider.Offering) string {
+	if o.ReservationType == "" {
+		return nodeclass.ReservationTypeDefault
+	}
+	return o.ReservationType
+}
+
+// launchReservationType is the reservation type a reserved launch uses:
+// that of the cheapest planned offering in a zone with a subnet, a
+// Capacity Block's on a tie.
+func launchReservationType(plan Plan, subnetByZone map[string]string) string {
+	best, price := nodeclass.ReservationTypeDefault, math.Inf(1)
+	for _, pt := range plan.Types {
+		for _, o := range pt.Offerings {
+			if _, ok := subnetByZone[o.Zone]; !ok {
+				continue
+			}
+			t := offeringReservationType(o)
+			if o.Price < price || o.Price == price && t == nodeclass.ReservationTypeCapacityBlock {
+				best, price = t, o.Price
+			}
+		}
+	}
+	return best
 }
 
 // reservationType is the type of a reservation the class resolved

@@ -96,8 +96,9 @@ func (p *Provider) launchedInto(id string) {
 // withReserved adds to the node class's instance types an offering of
 // capacity type reserved for each of its resolved capacity reservations
 // (status.capacityReservations) of the type in a zone the type is offered
-// in: the reservation's id and type, its available count, available while
-// it has room and is not marked unavailable. Types without a reservation
+// in: the reservation's id and type (default or capacity-block), its
+// available count, available while it has room, is not marked unavailable
+// and, for a Capacity Block, is not expiring. Types without a reservation
 // are returned as they are; the others are copies.
 func (p *Provider) withReserved(ctx context.Context, nc *awsv1.EC2NodeClass, types []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
 	crs := nc.Status.CapacityReservations
@@ -111,6 +112,7 @@ func (p *Provider) withReserved(ctx context.Context, nc *awsv1.EC2NodeClass, typ
 		byType[cr.InstanceType] = append(byType[cr.InstanceType], cr)
 	}
 	avail := p.reservationAvailable(ctx, ids)
+	now := p.o.Clock.Now()
 	out := make([]*cloudprovider.InstanceType, len(types))
 	for i, it := range types {
 		out[i] = it
@@ -120,7 +122,7 @@ func (p *Provider) withReserved(ctx context.Context, nc *awsv1.EC2NodeClass, typ
 		}
 		offs := slices.Clone(it.Offerings)
 		for _, cr := range rs {
-			if cr.ReservationType == nodeclass.ReservationTypeCapacityBlock || cr.Interruptible {
+			if cr.Interruptible {
 				continue // not supported yet (docs/aws.md)
 			}
 			var od *cloudprovider.Offering
@@ -140,7 +142,8 @@ func (p *Provider) withReserved(ctx context.Context, nc *awsv1.EC2NodeClass, typ
 			key := cloudprovider.OfferingKey{InstanceType: it.Name, Zone: cr.AvailabilityZone, CapacityType: cloudprovider.CapacityTypeReserved}
 			offs = append(offs, cloudprovider.Offering{
 				Zone: cr.AvailabilityZone, ZoneID: od.ZoneID, CapacityType: cloudprovider.CapacityTypeReserved,
-				Price: od.Price * ReservedPriceFactor, Available: n > 0 && !p.types.Unavailable().IsUnavailable(key),
+				Price:         od.Price * ReservedPriceFactor,
+				Available:     n > 0 && !p.types.Unavailable().IsUnavailable(key) && !nodeclass.Expiring(cr, now),
 				ReservationID: cr.ID, ReservationType: typ, ReservedCapacity: n,
 			})
 		}

@@ -41,6 +41,9 @@ type Instance struct {
 	LaunchTime            time.Time
 }
 
+// MarketCapacityBlock is the market type of launches into Capacity Blocks.
+const MarketCapacityBlock = "capacity-block"
+
 // Override is one (instance type, subnet) a fleet may launch into.
 type Override struct {
 	InstanceType string `json:"instanceType"`
@@ -64,8 +67,11 @@ type LaunchConfig struct {
 type LaunchRequest struct {
 	// CapacityType is "spot", "on-demand" or "reserved" (an on-demand
 	// fleet whose templates target capacity reservations).
-	CapacityType string         `json:"capacityType"`
-	Configs      []LaunchConfig `json:"configs"`
+	CapacityType string `json:"capacityType"`
+	// MarketType is capacity-block for a reserved launch into Capacity
+	// Blocks (the fleet's target capacity type), "" otherwise.
+	MarketType string         `json:"marketType,omitempty"`
+	Configs    []LaunchConfig `json:"configs"`
 	// Prioritized: an on-demand (or reserved) fleet launches by the
 	// overrides' priorities (allocation strategy prioritized) instead of
 	// EC2's lowest price; set when the caller's order is not EC2's price
@@ -369,8 +375,12 @@ func (p *Provider) execFleet(ctx context.Context, reqs []*LaunchRequest) []batch
 	}
 	if req.CapacityType == "reserved" {
 		// Into an on-demand capacity reservation: an on-demand fleet of
-		// templates that target it.
+		// templates that target it; into a Capacity Block: a
+		// capacity-block fleet.
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeOnDemand
+		if req.MarketType == MarketCapacityBlock {
+			in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+		}
 	}
 	if req.CapacityType == "spot" {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}

@@ -78,6 +78,9 @@ type Content struct {
 	// that they never take an open reservation's room unplanned.
 	CapacityReservationPreference string `json:"capacityReservationPreference,omitempty"`
 	CapacityReservationID         string `json:"capacityReservationID,omitempty"`
+	// MarketType is InstanceMarketOptions.MarketType: capacity-block for a
+	// launch into a Capacity Block, "" otherwise.
+	MarketType string `json:"marketType,omitempty"`
 	// NestedVirtualization is spec.cpuOptions.nestedVirtualization
 	// ("enabled" or "disabled"; "" leaves CpuOptions out).
 	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
@@ -226,6 +229,9 @@ func (c Content) Data() *ec2types.RequestLaunchTemplateData {
 		if c.CapacityReservationID != "" {
 			d.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(c.CapacityReservationID)}
 		}
+	}
+	if c.MarketType != "" {
+		d.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketType(c.MarketType)}
 	}
 	if c.InstanceProfile != "" {
 		d.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(c.InstanceProfile)}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -28,6 +29,25 @@ const (
 	ReservationTypeDefault       = "default"
 	ReservationTypeCapacityBlock = "capacity-block"
 )
+
+// Reservation states of status.capacityReservations.
+const (
+	ReservationStateActive   = "active"
+	ReservationStateExpiring = "expiring"
+)
+
+// CapacityBlockExpiration is how long before a Capacity Block's end its
+// nodes are replaced and it is listed as expiring: EC2 starts terminating
+// the block's instances 30 minutes before its end and warns 10 minutes
+// before that (the peer's timing).
+const CapacityBlockExpiration = 40 * time.Minute
+
+// Expiring reports whether a reservation is a Capacity Block within
+// CapacityBlockExpiration of its end at now: it takes no more launches and
+// its nodes are replaced.
+func Expiring(cr awsv1.CapacityReservation, now time.Time) bool {
+	return cr.ReservationType == ReservationTypeCapacityBlock && cr.EndTime != nil && !now.Before(cr.EndTime.Add(-CapacityBlockExpiration))
+}
 
 // ReservationCount is what DescribeCapacityReservations says of one active
 // reservation: the resolved status entry and how many instances it still
@@ -70,7 +90,7 @@ func (r *Resolver) CapacityReservations(ctx context.Context, terms []awsv1.Capac
 				return nil, nil, fmt.Errorf("describing capacity reservations: %w", err)
 			}
 			for _, cr := range page.CapacityReservations {
-				rc := reservationCount(cr)
+				rc := reservationCount(cr, r.now())
 				byID[rc.Reservation.ID] = rc
 				n++
 			}
@@ -86,7 +106,7 @@ func (r *Resolver) CapacityReservations(ctx context.Context, terms []awsv1.Capac
 	return found, missing, nil
 }
 
-func reservationCount(cr ec2types.CapacityReservation) ReservationCount {
+func reservationCount(cr ec2types.CapacityReservation, now time.Time) ReservationCount {
 	typ := string(cr.ReservationType)
 	if typ == "" {
 		typ = ReservationTypeDefault
@@ -95,11 +115,14 @@ func reservationCount(cr ec2types.CapacityReservation) ReservationCount {
 		ID: aws.ToString(cr.CapacityReservationId), AvailabilityZone: aws.ToString(cr.AvailabilityZone),
 		InstanceType: aws.ToString(cr.InstanceType), OwnerID: aws.ToString(cr.OwnerId),
 		InstanceMatchCriteria: string(cr.InstanceMatchCriteria), ReservationType: typ,
-		Interruptible: aws.ToBool(cr.Interruptible), State: "active",
+		Interruptible: aws.ToBool(cr.Interruptible), State: ReservationStateActive,
 	}
 	if cr.EndDate != nil {
 		t := metav1.NewTime(*cr.EndDate)
 		out.EndTime = &t
+	}
+	if Expiring(out, now) {
+		out.State = ReservationStateExpiring
 	}
 	return ReservationCount{Reservation: out, Available: int(aws.ToInt32(cr.AvailableInstanceCount))}
 }

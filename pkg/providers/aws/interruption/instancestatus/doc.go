@@ -10,4 +10,12 @@
 // with an empty answer. Events EC2 reports as done ("[Completed]") or
 // called off ("[Canceled]") are left out. system-maintenance events (the
 // instance keeps running) and failed status checks are not reported.
+//
+// Capacity Blocks: each poll also lists the account's active capacity
+// reservations (DescribeCapacityReservations, state active); a block
+// within 40 minutes of its end (EC2 warns then and starts terminating its
+// instances 10 minutes later) is reported as one scheduled change of its
+// pending and running instances (DescribeInstances by
+// capacity-reservation-id), id capacity-block-expiration/CR-ID, state
+// capacity-block-expiring, NotBefore the start of EC2's reclaim.
 package instancestatus

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 )
@@ -19,17 +21,40 @@ var Codes = []ec2types.EventCode{
 	ec2types.EventCodeInstanceReboot, ec2types.EventCodeSystemReboot,
 }
 
-// Events polls DescribeInstanceStatus.
+// Events polls DescribeInstanceStatus, and the account's Capacity Blocks
+// for those about to end.
 type Events struct {
 	EC2 *ec2.Client
+	// Clock tells when a Capacity Block's end is near (default the real
+	// clock).
+	Clock clock.PassiveClock
 }
 
 var _ cloudprovider.ScheduledEvents = (*Events)(nil)
 
 // ScheduledEvents returns one event per scheduled change of a running
 // instance, with EC2's event id, its code as State and its start as
-// NotBefore.
+// NotBefore, and one per Capacity Block whose end is within
+// CapacityBlockWarning, with its instances (see capacityBlockEvents).
 func (s *Events) ScheduledEvents(ctx context.Context) ([]cloudprovider.InterruptionEvent, error) {
+	out, err := s.instanceEvents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var now time.Time
+	if s.Clock != nil {
+		now = s.Clock.Now()
+	} else {
+		now = time.Now()
+	}
+	blocks, err := s.capacityBlockEvents(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, blocks...), nil
+}
+
+func (s *Events) instanceEvents(ctx context.Context) ([]cloudprovider.InterruptionEvent, error) {
 	codes := make([]string, len(Codes))
 	for i, c := range Codes {
 		codes[i] = string(c)
