@@ -19,7 +19,26 @@ const (
 	labelNodePool     = "karpenter.sh/nodepool"        // per pool
 	labelHostname     = corev1.LabelHostname           // per node
 	labelInstanceType = corev1.LabelInstanceTypeStable // per type
+	// The capacity reservation a reserved offering launches into, and its
+	// type ("default", "capacity-block"): per offering, absent on spot and
+	// on-demand ones. A pool's requirements on them filter its offerings;
+	// otherwise they are pool labels like any other key.
+	labelReservationID   = "karpenter.k8s.aws/capacity-reservation-id"
+	labelReservationType = "karpenter.k8s.aws/capacity-reservation-type"
 )
+
+// offeringValuePasses reports whether an offering's value for a
+// per-offering key ("" when the offering has none) passes r (nil: no
+// requirement).
+func offeringValuePasses(r *requirements.Requirement, v string) bool {
+	if r == nil {
+		return true
+	}
+	if v == "" {
+		return r.AllowsAbsent()
+	}
+	return r.Has(v)
+}
 
 // keyKind classifies a label key by where a new node's value comes from.
 type keyKind uint8

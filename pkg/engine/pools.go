@@ -165,7 +165,8 @@ func (s *solver) twinKey(np *NodePool) (key string, shareable bool) {
 	typeKeys := s.typeKeysOf(np)
 	for r := range np.Requirements.All() {
 		key := r.Key()
-		if classifyKey(key) != kindOther || typeKeys[key] || s.daemonsSelectOn(key) {
+		if classifyKey(key) != kindOther || typeKeys[key] || s.daemonsSelectOn(key) ||
+			key == labelReservationID || key == labelReservationType { // offering filters
 			fmt.Fprintf(&b, "r=%s\x00", r.String())
 			continue
 		}
@@ -422,6 +423,7 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 		t := &ctype{it: it, name: it.Name, labels: labels, minPrice: math.Inf(1)}
 		zoneReq := np.Requirements.Get(labelZone)
 		zoneIDReq := np.Requirements.Get(labelZoneID)
+		resIDReq, resTypeReq := np.Requirements.Get(labelReservationID), np.Requirements.Get(labelReservationType)
 		for _, o := range it.Offerings {
 			c := ctIndex(o.CapacityType)
 			if c < 0 || !cts.has(c) || !o.Available || !(o.Price >= 0) || math.IsInf(o.Price, 1) {
@@ -431,6 +433,9 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 				continue
 			}
 			if zoneIDReq != nil && !(o.ZoneID == "" && zoneIDReq.AllowsAbsent() || o.ZoneID != "" && zoneIDReq.Has(o.ZoneID)) {
+				continue
+			}
+			if !offeringValuePasses(resIDReq, o.ReservationID) || !offeringValuePasses(resTypeReq, o.ReservationType) {
 				continue
 			}
 			if unavailable[OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {

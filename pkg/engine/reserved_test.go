@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
@@ -101,5 +102,84 @@ func TestUncountedReservedOfferingIsNotLimited(t *testing.T) {
 	}
 	if len(plan.NodeClaims) != 5 {
 		t.Errorf("%d claims", len(plan.NodeClaims))
+	}
+}
+
+// A pool's requirements on karpenter.k8s.aws/capacity-reservation-type
+// and -id filter its offerings (they are per offering, as the peer's): a
+// pool of Capacity Blocks only plans into the block; one of a reservation
+// id only into that reservation (spot and on-demand offerings carry no
+// id); NotIn keeps the block out. A pool that differs from another only
+// by such a requirement is not its twin.
+func TestReservationRequirementsFilterOfferings(t *testing.T) {
+	const (
+		labelResType = "karpenter.k8s.aws/capacity-reservation-type"
+		labelResID   = "karpenter.k8s.aws/capacity-reservation-id"
+	)
+	withBoth := func(p engine.NodePool) engine.NodePool {
+		withReservation(p.InstanceTypes, "c.8x", "zone-b", "cr-1", 3)
+		withReservation(p.InstanceTypes, "c.8x", "zone-a", "cr-2", 2)
+		for _, it := range p.InstanceTypes {
+			for i := range it.Offerings {
+				if it.Offerings[i].ReservationID == "cr-2" {
+					it.Offerings[i].ReservationType = "capacity-block"
+				}
+			}
+		}
+		return p
+	}
+	pods := replicas(5, "w", "6", "8Gi", withLabels("app", "w"), withAnti(corev1.LabelHostname, sel("app", "w")))
+	// The planned offering names no reservation; the two are told apart
+	// by zone.
+	resOf := func(o engine.PlannedOffering) string {
+		if o.CapacityType != cloudprovider.CapacityTypeReserved {
+			return o.CapacityType
+		}
+		return map[string]string{"zone-b": "cr-1", "zone-a": "cr-2"}[o.Zone]
+	}
+	count := func(plan *engine.Plan) map[string]int {
+		out := map[string]int{}
+		for _, c := range plan.NodeClaims {
+			out[resOf(c.Offering)]++
+		}
+		return out
+	}
+	ct := req(labelCT, requirements.In, cloudprovider.CapacityTypeOnDemand, cloudprovider.CapacityTypeReserved)
+
+	// Claims beyond a reservation's room keep it when the pool allows no
+	// other offering (their launch fails and the next plan sees it full):
+	// what matters here is which offerings each pool may use.
+	blocks := withBoth(pool("blocks", 10, ct, req(labelResType, requirements.In, "capacity-block")))
+	plan := solveChecked(t, &engine.Input{Pods: pods, NodePools: []engine.NodePool{blocks}})
+	if got := count(plan); got["cr-2"] != 5 {
+		t.Errorf("blocks only: claims %v; want all 5 in the block cr-2", got)
+	}
+
+	byID := withBoth(pool("by-id", 10, ct, req(labelResID, requirements.In, "cr-1")))
+	plan = solveChecked(t, &engine.Input{Pods: pods, NodePools: []engine.NodePool{byID}})
+	if got := count(plan); got["cr-1"] != 5 {
+		t.Errorf("reservation cr-1 only: claims %v; want all 5 in cr-1", got)
+	}
+
+	noBlocks := withBoth(pool("no-blocks", 10, ct, req(labelResType, requirements.NotIn, "capacity-block")))
+	plan = solveChecked(t, &engine.Input{Pods: pods, NodePools: []engine.NodePool{noBlocks}})
+	if got := count(plan); got["cr-2"] != 0 || got["cr-1"] != 3 || got[cloudprovider.CapacityTypeOnDemand] != 2 {
+		t.Errorf("no blocks: claims %v; want 3 in cr-1, 2 on-demand, none in cr-2", got)
+	}
+
+	// Twins but for the requirement: the heavier blocks-only pool, limited
+	// to 2 nodes, takes the block's 2; the other pool the default
+	// reservation's 3 (as its twin it would have taken the block too).
+	a := withBoth(pool("a-blocks", 20, ct, req(labelResType, requirements.In, "capacity-block")))
+	a.Limits = corev1.ResourceList{"nodes": resource.MustParse("2")}
+	b := pool("b-any", 10, ct)
+	b.InstanceTypes = a.InstanceTypes
+	plan = solveChecked(t, &engine.Input{Pods: pods, NodePools: []engine.NodePool{a, b}})
+	byPool := map[string]int{}
+	for _, c := range plan.NodeClaims {
+		byPool[c.NodePool+"/"+resOf(c.Offering)]++
+	}
+	if byPool["a-blocks/cr-2"] != 2 || byPool["b-any/cr-1"] != 3 || len(plan.NodeClaims) != 5 {
+		t.Errorf("two pools: claims by pool/reservation %v; want a-blocks/cr-2 2 and b-any/cr-1 3", byPool)
 	}
 }
