@@ -64,7 +64,9 @@ var typeLabelKeys = func() map[string]bool {
 func typeCompatible(it *cloudprovider.InstanceType, reqs requirements.Requirements) bool {
 	for r := range reqs.All() {
 		k := r.Key()
-		if !typeLabelKeys[k] || k == awsv1.LabelTopologyZoneID {
+		// Zone id and the capacity reservation's id and type are per
+		// offering (allowedOffering).
+		if !typeLabelKeys[k] || k == awsv1.LabelTopologyZoneID || k == awsv1.LabelCapacityReservationID || k == awsv1.LabelCapacityReservationType {
 			continue
 		}
 		v, ok := it.Labels[k]
@@ -82,6 +84,20 @@ func typeCompatible(it *cloudprovider.InstanceType, reqs requirements.Requiremen
 func allows(reqs requirements.Requirements, key, value string) bool {
 	r := reqs.Get(key)
 	return r == nil || r.Has(value)
+}
+
+// allowsOffering is allows for a per-offering key an offering may lack
+// (value ""): the capacity reservation id and type, which only reserved
+// offerings carry.
+func allowsOffering(reqs requirements.Requirements, key, value string) bool {
+	r := reqs.Get(key)
+	if r == nil {
+		return true
+	}
+	if value == "" {
+		return r.AllowsAbsent()
+	}
+	return r.Has(value)
 }
 
 // fits reports whether allocatable (capacity less overhead) holds every
@@ -169,7 +185,9 @@ func PlanLaunchAt(types []*cloudprovider.InstanceType, reqs requirements.Require
 	}
 	allowedOffering := func(o cloudprovider.Offering) bool {
 		return allowedCT[o.CapacityType] && allows(reqs, karpv1.LabelTopologyZone, o.Zone) &&
-			(o.ZoneID == "" || allows(reqs, awsv1.LabelTopologyZoneID, o.ZoneID))
+			(o.ZoneID == "" || allows(reqs, awsv1.LabelTopologyZoneID, o.ZoneID)) &&
+			allowsOffering(reqs, awsv1.LabelCapacityReservationID, o.ReservationID) &&
+			allowsOffering(reqs, awsv1.LabelCapacityReservationType, o.ReservationType)
 	}
 	var narrowed []string
 	var ordered []*cloudprovider.InstanceType

@@ -263,3 +263,38 @@ func TestPlanLaunchKeepsThePlannedCapacityType(t *testing.T) {
 		t.Errorf("on-demand plan: %v %v", plan.CapacityType, err)
 	}
 }
+
+// A NodeClaim's requirements on the capacity reservation's id and type
+// narrow its launch to the reserved offerings they allow: a Capacity
+// Block only, or one reservation only; with none allowed, no plan.
+func TestPlanLaunchReservationRequirements(t *testing.T) {
+	block := mkType("p5", "amd64", 8, 1, 0)
+	block.Offerings = append(block.Offerings,
+		cloudprovider.Offering{Zone: "z-a", CapacityType: "reserved", Price: 1e-4, Available: true, ReservationID: "cr-odcr", ReservationType: "default", ReservedCapacity: 2},
+		cloudprovider.Offering{Zone: "z-b", CapacityType: "reserved", Price: 1e-4, Available: true, ReservationID: "cr-block", ReservationType: "capacity-block", ReservedCapacity: 2})
+	types := []*cloudprovider.InstanceType{block}
+	reserved := func(kv ...string) requirements.Requirements {
+		rs := reqs(t, kv...)
+		rs.Add(requirements.MustNew("karpenter.sh/capacity-type", requirements.In, []string{"reserved", "on-demand"}, nil))
+		return rs
+	}
+	for _, tc := range []struct {
+		name     string
+		reqs     requirements.Requirements
+		wantZone string // of the one reserved offering planned
+	}{
+		{"blocks only", reserved("karpenter.k8s.aws/capacity-reservation-type", "capacity-block"), "z-b"},
+		{"one reservation", reserved("karpenter.k8s.aws/capacity-reservation-id", "cr-odcr"), "z-a"},
+	} {
+		plan, err := PlanLaunchAt(types, tc.reqs, nil, "reserved", nil, "r-1", 60)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if plan.CapacityType != "reserved" || len(plan.Types) != 1 || len(plan.Types[0].Offerings) != 1 || plan.Types[0].Offerings[0].Zone != tc.wantZone {
+			t.Errorf("%s: plan %s %+v, want the one reserved offering in %s", tc.name, plan.CapacityType, plan.Types, tc.wantZone)
+		}
+	}
+	if _, err := PlanLaunchAt(types, reserved("karpenter.k8s.aws/capacity-reservation-id", "cr-gone"), nil, "reserved", nil, "r-1", 60); err == nil {
+		t.Error("a reservation id no offering has: planned, want an error")
+	}
+}
