@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -166,4 +167,25 @@ func TestRebootForRepairPersistentFaultReplaced(t *testing.T) {
 	if cond := nc.GetCondition(karpv1.ConditionTypeDisruptionReason); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != "Unhealthy" {
 		t.Errorf("DisruptionReason %+v, want True/Unhealthy (replacing)", cond)
 	}
+}
+
+// The controller reads Nodes from the operator's trimmed cache, as it runs
+// (the tests above read them uncached): a reboot still ends when the
+// node comes back with a new boot id (the cache keeps it).
+func TestRebootEndsThroughTheTrimmedCache(t *testing.T) {
+	f, nc, node, _ := rebootSetup(t)
+	c := f.controllerWith(f.env.Manager.GetClient(), disruption.Options{NodeRepair: true})
+	f.env.Clock.Step(11 * time.Minute)
+	f.env.Eventually("the node rebooted", func() (bool, error) {
+		_, err := c.Pass(context.Background())
+		return f.env.Cloud.Reboots(nc.Status.ProviderID) == 1, err
+	})
+	f.boot(node, "boot-2", true)
+	f.env.Eventually("the reboot ended, seen through the cache", func() (bool, error) {
+		if _, err := c.Pass(context.Background()); err != nil {
+			return false, err
+		}
+		cond := f.rebootCondition(nc)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == disruption.RebootReasonSucceeded, nil
+	})
 }

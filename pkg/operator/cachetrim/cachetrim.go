@@ -134,9 +134,10 @@ func trimVolumes(in []corev1.Volume) []corev1.Volume {
 }
 
 // Node keeps, of a Node, metadata (but managed fields) and spec whole, and
-// of the status the capacity, allocatable, conditions, addresses and phase;
-// images, node info, daemon endpoints, volumes in use and the kubelet's
-// config are cleared.
+// of the status the capacity, allocatable, conditions, addresses, phase and
+// boot id (a reboot for repair ends when it changes); images, the rest of
+// the node info, daemon endpoints, volumes in use and the kubelet's config
+// are cleared.
 func Node(n *corev1.Node) {
 	n.ManagedFields = nil
 	n.Status = corev1.NodeStatus{
@@ -145,6 +146,7 @@ func Node(n *corev1.Node) {
 		Conditions:  n.Status.Conditions,
 		Addresses:   n.Status.Addresses,
 		Phase:       n.Status.Phase,
+		NodeInfo:    corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID},
 	}
 	shared.node(n)
 }

@@ -145,12 +145,13 @@ func TestNodeKeepsMetadataSpecAndWhatControllersRead(t *testing.T) {
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
 			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 			Images:      []corev1.ContainerImage{{Names: []string{"nginx"}, SizeBytes: 1}},
-			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"},
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", BootID: "boot-1"},
 		},
 	}
 	want := n.DeepCopy()
 	want.ManagedFields = nil
-	want.Status.Images, want.Status.NodeInfo = nil, corev1.NodeSystemInfo{}
+	// The boot id stays: a reboot for repair ends when it changes.
+	want.Status.Images, want.Status.NodeInfo = nil, corev1.NodeSystemInfo{BootID: "boot-1"}
 	out, err := cachetrim.Transform(n)
 	if err != nil {
 		t.Fatal(err)
