@@ -60,9 +60,9 @@ func SchedulerPod(node string) *corev1.Pod {
 			HostNetwork:       true,
 			Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
-				Name:    "kube-scheduler",
-				Image:   "registry.k8s.io/kube-scheduler:" + controlplane.KubernetesVersion,
-				Command: []string{"kube-scheduler", "--config=" + SchedulerConfigPath},
+				Name:         "kube-scheduler",
+				Image:        "registry.k8s.io/kube-scheduler:" + controlplane.KubernetesVersion,
+				Command:      []string{"kube-scheduler", "--config=" + SchedulerConfigPath},
 				VolumeMounts: []corev1.VolumeMount{{Name: "karpenter-scheduler-config", MountPath: SchedulerConfigDir, ReadOnly: true}},
 			}},
 			Volumes: []corev1.Volume{{Name: "karpenter-scheduler-config", VolumeSource: corev1.VolumeSource{
