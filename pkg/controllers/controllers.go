@@ -289,7 +289,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 }
 
 // disruptionOptions completes cfg.Disruption from the provisioning options
-// (the same snapshot settings) and the feature gates.
+// (the same snapshot settings and default spreads) and the feature gates.
 func disruptionOptions(cfg Config) disruption.Options {
 	o := cfg.Disruption
 	o.SpotToSpotConsolidation = cfg.SpotToSpotConsolidation
@@ -297,6 +297,7 @@ func disruptionOptions(cfg Config) disruption.Options {
 	o.TerminateFirstDrift, o.TerminateFirstRepair = cfg.TerminateFirstDrift, cfg.TerminateFirstRepair
 	o.NodeOverlays = cfg.NodeOverlay
 	o.CapacityBuffers = cfg.CapacityBuffer
+	o.SpreadDefaults = cfg.Provisioning.SpreadDefaults
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}

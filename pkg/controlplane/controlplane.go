@@ -44,6 +44,12 @@ type Options struct {
 	ControllerManager bool
 	// Scheduler also runs kube-scheduler.
 	Scheduler bool
+	// SchedulerConfig, when set, is a KubeSchedulerConfiguration (YAML or
+	// JSON) kube-scheduler runs with, e.g. with profiles carrying
+	// PodTopologySpread defaultConstraints. Its clientConnection.kubeconfig
+	// is replaced by the control plane's and leader election is turned off
+	// (SchedulerConfigFor); the rest is kube-scheduler's to accept.
+	SchedulerConfig []byte
 	// Kwok also runs kwok, playing the kubelet of every Node: nodes become
 	// Ready and keep their lease, pods bound to them run, deleted pods go.
 	Kwok bool
@@ -513,7 +519,11 @@ func (c *ControlPlane) startScheduler(ctx context.Context) error {
 		return err
 	}
 	cfg := filepath.Join(c.dir, "config", "kube-scheduler.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, schedulerConfig, kc), 0o644); err != nil {
+	data, err := SchedulerConfigFor(c.opts.SchedulerConfig, kc)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
 		return err
 	}
 	_, err = c.launch(ctx, component{

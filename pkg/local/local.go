@@ -76,6 +76,13 @@ type Options struct {
 	// AuditUsers turns on the API server's audit log for these users
 	// (controlplane.Options.AuditUsers); none when empty.
 	AuditUsers []string
+	// SchedulerConfig is the file of a KubeSchedulerConfiguration the
+	// stack's kube-scheduler runs with (controlplane.Options.SchedulerConfig),
+	// e.g. a profile with PodTopologySpread defaultConstraints. With it the
+	// stack also shows kube-system/kube-scheduler-dovetail-system, the
+	// scheduler's Pod as a kind cluster shows it (SchedulerPod), on the
+	// Node SystemNodeName. "" none.
+	SchedulerConfig string
 }
 
 // withDefaults fills in the defaults.
@@ -106,6 +113,15 @@ func (o Options) Validate() field.ErrorList {
 	for i, p := range o.Apply {
 		if _, err := manifestFiles(p); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("apply").Index(i), p, err.Error()))
+		}
+	}
+	if o.SchedulerConfig != "" {
+		data, err := os.ReadFile(o.SchedulerConfig)
+		if err == nil {
+			_, err = controlplane.SchedulerConfigFor(data, "kubeconfig")
+		}
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("schedulerConfig"), o.SchedulerConfig, err.Error()))
 		}
 	}
 	return errs
@@ -197,7 +213,14 @@ func (s *Stack) up(ctx context.Context) error {
 	}
 	_ = os.Remove(filepath.Join(s.dir, kubeconfigFile))
 
+	var schedulerConfig []byte
+	if s.opts.SchedulerConfig != "" {
+		if schedulerConfig, err = os.ReadFile(s.opts.SchedulerConfig); err != nil {
+			return err
+		}
+	}
 	cp, err := controlplane.Start(ctx, controlplane.Options{
+		SchedulerConfig:   schedulerConfig,
 		Dir:               filepath.Join(s.dir, controlPlaneIn),
 		ControllerManager: true,
 		Scheduler:         true,
@@ -212,6 +235,15 @@ func (s *Stack) up(ctx context.Context) error {
 	s.cp = cp
 	if err := ensureClusterDNS(ctx, cp); err != nil {
 		return err
+	}
+	if len(schedulerConfig) > 0 {
+		cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+		if err != nil {
+			return err
+		}
+		if err := ensureSchedulerPod(ctx, cs); err != nil {
+			return err
+		}
 	}
 
 	env := Env{Dir: s.dir, ClusterName: s.opts.ClusterName, ControlPlane: cp, Progress: s.opts.Progress}

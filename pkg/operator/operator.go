@@ -245,6 +245,8 @@ func ControllerConfig(opts Options) controllers.Config {
 			BatchIdleDuration: opts.BatchIdleDuration,
 			BatchMaxDuration:  opts.BatchMaxDuration,
 			DisableHandoff:    !opts.FeatureGates[SchedulerHandoffGate],
+			// SCHEDULER_CONFIG; disruption plans with the same.
+			SpreadDefaults: opts.Peer.SpreadDefaults(),
 		},
 		InterruptionQueue: opts.InterruptionQueue,
 		CostNamespace:     opts.LeaderElection.Namespace,

@@ -4,14 +4,19 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/dovetail-sh/dovetail/pkg/spreaddefaults"
 )
 
 // PeerSettings are the peer's v1.15 settings (the environment its Helm
@@ -82,6 +87,22 @@ type PeerSettings struct {
 	// (the downward API); when positive and GOMEMLIMIT is unset, Go's soft
 	// memory limit is set to 90% of it.
 	MemoryLimit int64
+	// SchedulerConfig (schedulerConfig): the peer's SCHEDULER_CONFIG, a
+	// YAML or JSON document {podTopologySpread: {defaultConstraints: [...]}}
+	// mirroring the cluster's kube-scheduler (package spreaddefaults).
+	// Empty: none. Provisioning and disruption give the default
+	// constraints to every pod without its own (SpreadDefaults).
+	SchedulerConfig string
+}
+
+// SpreadDefaults are the default topology spread constraints of
+// SchedulerConfig (nil when it is empty or invalid: Validate reports it).
+func (p PeerSettings) SpreadDefaults() []corev1.TopologySpreadConstraint {
+	c, err := spreaddefaults.Parse([]byte(p.SchedulerConfig))
+	if err != nil {
+		return nil
+	}
+	return c.Constraints()
 }
 
 // Peer defaults, as the peer's v1.15 chart and binary have them.
@@ -219,6 +240,19 @@ func (p PeerSettings) validate() field.ErrorList {
 	}
 	if dup := duplicated(p.LogOutputPaths); dup != "" {
 		errs = append(errs, field.Duplicate(field.NewPath("logOutputPaths"), dup))
+	}
+	if p.SchedulerConfig != "" {
+		if _, err := spreaddefaults.Parse([]byte(p.SchedulerConfig)); err != nil {
+			// One error per problem, each naming its path in the document.
+			var agg utilerrors.Aggregate
+			if errors.As(err, &agg) {
+				for _, e := range agg.Errors() {
+					errs = append(errs, field.Invalid(field.NewPath("schedulerConfig"), field.OmitValueType{}, e.Error()))
+				}
+			} else {
+				errs = append(errs, field.Invalid(field.NewPath("schedulerConfig"), field.OmitValueType{}, err.Error()))
+			}
+		}
 	}
 	refuse("cpuRequests", p.CPURequests < 0, p.CPURequests, "must not be negative (millicores)")
 	refuse("memoryLimit", p.MemoryLimit < 0, p.MemoryLimit, "must not be negative (bytes)")

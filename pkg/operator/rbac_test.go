@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,9 @@ func TestRBACIsEnoughAndNoMore(t *testing.T) {
 	env.Create(class)
 	env.Create(controllerstest.NodePool("team-a"))
 	opts := testOptions(operator.DefaultLeaseName) // the Role allows only this lease
+	// With SCHEDULER_CONFIG the planners also read Services and the pods'
+	// controllers.
+	opts.Peer.SchedulerConfig = "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]}"
 	r := start(t, env, saConfig, opts)
 	env.Eventually("leadership", func() (bool, error) { return elected(r.op), nil })
 
@@ -118,6 +122,23 @@ func TestRBACIsEnoughAndNoMore(t *testing.T) {
 	sa, err := client.New(saConfig, client.Options{Scheme: controllerstest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	saWatch, err := client.NewWithWatch(saConfig, client.Options{Scheme: controllerstest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the default spreads' selectors are deduced from is readable
+	// (list, and watch through the cache).
+	for _, l := range []client.ObjectList{&corev1.ServiceList{}, &corev1.ReplicationControllerList{}, &appsv1.ReplicaSetList{}, &appsv1.StatefulSetList{}} {
+		if err := sa.List(ctx, l); err != nil {
+			t.Errorf("list %T as %s: %v", l, serviceAccount, err)
+		}
+		w, err := saWatch.Watch(ctx, l)
+		if err != nil {
+			t.Errorf("watch %T as %s: %v", l, serviceAccount, err)
+			continue
+		}
+		w.Stop()
 	}
 	forbidden := []struct {
 		name string

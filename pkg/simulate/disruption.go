@@ -21,6 +21,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/providers/aws/repair"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+	"github.com/dovetail-sh/dovetail/pkg/spreaddefaults"
 )
 
 // Labels of clusters that Karpenter does not manage.
@@ -62,6 +63,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	if err != nil {
 		return nil, warnings, err
 	}
+	cluster.Pods = spreaddefaults.Apply(opts.SpreadDefaults, cluster.Pods, m.SpreadObjects())
 	cluster, notices := snapshot.LeaveOutBroken(cluster)
 	warnings = append(warnings, notices...)
 	in, notices, err := m.build(cluster, opts)

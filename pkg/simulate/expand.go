@@ -27,7 +27,8 @@ const (
 // Cluster expands the manifests into the cluster state a snapshot is taken
 // from, as the Kubernetes controllers would have it:
 //
-//   - Deployments, ReplicaSets and StatefulSets make spec.replicas pods
+//   - Deployments, ReplicaSets, StatefulSets and ReplicationControllers
+//     make spec.replicas pods
 //     (default 1), Jobs min(parallelism, completions) pods (parallelism
 //     defaults to 1; completions, when unset, to parallelism). A pod is
 //     named <owner>-<n> (n from 0) in the owner's namespace, with the
@@ -98,6 +99,12 @@ func (m *Manifests) countPods(limit int) (int, *InputError) {
 	for _, s := range m.StatefulSets {
 		total += replicas(s.Spec.Replicas)
 		if e := over("StatefulSet", s.Namespace, s.Name, replicasPath, replicas(s.Spec.Replicas)); e != nil {
+			return total, e
+		}
+	}
+	for _, rc := range m.ReplicationControllers {
+		total += replicas(rc.Spec.Replicas)
+		if e := over("ReplicationController", rc.Namespace, rc.Name, replicasPath, replicas(rc.Spec.Replicas)); e != nil {
 			return total, e
 		}
 	}
@@ -230,6 +237,11 @@ func (m *Manifests) cluster(maxPods, maxNodePools int, strictRefs bool) (c *snap
 			}
 		})
 	}
+	for _, rc := range m.ReplicationControllers {
+		if rc.Spec.Template != nil {
+			generate("ReplicationController", rc.ObjectMeta, rc.Spec.Template, replicas(rc.Spec.Replicas), nil)
+		}
+	}
 	for _, j := range m.Jobs {
 		generate("Job", j.ObjectMeta, &j.Spec.Template, jobPods(j), nil)
 	}
@@ -286,6 +298,8 @@ func apiVersionOf(kind string) string {
 	switch kind {
 	case "Job":
 		return batchv1.SchemeGroupVersion.String()
+	case "ReplicationController":
+		return corev1.SchemeGroupVersion.String()
 	default:
 		return appsv1.SchemeGroupVersion.String()
 	}

@@ -39,6 +39,10 @@ type Manifests struct {
 	Deployments            []*appsv1.Deployment
 	ReplicaSets            []*appsv1.ReplicaSet
 	StatefulSets           []*appsv1.StatefulSet
+	ReplicationControllers []*corev1.ReplicationController
+	// Services only give the selector of --scheduler-config's default
+	// spreads (SpreadObjects).
+	Services               []*corev1.Service
 	Jobs                   []*batchv1.Job
 	DaemonSets             []*appsv1.DaemonSet
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
@@ -115,6 +119,12 @@ var kinds = map[string]kindInfo{
 		func(m *Manifests, o *appsv1.ReplicaSet) { m.ReplicaSets = append(m.ReplicaSets, o) }),
 	"StatefulSet": kindOf("apps/v1", true, func(o *appsv1.StatefulSet) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *appsv1.StatefulSet) { m.StatefulSets = append(m.StatefulSets, o) }),
+	"ReplicationController": kindOf("v1", true, func(o *corev1.ReplicationController) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *corev1.ReplicationController) {
+			m.ReplicationControllers = append(m.ReplicationControllers, o)
+		}),
+	"Service": kindOf("v1", true, func(o *corev1.Service) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *corev1.Service) { m.Services = append(m.Services, o) }),
 	"DaemonSet": kindOf("apps/v1", true, func(o *appsv1.DaemonSet) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *appsv1.DaemonSet) { m.DaemonSets = append(m.DaemonSets, o) }),
 	"Job": kindOf("batch/v1", true, func(o *batchv1.Job) *metav1.ObjectMeta { return &o.ObjectMeta },

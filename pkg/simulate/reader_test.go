@@ -122,6 +122,16 @@ apiVersion: autoscaling.x-k8s.io/v1beta1
 kind: CapacityBuffer
 metadata: {name: b}
 spec: {podTemplateRef: {name: shape}, replicas: 2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: rc}
+spec: {replicas: 1, selector: {app: rc}, template: {metadata: {labels: {app: rc}}, spec: {containers: [{name: c, image: i}]}}}
 `
 	m := &simulate.Manifests{}
 	if err := m.Read("all.yaml", []byte(in)); err != nil {
@@ -134,6 +144,7 @@ spec: {podTemplateRef: {name: shape}, replicas: 2}
 		"PersistentVolume": len(m.PersistentVolumes), "StorageClass": len(m.StorageClasses), "Namespace": len(m.Namespaces),
 		"PodDisruptionBudget": len(m.PodDisruptionBudgets), "NodeOverlay": len(m.NodeOverlays),
 		"PodTemplate": len(m.PodTemplates), "CapacityBuffer": len(m.CapacityBuffers),
+		"Service": len(m.Services), "ReplicationController": len(m.ReplicationControllers),
 	}
 	for _, k := range simulate.Kinds() {
 		if k == "List" {
@@ -166,7 +177,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "malformed YAML", input: "a: [1, 2\n", doc: 1, want: []string{"not valid YAML"}},
 		{name: "not an object", input: "- 1\n- 2\n", doc: 1, want: []string{"must be an object"}},
 		{name: "missing kind", input: "apiVersion: v1\nmetadata: {name: x}\n", doc: 1, want: []string{"kind", "Required"}},
-		{name: "unknown kind", input: "---\napiVersion: v1\nkind: Service\nmetadata: {name: x}\n", doc: 1, want: []string{"Unsupported value: \"Service\"", "NodePool", "Pod"}},
+		{name: "unknown kind", input: "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", doc: 1, want: []string{"Unsupported value: \"ConfigMap\"", "NodePool", "Pod"}},
 		{name: "wrong apiVersion", input: "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: x}\n", doc: 1, want: []string{"apiVersion", "karpenter.sh/v1"}},
 		{name: "unknown field", input: poolDoc + "  weigth: 3\n", doc: 1, want: []string{"spec.weigth", "unknown field"}},
 		{name: "type mismatch", input: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: many}\n", doc: 1, want: []string{"spec.replicas", `Deployment "d"`}},

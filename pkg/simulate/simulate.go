@@ -20,6 +20,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/overlay"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+	"github.com/dovetail-sh/dovetail/pkg/spreaddefaults"
 )
 
 // Options configure a simulation.
@@ -59,6 +60,12 @@ type Options struct {
 	// is compiled (each costs the engine a pass over the catalog); 0 means
 	// DefaultMaxNodePools.
 	MaxNodePools int
+	// SpreadDefaults are the cluster's default topology spread
+	// constraints (--scheduler-config, the controller's SCHEDULER_CONFIG):
+	// every pod without its own gets them with the selector deduced from
+	// the input's Services and the pod's controller (SpreadObjects), in
+	// both modes.
+	SpreadDefaults []corev1.TopologySpreadConstraint
 }
 
 // DefaultMaxPods is the default bound on the pods of one simulation.
@@ -157,8 +164,18 @@ func Input(m *Manifests, opts Options) (*engine.Input, []string, error) {
 	if err != nil {
 		return nil, warnings, err
 	}
+	cluster.Pods = spreaddefaults.Apply(opts.SpreadDefaults, cluster.Pods, m.SpreadObjects())
 	in, notices, err := m.build(cluster, opts)
 	return in, append(warnings, notices...), err
+}
+
+// SpreadObjects are what a pod's default spread selector is deduced from:
+// the input's Services, ReplicationControllers, ReplicaSets and
+// StatefulSets, and its Deployments (whose expanded pods name the
+// Deployment as their controller).
+func (m *Manifests) SpreadObjects() spreaddefaults.Objects {
+	return spreaddefaults.Objects{Services: m.Services, ReplicationControllers: m.ReplicationControllers,
+		ReplicaSets: m.ReplicaSets, StatefulSets: m.StatefulSets, Deployments: m.Deployments}
 }
 
 // build takes the snapshot of an expanded cluster with the instance types

@@ -46,6 +46,11 @@ func validate(kind string, obj any) field.ErrorList {
 		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
 	case *appsv1.StatefulSet:
 		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
+	case *corev1.ReplicationController:
+		if o.Spec.Template == nil {
+			return field.ErrorList{field.Required(field.NewPath("spec", "template"), "the pods it makes")}
+		}
+		return validateWorkload(o.Spec.Replicas, &o.Spec.Template.Spec, field.NewPath("spec"))
 	case *appsv1.DaemonSet:
 		return validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
 	case *policyv1.PodDisruptionBudget:

@@ -23,6 +23,7 @@ import (
 	pkgexplain "github.com/dovetail-sh/dovetail/pkg/explain"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
+	"github.com/dovetail-sh/dovetail/pkg/spreaddefaults"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -39,6 +40,9 @@ type Source struct {
 	Now       func() time.Time
 	Stderr    io.Writer
 	Client    client.Reader // replaces the kubeconfig's client (tests)
+	// SpreadDefaults are --scheduler-config's default spreads, given to
+	// the pods of the -f files without their own (Load; files only).
+	SpreadDefaults []corev1.TopologySpreadConstraint
 }
 
 // Input is a cluster read for a command, with its engine input.
@@ -83,6 +87,7 @@ func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
 		if err != nil {
 			return nil, cmdutil.BadInput(err)
 		}
+		c.Pods = spreaddefaults.Apply(opts.SpreadDefaults, c.Pods, m.SpreadObjects())
 		for _, w := range warnings {
 			cmdutil.Warn(opts.Stderr, w)
 		}

@@ -104,6 +104,7 @@ var bindings = []binding{
 	{field: "logErrorOutputPaths", flag: "log-error-output-paths", env: "LOG_ERROR_OUTPUT_PATHS"},
 	{field: "cpuRequests", flag: "cpu-requests", env: "CPU_REQUESTS"},
 	{field: "memoryLimit", flag: "memory-limit", env: "MEMORY_LIMIT"},
+	{field: "schedulerConfig", flag: "scheduler-config", env: "SCHEDULER_CONFIG"},
 }
 
 // NewCmd returns `dovetail controller`.
@@ -198,6 +199,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including lost leadership),
 	f.StringSliceVar(&p.LogErrorOutputPaths, "log-error-output-paths", p.LogErrorOutputPaths, "the logger's own errors: stderr only")
 	f.Int64Var(&p.CPURequests, "cpu-requests", p.CPURequests, "the container's CPU request in millicores (from the downward API); scales how many NodeClaims are reconciled at once")
 	f.Int64Var(&p.MemoryLimit, "memory-limit", p.MemoryLimit, "the container's memory limit in bytes (from the downward API): Go's soft memory limit becomes 90% of it unless GOMEMLIMIT is set")
+	f.StringVar(&p.SchedulerConfig, "scheduler-config", p.SchedulerConfig, "YAML or JSON document {podTopologySpread: {defaultConstraints: [...]}} mirroring the cluster's kube-scheduler: the constraints are given to every pod without its own when planning (empty: none)")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	for _, b := range bindings {
 		switch {
@@ -269,6 +271,8 @@ func (o *Options) describe(errs field.ErrorList) error {
 		detail := e.Detail
 		if e.Type == field.ErrorTypeRequired {
 			detail = "required: " + detail
+		} else if _, omit := e.BadValue.(field.OmitValueType); omit {
+			// The value is long or a document: the detail says where.
 		} else if e.Type == field.ErrorTypeNotSupported {
 			detail = fmt.Sprintf("%v is not one of %s", e.BadValue, detail)
 		} else {

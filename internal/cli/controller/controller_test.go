@@ -243,6 +243,8 @@ var peerVariables = []struct {
 	{"DISABLE_LEADER_ELECTION", "false", []string{"perhaps"}},
 	{"CONSOLIDATION_MIN_SAVINGS", "0", []string{"-0.05", "cheap", "NaN", "+Inf"}},
 	{"CONSOLIDATION_MIN_SAVINGS_PER_POD", "0", []string{"-1", "0.01$"}},
+	// The peer's chart sets it empty; TestSchedulerConfig has the rules.
+	{"SCHEDULER_CONFIG", "", []string{"podTopologySpread: {defaultConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}", "profiles: []"}},
 }
 
 // testCABundle is base64 of a PEM certificate (a self-signed one made for
@@ -368,5 +370,78 @@ func TestAddressesAndRepeatedGates(t *testing.T) {
 		if err := execute(t, []string{"--cluster-name", "x", "--bind-address", ok}, nil); err != nil {
 			t.Errorf("--bind-address %s: %v", ok, err)
 		}
+	}
+}
+
+// TestSchedulerConfig: SCHEDULER_CONFIG (--scheduler-config) is decoded
+// strictly and validated as kube-scheduler's PodTopologySpread arguments;
+// each rule exits 2 naming the variable and the field in the document; a
+// valid document reaches the provisioning and disruption controllers.
+func TestSchedulerConfig(t *testing.T) {
+	const peerDoc = `podTopologySpread:
+  defaultConstraints:
+    - maxSkew: 1
+      topologyKey: kubernetes.io/hostname
+      whenUnsatisfiable: DoNotSchedule
+    - maxSkew: 1
+      topologyKey: topology.kubernetes.io/zone
+      whenUnsatisfiable: DoNotSchedule
+`
+	one := func(c string) string { return "podTopologySpread: {defaultConstraints: [" + c + "]}" }
+	for _, tt := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"maxSkew", one("{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}"),
+			[]string{"podTopologySpread.defaultConstraints[0].maxSkew", "greater than 0"}},
+		{"topologyKey unset", one("{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}"),
+			[]string{"podTopologySpread.defaultConstraints[0].topologyKey", "Required"}},
+		{"topologyKey not a name", one("{maxSkew: 1, topologyKey: 'not/a/name', whenUnsatisfiable: DoNotSchedule}"),
+			[]string{"podTopologySpread.defaultConstraints[0].topologyKey", "not/a/name"}},
+		{"whenUnsatisfiable", one("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: Never}"),
+			[]string{"podTopologySpread.defaultConstraints[0].whenUnsatisfiable", "Never", "DoNotSchedule"}},
+		{"labelSelector", one("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}"),
+			[]string{"podTopologySpread.defaultConstraints[0].labelSelector", "deduced"}},
+		{"matchLabelKeys", one("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, matchLabelKeys: [app]}"),
+			[]string{"podTopologySpread.defaultConstraints[0].matchLabelKeys"}},
+		{"duplicate", one("{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}, {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}"),
+			[]string{"podTopologySpread.defaultConstraints[1]", "Duplicate"}},
+		{"unknown field", "podTopologySpread: {defaultingType: List}", []string{"defaultingType"}},
+		{"not a document", "podTopologySpread: [", []string{"decoding"}},
+		{"two problems, both named", one("{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}, {maxSkew: 1, topologyKey: host, whenUnsatisfiable: Later}"),
+			[]string{"defaultConstraints[0].maxSkew", "defaultConstraints[1].whenUnsatisfiable"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, how := range []struct {
+				args []string
+				env  map[string]string
+				name string
+			}{
+				{nil, map[string]string{"CLUSTER_NAME": "prod", "SCHEDULER_CONFIG": tt.doc}, "SCHEDULER_CONFIG"},
+				{[]string{"--cluster-name", "prod", "--scheduler-config", tt.doc}, nil, "--scheduler-config"},
+			} {
+				err := execute(t, how.args, how.env)
+				if code := cmdutil.ExitCode(err); code != cmdutil.ExitBadInput {
+					t.Fatalf("%s: exit code %d (%v), want %d", how.name, code, err, cmdutil.ExitBadInput)
+				}
+				for _, w := range append([]string{how.name}, tt.want...) {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: error %q does not say %q", how.name, err, w)
+					}
+				}
+			}
+		})
+	}
+	got, err := parse(t, nil, map[string]string{"CLUSTER_NAME": "prod", "SCHEDULER_CONFIG": peerDoc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := operator.ControllerConfig(got.Operator)
+	d := cfg.Provisioning.SpreadDefaults
+	if len(d) != 2 || d[0].TopologyKey != "kubernetes.io/hostname" || d[1].TopologyKey != "topology.kubernetes.io/zone" || d[1].MaxSkew != 1 {
+		t.Errorf("provisioning's defaults: %+v", d)
+	}
+	if none := operator.ControllerConfig(operator.DefaultOptions()).Provisioning.SpreadDefaults; none != nil {
+		t.Errorf("no SCHEDULER_CONFIG: defaults %+v", none)
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -44,7 +46,10 @@ type Options struct {
 	// NodeRepair is --node-repair (node only): plan as a controller with
 	// the NodeRepair feature gate on.
 	NodeRepair bool
-	Now        func() time.Time
+	// SchedulerConfig is --scheduler-config: the file of the controller's
+	// SCHEDULER_CONFIG, whose default spreads the -f input's pods get.
+	SchedulerConfig string
+	Now             func() time.Time
 
 	Stdout, Stderr io.Writer
 	// Client replaces the client built from the kubeconfig (tests).
@@ -94,6 +99,7 @@ input (a reference not found, named; flags; files).`,
 	pf.StringArrayVarP(&opts.Files, "filename", "f", nil, "simulate input (file, directory or -) instead of the live cluster (repeatable)")
 	pf.StringVar(&opts.Region, "region", "", "region of the built-in catalog (default: the nodes' region label, else us-east-1)")
 	pf.StringVarP(&opts.Output, "output", "o", FormatText, "output format: text|json|yaml")
+	pf.StringVar(&opts.SchedulerConfig, "scheduler-config", "", "with -f: file of the controller's SCHEDULER_CONFIG ({podTopologySpread: {defaultConstraints: [...]}}); pods without their own topology spread get these, the selector deduced from the input's Services and controllers")
 	pf.StringVar(&opts.Namespace, "namespace", "kube-system", "the controller's namespace, where it publishes the offerings it holds unavailable")
 	sub := func(kind, use, short string) *cobra.Command {
 		return &cobra.Command{
@@ -131,8 +137,15 @@ func Run(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if opts.SchedulerConfig != "" && len(opts.Files) == 0 {
+		return cmdutil.BadInputf("--scheduler-config needs -f: the live cluster's Services and controllers are not read for it yet")
+	}
+	spreads, err := cmdutil.SchedulerConfigFile(os.ReadFile, opts.SchedulerConfig)
+	if err != nil {
+		return err
+	}
 	if opts.Kind == "node" {
-		return runNode(ctx, opts)
+		return runNode(ctx, opts, spreads)
 	}
 	var ref engine.PodRef
 	if opts.Kind == "pod" {
@@ -143,7 +156,7 @@ func Run(ctx context.Context, opts *Options) error {
 		ref = engine.PodRef{Namespace: ns, Name: name}
 	}
 	in, err := clusterinput.Load(ctx, clusterinput.Source{Kubeconfig: opts.Kubeconfig, Context: opts.Context, Files: opts.Files,
-		Region: opts.Region, Namespace: opts.Namespace, Stderr: opts.Stderr, Client: opts.Client}, ref)
+		Region: opts.Region, Namespace: opts.Namespace, Stderr: opts.Stderr, Client: opts.Client, SpreadDefaults: spreads}, ref)
 	if err != nil {
 		return err
 	}
@@ -168,7 +181,7 @@ func Run(ctx context.Context, opts *Options) error {
 }
 
 // runNode explains a node with the disruption planner.
-func runNode(ctx context.Context, opts *Options) error {
+func runNode(ctx context.Context, opts *Options, spreads []corev1.TopologySpreadConstraint) error {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
@@ -186,7 +199,8 @@ func runNode(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	in, warnings, err := simulate.DisruptionInput(m, simulate.Options{Region: clusterinput.RegionOf(opts.Region, m.Nodes), NodeRepair: opts.NodeRepair}, at)
+	in, warnings, err := simulate.DisruptionInput(m, simulate.Options{Region: clusterinput.RegionOf(opts.Region, m.Nodes), NodeRepair: opts.NodeRepair,
+		SpreadDefaults: spreads}, at)
 	if err != nil {
 		if errors.Is(err, simulate.ErrBadInput) {
 			return cmdutil.BadInput(err)

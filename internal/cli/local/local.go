@@ -35,6 +35,9 @@ type UpOptions struct {
 	Dir         string
 	ClusterName string
 	Apply       []string
+	// SchedulerConfig is --scheduler-config: a KubeSchedulerConfiguration
+	// file for the stack's kube-scheduler ("" the built-in one).
+	SchedulerConfig string
 
 	// Components are started after the control plane (the AWS emulator
 	// and the controller register here as they land).
@@ -84,6 +87,7 @@ Exit codes: 0 stopped by a signal, 1 failure (including DIR in use),
 	f.StringVar(&opts.Dir, "dir", stack.DefaultDir, "directory holding the stack's state, logs and kubeconfig")
 	f.StringVar(&opts.ClusterName, "cluster-name", stack.DefaultClusterName, "name of the local cluster (a DNS label)")
 	f.StringArrayVar(&opts.Apply, "apply", nil, "manifest file or directory to apply once the stack is up (repeatable)")
+	f.StringVar(&opts.SchedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file for the stack's kube-scheduler (e.g. a profile with PodTopologySpread defaultConstraints); the stack then shows kube-system/kube-scheduler-"+stack.SystemNodeName+" naming "+stack.SchedulerConfigPath+", as a kind cluster does")
 	addComponentFlags(f, opts.Components)
 	return cmd
 }
@@ -96,15 +100,16 @@ func noArgs(cmd *cobra.Command, args []string) error {
 }
 
 // flagOf maps the fields of stack.Options to the flags that set them.
-var flagOf = map[string]string{"dir": "--dir", "clusterName": "--cluster-name", "apply": "--apply"}
+var flagOf = map[string]string{"dir": "--dir", "clusterName": "--cluster-name", "apply": "--apply", "schedulerConfig": "--scheduler-config"}
 
 func upRun(ctx context.Context, opts *UpOptions) error {
 	sopts := stack.Options{
-		Dir:         opts.Dir,
-		ClusterName: opts.ClusterName,
-		Apply:       opts.Apply,
-		Components:  opts.Components,
-		Progress:    opts.Stderr,
+		Dir:             opts.Dir,
+		ClusterName:     opts.ClusterName,
+		Apply:           opts.Apply,
+		Components:      opts.Components,
+		SchedulerConfig: opts.SchedulerConfig,
+		Progress:        opts.Stderr,
 	}
 	if opts.Dir == "" {
 		return cmdutil.BadInputf("--dir: must not be empty")

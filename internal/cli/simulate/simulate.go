@@ -47,6 +47,10 @@ type Options struct {
 	MaxPods int
 	// MaxNodePools bounds the input's NodePools (--max-nodepools).
 	MaxNodePools int
+	// SchedulerConfig is the file of --scheduler-config: the controller's
+	// SCHEDULER_CONFIG document, whose default spreads the input's pods
+	// without their own get ("" none).
+	SchedulerConfig string
 
 	Stdin  io.Reader
 	Stdout io.Writer // the plan
@@ -161,6 +165,7 @@ on bad input.`,
 	f.Float64Var(&opts.MinSavingsPerPod, "consolidation-min-savings-per-pod", 0, "with --disruption: least $/h a consolidation must save per evicted pod (0: off); overridden by dovetail.sh/consolidation-min-savings-per-pod")
 	f.IntVar(&opts.MaxNodePools, "max-nodepools", simulate.DefaultMaxNodePools, "refuse inputs with more NodePools than this, checked before any is compiled")
 	f.IntVar(&opts.MaxPods, "max-pods", simulate.DefaultMaxPods, "refuse inputs that make more pods than this (listed pods, replicas, DaemonSet pods), checked before any is made")
+	f.StringVar(&opts.SchedulerConfig, "scheduler-config", "", "file of the controller's SCHEDULER_CONFIG ({podTopologySpread: {defaultConstraints: [...]}}): pods without their own topology spread get these, with the selector deduced from the input's Services and the pod's controller")
 	f.StringVar(&opts.At, "now", "", "with --disruption: the time the plan is for, RFC 3339 (default: the wall clock)")
 	return cmd
 }
@@ -215,6 +220,10 @@ func run(opts *Options, out *bytes.Buffer) error {
 			return cmdutil.BadInputf("--zones: an empty zone name in %q (a comma-separated list of zones, e.g. us-east-1a,us-east-1b)", strings.Join(opts.Zones, ","))
 		}
 	}
+	spreads, err := cmdutil.SchedulerConfigFile(opts.ReadFile, opts.SchedulerConfig)
+	if err != nil {
+		return err
+	}
 	m := &simulate.Manifests{}
 	files, err := opts.inputs()
 	if err != nil {
@@ -237,7 +246,8 @@ func run(opts *Options, out *bytes.Buffer) error {
 		return cmdutil.BadInput(readErrs)
 	}
 
-	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now, MaxPods: opts.MaxPods, MaxNodePools: opts.MaxNodePools}
+	sopts := simulate.Options{Region: opts.Region, Zones: opts.Zones, Now: opts.Now, MaxPods: opts.MaxPods, MaxNodePools: opts.MaxNodePools,
+		SpreadDefaults: spreads}
 	if opts.InstanceTypes != BuiltinCatalog {
 		data, err := opts.ReadFile(opts.InstanceTypes)
 		if err != nil {

@@ -91,6 +91,12 @@ type Options struct {
 	// room is part of the plan, so nodes holding it are not consolidated
 	// away.
 	CapacityBuffers bool
+	// SpreadDefaults are the cluster's default topology spread
+	// constraints (SCHEDULER_CONFIG), given to every pod without its own
+	// as provisioning does (nodeclaimutil.ApplySpreadDefaults): a
+	// consolidation must keep the spread kube-scheduler will enforce on
+	// the recreated pods.
+	SpreadDefaults []corev1.TopologySpreadConstraint
 }
 
 func (o Options) withDefaults() Options {

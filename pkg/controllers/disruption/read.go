@@ -230,6 +230,9 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing Pods: %w", err)
 	}
+	if pods, err = nodeclaimutil.ApplySpreadDefaults(ctx, c.kube, c.opts.SpreadDefaults, pods); err != nil {
+		log.FromContext(ctx).Error(err, "planning with the default spreads deduced from what could be read")
+	}
 	nominated := map[string]int{}
 	for _, p := range pods {
 		sc.Pods = append(sc.Pods, p)

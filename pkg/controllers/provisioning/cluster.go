@@ -130,6 +130,12 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 	if err != nil {
 		return nil, fmt.Errorf("listing Pods: %w", err)
 	}
+	// SCHEDULER_CONFIG's default spreads, on pending and bound pods alike
+	// (bound pods are counted by the pending pods' constraints, and
+	// Replace plans some of them again).
+	if podList, err = nodeclaimutil.ApplySpreadDefaults(ctx, p.kube, p.opts.SpreadDefaults, podList); err != nil {
+		p.log.Error(err, "planning with the default spreads deduced from what could be read")
+	}
 	// The pure part (nominations and their expiry, evacuated and leaving
 	// nodes, relocated pods) is snapshot.NewView, shared with disruption.
 	handed := p.mem.heldHandoffs(podList, now, handoffHold)

@@ -72,6 +72,12 @@ type Options struct {
 	// CapacityBuffers the capacity buffer controller resolved (see
 	// buffers.go). Off, CapacityBuffers are not read at all.
 	CapacityBuffers bool
+	// SpreadDefaults are the cluster's default topology spread
+	// constraints (SCHEDULER_CONFIG, package spreaddefaults), given to
+	// every pod without its own whose selector can be deduced from the
+	// Services and controllers that select it. Nil: none, and Services,
+	// ReplicationControllers, ReplicaSets and StatefulSets are not read.
+	SpreadDefaults []corev1.TopologySpreadConstraint
 }
 
 func (o Options) withDefaults() Options {
