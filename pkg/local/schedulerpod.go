@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -28,15 +29,36 @@ const (
 	SchedulerConfigPath = SchedulerConfigDir + "/kube-scheduler-config.yaml"
 )
 
-// SystemNode is the Node SystemNodeName.
+// SystemNode is the Node SystemNodeName, with room for the few Pods the
+// stack binds or schedules there (the scheduler's mirror Pod, the
+// controller's stand-in Deployment: package standin). It has no
+// NodeClaim, so dovetail leaves it alone.
 func SystemNode() *corev1.Node {
+	room := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("4"),
+		corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: SystemNodeName, Labels: map[string]string{
 			corev1.LabelHostname: SystemNodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
 			"node-role.kubernetes.io/control-plane": "",
 		}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{SystemTaint}},
+		Status: corev1.NodeStatus{Capacity: room, Allocatable: room},
 	}
+}
+
+// SystemTaint keeps workloads off SystemNodeName (as a system node
+// group's taint does on EKS).
+var SystemTaint = corev1.Taint{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// EnsureSystemNode creates SystemNode unless it exists.
+func EnsureSystemNode(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, SystemNode(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the Node %s: %w", SystemNodeName, err)
+	}
+	return nil
 }
 
 // SchedulerPod is the mirror Pod kube-system/kube-scheduler-<node> a
@@ -74,8 +96,8 @@ func SchedulerPod(node string) *corev1.Pod {
 // ensureSchedulerPod creates the system Node (unless it exists) and the
 // scheduler's mirror Pod on it (unless it exists).
 func ensureSchedulerPod(ctx context.Context, cs kubernetes.Interface) error {
-	if _, err := cs.CoreV1().Nodes().Create(ctx, SystemNode(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the Node %s: %w", SystemNodeName, err)
+	if err := EnsureSystemNode(ctx, cs); err != nil {
+		return err
 	}
 	if _, err := cs.CoreV1().Pods("kube-system").Create(ctx, SchedulerPod(SystemNodeName), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the kube-scheduler Pod: %w", err)

@@ -5,7 +5,7 @@
 // hold the leader-election Lease). It is the `controller-deployment`
 // Component of `dovetail local up --controller-deployment NS/NAME`.
 //
-//	Start: a tainted system Node (kwok plays its kubelet)
+//	Start: the stack's tainted system Node (local.SystemNode; kwok plays its kubelet)
 //	     ─▶ the Deployment NS/NAME: one replica, pods labelled
 //	        app.kubernetes.io/instance=NAME, container "controller" whose
 //	        env is the controller's FEATURE_GATES / AWS_FEATURE_GATES

@@ -17,7 +17,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -35,13 +34,6 @@ var Mirrored = []string{"FEATURE_GATES", "AWS_FEATURE_GATES"}
 // InstanceLabel is the label of the Deployment's pods, as the peer's chart
 // sets it (its suites find the controller's pods by it).
 const InstanceLabel = "app.kubernetes.io/instance"
-
-// SystemNodeName is the Node the Deployment's pods run on.
-const SystemNodeName = "dovetail-system"
-
-// SystemTaint keeps workloads off the system Node (as a system node
-// group's taint does on EKS); the Deployment's pods tolerate it.
-var SystemTaint = corev1.Taint{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 // DefaultPoll is how often the loop reads the Deployment.
 const DefaultPoll = 500 * time.Millisecond
@@ -126,7 +118,7 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 	if err := ensureNamespace(ctx, cs, c.Namespace); err != nil {
 		return err
 	}
-	if err := ensureSystemNode(ctx, cs); err != nil {
+	if err := stack.EnsureSystemNode(ctx, cs); err != nil {
 		return err
 	}
 	d, created, err := c.ensureDeployment(ctx, cs)
@@ -141,7 +133,7 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 		c.applied = fingerprint(d.Spec.Template)
 	} // else: the first sync restarts the controller with the template's env
 	progress("Deployment %s/%s stands for the controller (pods on Node %s; the Lease %s/%s names its newest ready pod)",
-		c.Namespace, c.Deployment, SystemNodeName, c.Namespace, c.LeaseName())
+		c.Namespace, c.Deployment, stack.SystemNodeName, c.Namespace, c.LeaseName())
 	loopCtx, cancel := context.WithCancel(context.Background())
 	c.cancel, c.done = cancel, make(chan struct{})
 	go func() {
@@ -331,30 +323,6 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) er
 	return nil
 }
 
-// ensureSystemNode registers the Node the Deployment's pods run on. kwok
-// (--manage-all-nodes) keeps it Ready; it has no NodeClaim, so dovetail
-// leaves it alone.
-func ensureSystemNode(ctx context.Context, cs kubernetes.Interface) error {
-	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("4"),
-		corev1.ResourceMemory: resource.MustParse("16Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: SystemNodeName, Labels: map[string]string{
-			corev1.LabelHostname: SystemNodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
-			"node-role.kubernetes.io/system": "",
-		}},
-		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{SystemTaint}},
-		Status: corev1.NodeStatus{Capacity: res, Allocatable: res},
-	}
-	_, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("system node: %w", err)
-	}
-	return nil
-}
-
 func (c *Component) ensureDeployment(ctx context.Context, cs kubernetes.Interface) (*appsv1.Deployment, bool, error) {
 	var env []corev1.EnvVar
 	for _, name := range Mirrored {
@@ -375,8 +343,8 @@ func (c *Component) ensureDeployment(ctx context.Context, cs kubernetes.Interfac
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{corev1.LabelHostname: SystemNodeName},
-					Tolerations:  []corev1.Toleration{{Key: SystemTaint.Key, Operator: corev1.TolerationOpExists}},
+					NodeSelector: map[string]string{corev1.LabelHostname: stack.SystemNodeName},
+					Tolerations:  []corev1.Toleration{{Key: stack.SystemTaint.Key, Operator: corev1.TolerationOpExists}},
 					Containers: []corev1.Container{{
 						Name:  "controller",
 						Image: "dovetail.local/controller-stand-in",

@@ -99,12 +99,12 @@ func TestDeploymentEnvRestartsTheController(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(s.ControlPlane().RESTConfig())
 	ctx := t.Context()
 
-	node, err := cs.CoreV1().Nodes().Get(ctx, standin.SystemNodeName, metav1.GetOptions{})
+	node, err := cs.CoreV1().Nodes().Get(ctx, stack.SystemNodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0] != standin.SystemTaint {
-		t.Fatalf("system node taints %v, want %v", node.Spec.Taints, standin.SystemTaint)
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0] != stack.SystemTaint {
+		t.Fatalf("system node taints %v, want %v", node.Spec.Taints, stack.SystemTaint)
 	}
 	d, err := cs.AppsV1().Deployments("kube-system").Get(ctx, "karpenter", metav1.GetOptions{})
 	if err != nil {
