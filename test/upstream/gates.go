@@ -26,10 +26,21 @@ var groupAWSGates = map[string][]string{
 
 // groupDeployment are the groups whose specs read and patch the peer's
 // controller Deployment (kube-system/karpenter: its env, its rollout, its
-// pod holding karpenter-leader-election); their stacks run with `local up
+// pod holding karpenter-leader-election; DefaultTopologySpreadConstraints
+// sets SCHEDULER_CONFIG there); their stacks run with `local up
 // --controller-deployment kube-system/karpenter` (package standin).
 var groupDeployment = map[string]bool{
-	"TerminateFirst": true,
+	"TerminateFirst":                   true,
+	"DefaultTopologySpreadConstraints": true,
+}
+
+// groupSchedulerConfig are the groups that need the cluster's
+// kube-scheduler to run the suite's configuration (a profile with
+// PodTopologySpread defaults) and to show a kube-scheduler Pod naming it:
+// their stacks run with `local up --scheduler-config` and the suite's
+// testdata file.
+var groupSchedulerConfig = map[string]bool{
+	"DefaultTopologySpreadConstraints": true,
 }
 
 // controllerDeployment is the --controller-deployment value of a group's

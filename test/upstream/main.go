@@ -134,7 +134,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failOrInterrupted(ctx, stderr, err)
 	}
-	rc := runConfig{Binary: cfg.binary, Suites: bins, NodeClass: nodeClass, NodePool: nodePool, ClusterName: cfg.clusterName,
+	schedulerConfig := ""
+	for _, sp := range selected {
+		if groupSchedulerConfig[sp.Group] {
+			if schedulerConfig, err = fetchSchedulerConfig(ctx, cfg.work, workDefaults); err != nil {
+				return failOrInterrupted(ctx, stderr, err)
+			}
+			break
+		}
+	}
+	rc := runConfig{Binary: cfg.binary, Suites: bins, NodeClass: nodeClass, NodePool: nodePool, ClusterName: cfg.clusterName, SchedulerConfig: schedulerConfig,
 		OutDir: cfg.out, SpecTimeout: cfg.specTimeout, StackTimeout: cfg.stackTimeout, KeepStackData: cfg.keepStackData}
 	t := &table{Started: begin}
 	if cfg.resume {

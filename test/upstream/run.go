@@ -24,15 +24,18 @@ const (
 
 // runConfig is what every unit's run needs.
 type runConfig struct {
-	Binary        string            // the dovetail binary
-	Suites        map[string]string // test binary by suite
-	NodeClass     string
-	NodePool      string
-	ClusterName   string
-	OutDir        string
-	SpecTimeout   time.Duration // ginkgo's --ginkgo.timeout for one unit
-	StackTimeout  time.Duration // how long `local up` may take to be ready
-	KeepStackData bool          // keep etcd's data and certificates of each stack
+	Binary      string            // the dovetail binary
+	Suites      map[string]string // test binary by suite
+	NodeClass   string
+	NodePool    string
+	ClusterName string
+	// SchedulerConfig is the suite's kube-scheduler configuration, for
+	// the groups in groupSchedulerConfig ("" when none runs).
+	SchedulerConfig string
+	OutDir          string
+	SpecTimeout     time.Duration // ginkgo's --ginkgo.timeout for one unit
+	StackTimeout    time.Duration // how long `local up` may take to be ready
+	KeepStackData   bool          // keep etcd's data and certificates of each stack
 }
 
 // unit is the specs one stack serves: those sharing a source line (one,
@@ -91,7 +94,7 @@ func runUnit(ctx context.Context, cfg runConfig, n int, u unit, progress func(st
 	testLog := filepath.Join(dir, "test.log")
 	logs := []string{rel(cfg.OutDir, testLog), rel(cfg.OutDir, stackLog), rel(cfg.OutDir, controllerLog)}
 
-	st, kubeconfig, err := startStack(ctx, cfg, stackDir, stackLog, gates, awsFeatureGates(u.Specs[0].Group), controllerDeployment(u.Specs[0].Group))
+	st, kubeconfig, err := startStack(ctx, cfg, stackDir, stackLog, gates, awsFeatureGates(u.Specs[0].Group), controllerDeployment(u.Specs[0].Group), groupSchedulerConfig[u.Specs[0].Group])
 	if err != nil {
 		return fail("stack", err.Error(), logs...)
 	}
@@ -267,7 +270,7 @@ func readAllReports(b []byte) ([]specReport, error) {
 // startStack starts `dovetail local up` in its own process group with
 // FEATURE_GATES set to gates (unset when empty) and waits for its ready
 // line, returning the kubeconfig path.
-func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates, awsGates, deployment string) (*group, string, error) {
+func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates, awsGates, deployment string, schedulerConfig bool) (*group, string, error) {
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", err
@@ -276,6 +279,9 @@ func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates, awsGate
 	args := []string{"local", "up", "--dir", dir, "--cluster-name", cfg.ClusterName}
 	if deployment != "" {
 		args = append(args, "--controller-deployment", deployment)
+	}
+	if schedulerConfig && cfg.SchedulerConfig != "" {
+		args = append(args, "--scheduler-config", cfg.SchedulerConfig)
 	}
 	cmd := exec.Command(cfg.Binary, args...)
 	env := withoutVar(os.Environ(), "FEATURE_GATES")

@@ -125,6 +125,30 @@ func fetchDefaults(dir, clusterName string) (nodeClass, nodePool string, err err
 	return nodeClass, nodePool, nil
 }
 
+// schedulerConfigFile is the regression suite's kube-scheduler
+// configuration (a profile with PodTopologySpread defaults), which the
+// peer's kind cluster hands its kube-scheduler and the
+// DefaultTopologySpreadConstraints specs read back.
+const schedulerConfigFile = "test/suites/regression/testdata/kube-scheduler-config.yaml"
+
+// fetchSchedulerConfig copies the suite's kube-scheduler configuration out
+// of the peer's module (in the scratch module's module cache) into dir.
+func fetchSchedulerConfig(ctx context.Context, work, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/karpenter")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=auto", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating sigs.k8s.io/karpenter in %s: %w", work, err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), schedulerConfigFile))
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kube-scheduler-config.yaml")
+	return path, os.WriteFile(path, b, 0o644)
+}
+
 // substituteClusterName replaces $CLUSTER_NAME and ${CLUSTER_NAME}, the
 // only variable the provider's envsubst fills.
 func substituteClusterName(s, name string) string {
