@@ -48,6 +48,11 @@ const (
 	// failed.
 	RebootTimeout  = 10 * time.Minute
 	decisionReboot = "reboot"
+	// RebootHold is how long a reboot for repair stays requested (the
+	// Node fenced, the Rebooting condition True) before the cloud is asked
+	// to reboot: pods bound late to the node are caught, and watchers see
+	// the reboot coming (the peer holds a drained reboot at least as long).
+	RebootHold = 5 * time.Second
 )
 
 // rebootState reads a NodeClaim's reboot-for-repair state for the
@@ -98,22 +103,39 @@ func (c *Controller) startReboot(ctx context.Context, st *state, cmd planner.Com
 	}
 	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, ReasonDisruptionLaunching, "Reboot", "%s", cmd.Message)
 	c.recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonDisruptionLaunching, "Reboot", "%s", cmd.Message)
+	// The cloud is asked once RebootHold has passed (driveReboots).
+	return nil
+}
+
+// issueReboot asks the cloud to reboot a NodeClaim whose reboot was
+// requested RebootHold ago.
+func (c *Controller) issueReboot(ctx context.Context, st *state, nc *karpv1.NodeClaim, node *corev1.Node, now time.Time) error {
+	msg := ""
+	if cond := nc.GetCondition(ConditionTypeRebooting); cond != nil {
+		msg = cond.Message
+	}
 	if err := c.cloud.Reboot(ctx, nc); err != nil {
 		return errors.Join(fmt.Errorf("rebooting the instance of NodeClaim %s: %w", nc.Name, err),
 			c.endReboot(ctx, st, nc, node, false, "the cloud provider refused the reboot: "+err.Error(), now))
 	}
-	base = nc.DeepCopy()
-	nc.SetCondition(ConditionTypeRebooting, metav1.ConditionTrue, RebootReasonIssued, cmd.Message, now)
+	nc = st.own(nc)
+	base := nc.DeepCopy()
+	nc.SetCondition(ConditionTypeRebooting, metav1.ConditionTrue, RebootReasonIssued, msg, now)
 	if err := nodeclaimutil.PatchStatus(ctx, c.kube, nc, base); err != nil && !apierrors.IsNotFound(err) {
 		log.FromContext(ctx).V(1).Info("recording the reboot issued", "nodeclaim", nc.Name, "error", err.Error())
 	}
-	log.FromContext(ctx).Info("rebooting for repair", "nodeclaim", nc.Name, "node", node.Name, "bootID", node.Status.NodeInfo.BootID)
+	bootID := ""
+	if node != nil {
+		bootID = node.Status.NodeInfo.BootID
+	}
+	log.FromContext(ctx).Info("rebooting for repair", "nodeclaim", nc.Name, "bootID", bootID)
 	return nil
 }
 
-// driveReboots ends the reboots in progress whose Node came back with a
-// new boot id (succeeded) or did not within RebootTimeout (failed). It
-// reports whether any is still in progress.
+// driveReboots issues the reboots requested RebootHold ago, and ends the
+// reboots in progress whose Node came back with a new boot id (succeeded)
+// or did not within RebootTimeout (failed). It reports whether any is
+// still in progress.
 func (c *Controller) driveReboots(ctx context.Context, st *state, now time.Time) (bool, error) {
 	inProgress := false
 	var errs []error
@@ -125,6 +147,11 @@ func (c *Controller) driveReboots(ctx context.Context, st *state, now time.Time)
 		node := st.nodeOfClaim[nc.Name]
 		pre, marked := nc.Annotations[RebootPreBootIDAnnotationKey]
 		switch {
+		case cond.Reason == RebootReasonRequested && now.Sub(cond.LastTransitionTime.Time) < RebootHold:
+			inProgress = true
+		case cond.Reason == RebootReasonRequested:
+			errs = append(errs, c.issueReboot(ctx, st, nc, node, now))
+			inProgress = true
 		case node != nil && marked && node.Status.NodeInfo.BootID != pre:
 			errs = append(errs, c.endReboot(ctx, st, nc, node, true, "the node came back with boot id "+node.Status.NodeInfo.BootID, now))
 		case now.Sub(cond.LastTransitionTime.Time) >= RebootTimeout:

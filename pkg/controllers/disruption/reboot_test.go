@@ -82,6 +82,22 @@ func (f *fixture) expectRebooting(nc *karpv1.NodeClaim, node *corev1.Node, p *co
 	}
 }
 
+// expectHeld checks a reboot was requested but not issued yet: the node
+// fenced and the Rebooting condition True/RebootRequested for RebootHold,
+// the cloud not asked (reboots so far: before).
+func (f *fixture) expectHeld(nc *karpv1.NodeClaim, node *corev1.Node, before int) {
+	f.t.Helper()
+	if got := f.env.Cloud.Reboots(nc.Status.ProviderID); got != before {
+		f.t.Fatalf("%d reboots of the instance during the hold, want %d", got, before)
+	}
+	if cond := f.rebootCondition(nc); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != disruption.RebootReasonRequested {
+		f.t.Fatalf("Rebooting condition %+v during the hold, want True/%s", cond, disruption.RebootReasonRequested)
+	}
+	if err := f.env.Get(node); err != nil || !fenced(node) {
+		f.t.Errorf("node not fenced during the hold (err %v)", err)
+	}
+}
+
 func (f *fixture) expectPodKept(p *corev1.Pod, node *corev1.Node) {
 	f.t.Helper()
 	cur := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
@@ -117,6 +133,9 @@ func TestRebootForRepairClearsFault(t *testing.T) {
 	}
 	f.env.Clock.Step(6 * time.Minute)
 	f.pass(c)
+	f.expectHeld(nc, node, 0)
+	f.env.Clock.Step(disruption.RebootHold)
+	f.pass(c)
 	f.expectRebooting(nc, node, p, 1)
 	f.pass(c) // the node has not come back: still rebooting, no second reboot
 	f.expectRebooting(nc, node, p, 1)
@@ -143,6 +162,9 @@ func TestRebootForRepairPersistentFaultReplaced(t *testing.T) {
 	c := f.controller(disruption.Options{NodeRepair: true})
 	for i := 1; i <= 2; i++ {
 		f.env.Clock.Step(11 * time.Minute)
+		f.pass(c)
+		f.expectHeld(nc, node, i-1)
+		f.env.Clock.Step(disruption.RebootHold)
 		f.pass(c)
 		f.expectRebooting(nc, node, p, i)
 		f.boot(node, "boot-"+string(rune('1'+i)), false)
@@ -178,6 +200,7 @@ func TestRebootEndsThroughTheTrimmedCache(t *testing.T) {
 	f.env.Clock.Step(11 * time.Minute)
 	f.env.Eventually("the node rebooted", func() (bool, error) {
 		_, err := c.Pass(context.Background())
+		f.env.Clock.Step(disruption.RebootHold)
 		return f.env.Cloud.Reboots(nc.Status.ProviderID) == 1, err
 	})
 	f.boot(node, "boot-2", true)
