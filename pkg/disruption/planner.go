@@ -30,12 +30,12 @@ type cnode struct {
 	// heldRoom: kept empty for the room it holds (pending pods, a
 	// CapacityBuffer); drift replaces it anyway.
 	heldRoom bool
-	price  float64
-	known  bool // instance type, capacity type, zone and price known
-	it     string
-	ct     string
-	zone   string
-	pods   []*corev1.Pod // reschedulable pods
+	price    float64
+	known    bool // instance type, capacity type, zone and price known
+	it       string
+	ct       string
+	zone     string
+	pods     []*corev1.Pod // reschedulable pods
 	// cost is the node's disruption cost; podCost the sum of its pods'
 	// positive eviction costs.
 	cost, podCost float64
