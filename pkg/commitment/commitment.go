@@ -94,21 +94,36 @@ func (a Amount) Value() (float64, error) {
 	return v, nil
 }
 
-// Parse reads commitments.yaml and validates it; the error names every
-// bad field (path from the ConfigMap's data key).
-func Parse(data []byte) (Spec, error) {
-	var s Spec
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return Spec{}, fmt.Errorf("%s: %w", ConfigMapKey, err)
+// FromConfigMap reads the ConfigMap's data: its commitments.yaml, parsed
+// and validated. The errors name every bad field (paths from data, e.g.
+// data[commitments.yaml].savingsPlans[0].hourlyCommitment); with any,
+// the Spec is empty: no commitment is applied.
+func FromConfigMap(data map[string]string) (Spec, field.ErrorList) {
+	root := field.NewPath("data").Key(ConfigMapKey)
+	for k := range data {
+		if k != ConfigMapKey {
+			return Spec{}, field.ErrorList{field.NotSupported(field.NewPath("data").Key(k), k, []string{ConfigMapKey})}
+		}
 	}
-	if errs := s.Validate(); len(errs) > 0 {
-		return Spec{}, fmt.Errorf("%s: %w", ConfigMapKey, errs.ToAggregate())
+	var s Spec
+	if err := yaml.UnmarshalStrict([]byte(data[ConfigMapKey]), &s); err != nil {
+		return Spec{}, field.ErrorList{field.Invalid(root, "", fmt.Sprintf("not commitments YAML: %v", err))}
+	}
+	if errs := s.Validate(root); len(errs) > 0 {
+		return Spec{}, errs
 	}
 	return s, nil
 }
 
-// Validate checks names, types, amounts and counts.
-func (s Spec) Validate() field.ErrorList {
+// Validate checks names, types, amounts and counts; paths start at root
+// (nil: the Spec itself).
+func (s Spec) Validate(root *field.Path) field.ErrorList {
+	child := func(name string) *field.Path {
+		if root == nil {
+			return field.NewPath(name)
+		}
+		return root.Child(name)
+	}
 	var errs field.ErrorList
 	names := map[string]bool{}
 	name := func(p *field.Path, n string) {
@@ -121,7 +136,7 @@ func (s Spec) Validate() field.ErrorList {
 		names[n] = true
 	}
 	for i, sp := range s.SavingsPlans {
-		p := field.NewPath("savingsPlans").Index(i)
+		p := child("savingsPlans").Index(i)
 		name(p.Child("name"), sp.Name)
 		if v, err := sp.HourlyCommitment.Value(); err != nil {
 			errs = append(errs, field.Invalid(p.Child("hourlyCommitment"), string(sp.HourlyCommitment), "must be an amount of USD per hour, such as \"20\" or \"20.50\""))
@@ -148,7 +163,7 @@ func (s Spec) Validate() field.ErrorList {
 		}
 	}
 	for i, ri := range s.ReservedInstances {
-		p := field.NewPath("reservedInstances").Index(i)
+		p := child("reservedInstances").Index(i)
 		name(p.Child("name"), ri.Name)
 		if ri.InstanceType == "" {
 			errs = append(errs, field.Required(p.Child("instanceType"), ""))
@@ -203,7 +218,7 @@ type spRoom struct {
 	left float64
 }
 
-// NewLedger starts a ledger with the whole of s (which Parse validated;
+// NewLedger starts a ledger with the whole of s (which Validate passed;
 // invalid entries are skipped).
 func NewLedger(s Spec) *Ledger {
 	l := &Ledger{}

@@ -122,6 +122,11 @@ apiVersion: autoscaling.x-k8s.io/v1beta1
 kind: CapacityBuffer
 metadata: {name: b}
 spec: {podTemplateRef: {name: shape}, replicas: 2}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: dovetail-commitments, namespace: dovetail}
+data: {commitments.yaml: "savingsPlans: [{name: sp, type: Compute, hourlyCommitment: 1}]"}
 `
 	m := &simulate.Manifests{}
 	if err := m.Read("all.yaml", []byte(in)); err != nil {
@@ -133,7 +138,7 @@ spec: {podTemplateRef: {name: shape}, replicas: 2}
 		"Node": len(m.Nodes), "NodeClaim": len(m.NodeClaims), "PersistentVolumeClaim": len(m.PersistentVolumeClaims),
 		"PersistentVolume": len(m.PersistentVolumes), "StorageClass": len(m.StorageClasses), "Namespace": len(m.Namespaces),
 		"PodDisruptionBudget": len(m.PodDisruptionBudgets), "NodeOverlay": len(m.NodeOverlays),
-		"PodTemplate": len(m.PodTemplates), "CapacityBuffer": len(m.CapacityBuffers),
+		"PodTemplate": len(m.PodTemplates), "CapacityBuffer": len(m.CapacityBuffers), "ConfigMap": len(m.ConfigMaps),
 	}
 	for _, k := range simulate.Kinds() {
 		if k == "List" {
