@@ -1,6 +1,7 @@
 package simulate_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -106,5 +107,21 @@ func TestSimulateReadsCommitments(t *testing.T) {
 	other := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: dovetail}\ndata: {a: b}\n"
 	if _, err := simulateCommitments(t, other); err == nil || !strings.Contains(err.Error(), "dovetail-commitments") {
 		t.Errorf("another ConfigMap: error %v, want one saying only dovetail-commitments is read", err)
+	}
+}
+
+// The example ConfigMap is read and applied: its Compute plan covers the
+// whole workload.
+func TestSimulateCommitmentsExample(t *testing.T) {
+	doc, err := os.ReadFile("../../examples/commitments/commitments.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := simulateCommitments(t, string(doc))
+	if err != nil {
+		t.Fatalf("the example does not read: %v", err)
+	}
+	if cov, _, _ := byCapacity(r); cov != 6 {
+		t.Errorf("with the example's commitments %d of 6 claims covered, want all", cov)
 	}
 }
