@@ -136,8 +136,9 @@ type Config struct {
 	// InterruptionQueue is the SQS queue name; "" disables interruption
 	// handling.
 	InterruptionQueue string
-	// CostNamespace holds the ConfigMaps of the cost record and of the
-	// published unavailable offerings (the controller's namespace).
+	// CostNamespace holds the ConfigMaps of the cost record, of the
+	// published unavailable offerings and of the user's commitments
+	// (dovetail-commitments; the controller's namespace).
 	CostNamespace string
 	// Disruption are the disruption controller's tunables (the validation
 	// period already scaled); its snapshot options and the
@@ -213,6 +214,7 @@ func NewControllers(d Deps, cfg Config) ([]Controller, error) {
 	provOpts := cfg.Provisioning
 	provOpts.NodeOverlays = cfg.NodeOverlay
 	provOpts.CapacityBuffers = cfg.CapacityBuffer
+	provOpts.CommitmentsNamespace = cfg.CostNamespace
 	prov := provisioning.New(d.Client, cloud("provisioning"), d.Clock, d.Recorder, provisioningMetrics, d.Unavailable, provOpts)
 	out := []Controller{
 		// NodePools: hash first, so NodeClaims made from a pool find it.
@@ -298,6 +300,7 @@ func disruptionOptions(cfg Config) disruption.Options {
 	o.NodeOverlays = cfg.NodeOverlay
 	o.CapacityBuffers = cfg.CapacityBuffer
 	o.SpreadDefaults = cfg.Provisioning.SpreadDefaults
+	o.CommitmentsNamespace = cfg.CostNamespace
 	o.PlacementGate = true // recreated pods wait for their nomination (docs/disruption.md)
 	o.Snapshot.Region = cfg.Provisioning.Region
 	o.Snapshot.Engine = engine.Options{PreferencePolicy: cfg.Provisioning.PreferencePolicy, Seed: cfg.Provisioning.Seed, SkipLowerBound: true}

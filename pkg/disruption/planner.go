@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 )
@@ -78,6 +79,9 @@ type planner struct {
 	pdbLeft []int32
 	pdbByNS map[string][]int
 	pools   map[string]*engine.NodePool
+	// coverage is what the commitments cover of each on-demand node
+	// (engine.CommitmentLedger): a covered node costs its marginal price.
+	coverage map[string]commitment.Coverage
 	// cur is the cluster with every accepted command applied; model its
 	// compiled form and base the plan of its pending pods.
 	cur   *engine.Input
@@ -164,6 +168,7 @@ func (p *planner) build() error {
 		errs = append(errs, field.Invalid(field.NewPath("options", "minSavings"), fmt.Sprintf("%g per command, %g per pod", ms.PerCommand, ms.PerPod),
 			"must be non-negative numbers of $/h"))
 	}
+	_, p.coverage = engine.CommitmentLedger(in.Cluster)
 	p.pdbLeft = make([]int32, len(in.PDBs))
 	for i, pdb := range in.PDBs {
 		p.pdbLeft[i] = max(pdb.DisruptionsAllowed, 0)
@@ -256,6 +261,11 @@ func (p *planner) price(n *cnode, en *engine.ExistingNode) {
 	}
 	if n.price <= 0 {
 		n.price = p.offeringPrice(n.pool, n.it, n.zone, n.ct)
+	}
+	if c, ok := p.coverage[n.name]; ok && n.price > 0 {
+		// A commitment pays for it: removing it saves only what is not
+		// covered, and a spot replacement is dearer than a covered node.
+		n.price = c.Marginal(n.price)
 	}
 	n.known = n.it != "" && n.ct != "" && n.zone != "" && n.price > 0 && !math.IsInf(n.price, 0) && !math.IsNaN(n.price)
 	if !n.known && n.price > 0 && !math.IsInf(n.price, 0) {
@@ -1376,8 +1386,14 @@ func (p *planner) cheaperOptions(r *engine.NewNodeClaim, limit float64, spotOnly
 			if spotOnly && o.CapacityType != cloudprovider.CapacityTypeSpot {
 				continue
 			}
-			best = math.Min(best, o.Price)
-			dearest = math.Max(dearest, o.Price)
+			price := o.Price
+			if r.Offering.Commitment != "" && o.CapacityType == cloudprovider.CapacityTypeOnDemand {
+				// The engine kept the options the commitment covers: each
+				// costs its sliver at the margin.
+				price *= commitment.PriceFactor
+			}
+			best = math.Min(best, price)
+			dearest = math.Max(dearest, price)
 		}
 		if best < limit && (!worst || dearest < limit) {
 			out = append(out, opt{name, best})
@@ -1611,7 +1627,7 @@ func (p *planner) lowerBound() float64 {
 	// spec.nodeName (bound pods are pods of Input.Nodes), and
 	// IgnoreTopologySpread drops the spreads.
 	b := &engine.Input{DaemonSets: in.DaemonSets, Volumes: in.Volumes, NamespaceLabels: in.NamespaceLabels,
-		Region: in.Region, Options: engine.Options{ImprovementBudget: -1, Seed: p.eopts.Seed, IgnoreTopologySpread: true}}
+		Region: in.Region, Commitments: in.Commitments, Options: engine.Options{ImprovementBudget: -1, Seed: p.eopts.Seed, IgnoreTopologySpread: true}}
 	for _, np := range in.NodePools {
 		np.Limits, np.Usage, np.Weight = nil, nil, 0
 		b.NodePools = append(b.NodePools, np)

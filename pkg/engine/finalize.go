@@ -110,6 +110,7 @@ func (s *solver) finish() *Plan {
 	seq := make([]int, len(s.pools))
 	var boundClaims []*snode
 	room := maps.Clone(s.reservedRoom)
+	led := s.ledger.Clone()
 	for _, n := range claims {
 		p := n.pool
 		opts := s.options(n)
@@ -118,8 +119,19 @@ func (s *solver) finish() *Plan {
 			continue
 		}
 		off, _ := opts[0].cheapest(n.zones, n.cts)
-		if off.ct == ctReserved {
-			opts, off = s.reserve(n, opts, room)
+		// Reservations and commitments are counted: a claim that finds
+		// one full is planned on what remains (which may be the other).
+		commit := ""
+		for reserved, covered := false, false; ; {
+			if off.ct == ctReserved && !reserved {
+				reserved = true
+				opts, off = s.reserve(n, opts, room)
+			} else if off.cov && !covered {
+				covered = true
+				opts, off, commit = s.cover(n, opts, off, led)
+			} else {
+				break
+			}
 		}
 		name := ""
 		for {
@@ -133,6 +145,9 @@ func (s *solver) finish() *Plan {
 		nc := NewNodeClaim{
 			Name: name, NodePool: p.name, Taints: p.taints, StartupTaints: p.np.StartupTaints,
 			Offering: PlannedOffering{InstanceType: opts[0].name, Zone: s.zones[off.zone].name, CapacityType: ctNames[off.ct], Price: off.price},
+		}
+		if commit != "" {
+			nc.Offering.Commitment, nc.Offering.ListPrice = commit, off.list
 		}
 		for _, t := range opts {
 			nc.InstanceTypeOptions = append(nc.InstanceTypeOptions, t.name)

@@ -213,7 +213,7 @@ func (m *Model) derive(w WhatIf) *solver {
 		in: &in, opts: in.Options, groupByKey: map[string]int{}, groupIndex: map[kvKey][]int{},
 		knobs: defaultKnobs, window: fitWindow,
 		res: b.res, zones: b.zones, zoneIdx: b.zoneIdx, zoneByID: b.zoneByID,
-		daemons: b.daemons, hasPreferTaints: b.hasPreferTaints,
+		daemons: b.daemons, hasPreferTaints: b.hasPreferTaints, ledger: b.ledger,
 	}
 	switch in.Options.PreferencePolicy {
 	case "", PreferenceRespect, PreferenceIgnore:
@@ -492,7 +492,14 @@ func (m *Model) Commit(w WhatIf, plan *Plan) (*Model, error) {
 	}
 	in.InFlight = append(in.InFlight, claims...)
 
-	nm := &Model{in: &in, base: m.base, exIndex: map[string]int{}, members: map[string][]nodeCount{},
+	base := m.base
+	if base.ledger != nil {
+		// The new in-flight claims take their part of the commitments.
+		nb := *base
+		nb.ledger, _ = CommitmentLedger(&in)
+		base = &nb
+	}
+	nm := &Model{in: &in, base: base, exIndex: map[string]int{}, members: map[string][]nodeCount{},
 		lsIdx: make(map[string]int, len(m.lsIdx))}
 	newID := make([]int32, len(m.ex))
 	for old, t := range m.ex {

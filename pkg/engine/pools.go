@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 )
 
@@ -46,6 +47,11 @@ type coff struct {
 	price float64
 	// res is the capacity reservation of a reserved offering.
 	res string
+	// list is the offering's price without commitments; cov marks an
+	// on-demand offering a commitment could cover, whose price is then
+	// commitment.PriceFactor of list (see finish for the counting).
+	list float64
+	cov  bool
 }
 
 // cheapest returns the cheapest usable offering within the masks.
@@ -445,7 +451,11 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 			if !ok {
 				continue
 			}
-			t.offs = append(t.offs, coff{zone: z, ct: c, price: o.Price, res: o.ReservationID})
+			off := coff{zone: z, ct: c, price: o.Price, res: o.ReservationID, list: o.Price}
+			if c == ctOnDemand && s.ledger.CanCover(commitment.Usage{InstanceType: it.Name, Zone: o.Zone, Region: s.in.Region, PricePerHour: o.Price}) {
+				off.price, off.cov = o.Price*commitment.PriceFactor, true
+			}
+			t.offs = append(t.offs, off)
 			if c == ctReserved && o.ReservationID != "" {
 				if s.reservedRoom == nil {
 					s.reservedRoom = map[string]int{}
@@ -454,7 +464,7 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 			}
 			t.zones |= 1 << uint(z)
 			t.cts |= 1 << uint(c)
-			t.minPrice = math.Min(t.minPrice, o.Price)
+			t.minPrice = math.Min(t.minPrice, off.price)
 		}
 		if len(t.offs) == 0 {
 			p.noOffer++

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 )
 
@@ -32,6 +33,9 @@ type solver struct {
 	// reservedRoom is each capacity reservation's available count, from
 	// its reserved offerings (see finish).
 	reservedRoom map[string]int
+	// ledger is what the commitments have left once existing nodes and
+	// in-flight claims took their part (nil: none; see finish).
+	ledger *commitment.Ledger
 
 	sclasses []*sclass
 	classes  []*cclass
@@ -256,6 +260,7 @@ func newSolverBase(in *Input, allPods bool) (*solver, error) {
 	if len(s.errs) > 0 {
 		return nil, &InputError{Errs: s.errs}
 	}
+	s.ledger, _ = CommitmentLedger(in)
 	s.compilePools()
 	return s, nil
 }

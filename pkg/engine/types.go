@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 )
 
@@ -41,6 +42,13 @@ type Input struct {
 	// Region, when set, is the topology.kubernetes.io/region label of every
 	// new node.
 	Region string
+	// Commitments are the Savings Plans and Reserved Instances that make
+	// on-demand capacity cost about nothing at the margin
+	// (pkg/commitment): existing on-demand nodes and in-flight claims use
+	// them first, and new on-demand NodeClaims they cover whole are
+	// priced at commitment.PriceFactor of their price. The zero value is
+	// none.
+	Commitments commitment.Spec
 	// Options are the deterministic knobs of the solve.
 	Options Options
 }
@@ -245,7 +253,13 @@ type PlannedOffering struct {
 	InstanceType string
 	Zone         string
 	CapacityType string
-	Price        float64
+	// Price is the marginal price: for capacity a commitment covers,
+	// commitment.PriceFactor of ListPrice.
+	Price float64
+	// Commitment names the commitment that covers it (on-demand only);
+	// ListPrice is then its price without the commitment.
+	Commitment string
+	ListPrice  float64
 }
 
 // PodError says why a pod cannot be placed.

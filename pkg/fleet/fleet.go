@@ -10,7 +10,9 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/costrecord"
+	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -18,6 +20,7 @@ import (
 const (
 	PriceRecorded = "recorded" // the NodeClaim's dovetail.sh/price-per-hour
 	PriceCatalog  = "catalog"  // the built-in catalog, by the node's labels
+	PriceOverlay  = "overlay"  // a NodeOverlay's adjusted price (Node.Overlay)
 	PriceUnknown  = "unknown"
 )
 
@@ -34,7 +37,14 @@ type Node struct {
 	Zone         string  `json:"zone"`
 	PricePerHour float64 `json:"pricePerHour"`
 	PriceSource  string  `json:"priceSource"`
-	Launching    bool    `json:"launching,omitempty"`
+	// Overlay names the NodeOverlay whose adjusted price PricePerHour is
+	// (PriceSource overlay).
+	Overlay string `json:"overlay,omitempty"`
+	// Commitment names the Savings Plan or Reserved Instance that covers
+	// CoveredPerHour of PricePerHour (on-demand nodes; pkg/commitment).
+	Commitment     string  `json:"commitment,omitempty"`
+	CoveredPerHour float64 `json:"coveredPerHour,omitempty"`
+	Launching      bool    `json:"launching,omitempty"`
 	// CPU and memory: allocatable and the requests of its pods (millicores,
 	// bytes).
 	CPUAllocatable    int64 `json:"cpuAllocatableMillis"`
@@ -51,6 +61,13 @@ type Input struct {
 	Pods       []*corev1.Pod
 	Catalog    *catalog.Catalog // nil: no catalog prices
 	Region     string
+	// Pools are the engine's NodePools, with their instance types as
+	// NodeOverlays adjusted them: a node of an offering an overlay priced
+	// is priced at the overlay's price.
+	Pools []engine.NodePool
+	// Commitments cover on-demand rows (in name order, as the engine
+	// counts them).
+	Commitments commitment.Spec
 }
 
 // CapacityType reads a node's capacity type: karpenter.sh/capacity-type,
@@ -118,7 +135,55 @@ func Build(in Input) []Node {
 		launching = append(launching, row)
 	}
 	slices.SortFunc(launching, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
-	return append(out, launching...)
+	out = append(out, launching...)
+	for i := range out {
+		if v, name, ok := overlaid(in.Pools, out[i]); ok {
+			out[i].PricePerHour, out[i].PriceSource, out[i].Overlay = v, PriceOverlay, name
+		}
+	}
+	cover(in, out)
+	return out
+}
+
+// overlaid is the price a NodeOverlay gave the row's offering in its pool.
+func overlaid(pools []engine.NodePool, r Node) (float64, string, bool) {
+	for i := range pools {
+		if pools[i].Name != r.Pool {
+			continue
+		}
+		for _, t := range pools[i].InstanceTypes {
+			if t == nil || t.Name != r.InstanceType {
+				continue
+			}
+			for _, o := range t.Offerings {
+				if o.Zone == r.Zone && o.CapacityType == r.CapacityType && o.PriceOverlay != "" {
+					return o.Price, o.PriceOverlay, true
+				}
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// cover lets the commitments cover the on-demand rows, in name order.
+func cover(in Input, rows []Node) {
+	l := commitment.NewLedger(in.Commitments)
+	if l == nil {
+		return
+	}
+	var uses []commitment.Use
+	idx := map[string]int{}
+	for i, r := range rows {
+		if r.CapacityType != karpv1.CapacityTypeOnDemand || r.PricePerHour <= 0 || r.InstanceType == "" {
+			continue
+		}
+		idx[r.Name] = i
+		uses = append(uses, commitment.Use{Name: r.Name, Usage: commitment.Usage{InstanceType: r.InstanceType, Zone: r.Zone, Region: in.Region, PricePerHour: r.PricePerHour}})
+	}
+	for name, c := range commitment.Account(l, uses) {
+		r := &rows[idx[name]]
+		r.Commitment, r.CoveredPerHour = c.Commitment, min(c.Covered, r.PricePerHour)
+	}
 }
 
 func price(in Input, nc *karpv1.NodeClaim, typ, zone, ct string) (float64, string) {
@@ -152,6 +217,10 @@ type Group struct {
 	SpotNodes        int     `json:"spotNodes"`
 	PricePerHour     float64 `json:"pricePerHour"`
 	SpotPricePerHour float64 `json:"spotPricePerHour"`
+	// CoveredPerHour is the part of PricePerHour commitments cover;
+	// OnDemandUncoveredPerHour the on-demand part they do not.
+	CoveredPerHour           float64 `json:"coveredPerHour"`
+	OnDemandUncoveredPerHour float64 `json:"onDemandUncoveredPerHour"`
 }
 
 // GroupBy sums rows per key(row), sorted by $/h, highest first.
@@ -172,6 +241,10 @@ func GroupBy(rows []Node, key func(Node) string) []Group {
 		if r.CapacityType == karpv1.CapacityTypeSpot {
 			g.SpotNodes++
 			g.SpotPricePerHour += r.PricePerHour
+		}
+		g.CoveredPerHour += r.CoveredPerHour
+		if r.CapacityType == karpv1.CapacityTypeOnDemand {
+			g.OnDemandUncoveredPerHour += r.PricePerHour - r.CoveredPerHour
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Group) int {

@@ -15,6 +15,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -140,6 +141,13 @@ func (m *Manifests) cluster(maxPods, maxNodePools int, strictRefs bool) (c *snap
 		Namespaces: m.Namespaces, Overlays: m.NodeOverlays,
 	}
 	c.CapacityBuffers, c.PodTemplates, _, warnings = m.buffers()
+	for _, cm := range m.ConfigMaps {
+		// Validated when read (validate); the first one is used.
+		if spec, errs := commitment.FromConfigMap(cm.Data); len(errs) == 0 && cm.Name == commitment.ConfigMapName {
+			c.Commitments = spec
+			break
+		}
+	}
 	var errs InputErrors
 	origin := func(kind, ns, name string) Origin {
 		o, _ := m.Origin(ObjectKey{Kind: kind, Namespace: ns, Name: name})

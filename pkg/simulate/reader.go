@@ -53,6 +53,8 @@ type Manifests struct {
 	NodeOverlays           []*karpv1alpha1.NodeOverlay
 	CapacityBuffers        []*autoscalingv1beta1.CapacityBuffer
 	PodTemplates           []*corev1.PodTemplate
+	// ConfigMaps: only dovetail-commitments (pkg/commitment) is read.
+	ConfigMaps []*corev1.ConfigMap
 
 	origins map[ObjectKey]Origin
 	// pdbAllowed are the PDBs whose document states
@@ -139,6 +141,8 @@ var kinds = map[string]kindInfo{
 		func(m *Manifests, o *autoscalingv1beta1.CapacityBuffer) {
 			m.CapacityBuffers = append(m.CapacityBuffers, o)
 		}),
+	"ConfigMap": kindOf("v1", true, func(o *corev1.ConfigMap) *metav1.ObjectMeta { return &o.ObjectMeta },
+		func(m *Manifests, o *corev1.ConfigMap) { m.ConfigMaps = append(m.ConfigMaps, o) }),
 	"PodTemplate": kindOf("v1", true, func(o *corev1.PodTemplate) *metav1.ObjectMeta { return &o.ObjectMeta },
 		func(m *Manifests, o *corev1.PodTemplate) { m.PodTemplates = append(m.PodTemplates, o) }),
 	"StorageClass": kindOf("storage.k8s.io/v1", false, func(o *storagev1.StorageClass) *metav1.ObjectMeta { return &o.ObjectMeta },

@@ -132,6 +132,11 @@ apiVersion: v1
 kind: ReplicationController
 metadata: {name: rc}
 spec: {replicas: 1, selector: {app: rc}, template: {metadata: {labels: {app: rc}}, spec: {containers: [{name: c, image: i}]}}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: dovetail-commitments, namespace: dovetail}
+data: {commitments.yaml: "savingsPlans: [{name: sp, type: Compute, hourlyCommitment: 1}]"}
 `
 	m := &simulate.Manifests{}
 	if err := m.Read("all.yaml", []byte(in)); err != nil {
@@ -143,7 +148,7 @@ spec: {replicas: 1, selector: {app: rc}, template: {metadata: {labels: {app: rc}
 		"Node": len(m.Nodes), "NodeClaim": len(m.NodeClaims), "PersistentVolumeClaim": len(m.PersistentVolumeClaims),
 		"PersistentVolume": len(m.PersistentVolumes), "StorageClass": len(m.StorageClasses), "Namespace": len(m.Namespaces),
 		"PodDisruptionBudget": len(m.PodDisruptionBudgets), "NodeOverlay": len(m.NodeOverlays),
-		"PodTemplate": len(m.PodTemplates), "CapacityBuffer": len(m.CapacityBuffers),
+		"PodTemplate": len(m.PodTemplates), "CapacityBuffer": len(m.CapacityBuffers), "ConfigMap": len(m.ConfigMaps),
 		"Service": len(m.Services), "ReplicationController": len(m.ReplicationControllers),
 	}
 	for _, k := range simulate.Kinds() {

@@ -134,7 +134,10 @@ type NodeClaim struct {
 	CapacityType        string   `json:"capacityType"`
 	Zone                string   `json:"zone"`
 	PricePerHour        float64  `json:"pricePerHour"`
-	Pods                []string `json:"pods"`
+	// Commitment names the Savings Plan or Reserved Instance that covers
+	// the node (on-demand, PricePerHour its marginal price).
+	Commitment string   `json:"commitment,omitempty"`
+	Pods       []string `json:"pods"`
 	// Static: a NodeClaim a static NodePool (spec.replicas) launches to
 	// reach its replica count, not one for pending pods (pods may still be
 	// placed on it).
@@ -272,7 +275,7 @@ func FromPlan(plan *engine.Plan) *Result {
 		c := NodeClaim{
 			Name: nc.Name, NodePool: nc.NodePool,
 			InstanceType: nc.Offering.InstanceType, InstanceTypeOptions: append([]string{}, nc.InstanceTypeOptions...),
-			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: nc.Offering.Price,
+			CapacityType: nc.Offering.CapacityType, Zone: nc.Offering.Zone, PricePerHour: nc.Offering.Price, Commitment: nc.Offering.Commitment,
 			Pods: make([]string, 0, len(nc.Pods)),
 		}
 		for _, p := range nc.Pods {

@@ -15,6 +15,7 @@ import (
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/overlay"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
@@ -55,6 +56,12 @@ func validate(kind string, obj any) field.ErrorList {
 		return validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
 	case *policyv1.PodDisruptionBudget:
 		return validatePDB(o)
+	case *corev1.ConfigMap:
+		if o.Name != commitment.ConfigMapName {
+			return field.ErrorList{field.NotSupported(field.NewPath("metadata", "name"), o.Name, []string{commitment.ConfigMapName})}
+		}
+		_, errs := commitment.FromConfigMap(o.Data)
+		return errs
 	case *batchv1.Job:
 		errs := validatePodSpec(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))
 		if p := o.Spec.Parallelism; p != nil && *p < 0 {

@@ -20,6 +20,7 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail-sh/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/overlay"
 )
@@ -59,6 +60,10 @@ type Cluster struct {
 	// off.
 	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
 	PodTemplates    []*corev1.PodTemplate
+	// Commitments are the Savings Plans and Reserved Instances of the
+	// ConfigMap dovetail-commitments (pkg/commitment), copied into the
+	// engine's input.
+	Commitments commitment.Spec
 }
 
 // Options are the caller's settings for Build.
@@ -101,6 +106,7 @@ func Build(c *Cluster, src InstanceTypeSource, opts Options) (*engine.Input, err
 		DaemonSets:  c.DaemonSets,
 		Unavailable: c.Unavailable,
 		Region:      opts.Region,
+		Commitments: c.Commitments,
 		Options:     opts.Engine,
 	}
 	classes := make(map[string]*awsv1.EC2NodeClass, len(c.NodeClasses))

@@ -19,6 +19,7 @@ import (
 	"github.com/dovetail-sh/dovetail/internal/cli/cmdutil"
 	"github.com/dovetail-sh/dovetail/pkg/catalog"
 	"github.com/dovetail-sh/dovetail/pkg/clusterdump"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	pkgexplain "github.com/dovetail-sh/dovetail/pkg/explain"
 	"github.com/dovetail-sh/dovetail/pkg/simulate"
@@ -118,6 +119,11 @@ func Load(ctx context.Context, opts Source, pod engine.PodRef) (*Input, error) {
 			return nil, err
 		}
 		out.Cluster.Unavailable = un
+		cm, err := commitments(ctx, c, opts)
+		if err != nil {
+			return nil, err
+		}
+		out.Cluster.Commitments = cm
 		if pod.Name != "" {
 			noms, err := nominations(ctx, c, pod.Namespace)
 			if err != nil {
@@ -197,6 +203,29 @@ func published(ctx context.Context, c client.Reader, opts Source) ([]engine.Offe
 		out = append(out, engine.OfferingKey{InstanceType: k.InstanceType, Zone: k.Zone, CapacityType: k.CapacityType})
 	}
 	return out, nil
+}
+
+// commitments reads the ConfigMap dovetail-commitments of the
+// controller's namespace (none when it is absent or unreadable; a warning
+// naming the bad fields when it does not validate).
+func commitments(ctx context.Context, c client.Reader, opts Source) (commitment.Spec, error) {
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "kube-system"
+	}
+	var cm corev1.ConfigMap
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: commitment.ConfigMapName}, &cm)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return commitment.Spec{}, nil
+	}
+	if err != nil {
+		return commitment.Spec{}, fmt.Errorf("reading %s/%s: %w", ns, commitment.ConfigMapName, err)
+	}
+	spec, errs := commitment.FromConfigMap(cm.Data)
+	if len(errs) > 0 {
+		cmdutil.Warn(opts.Stderr, fmt.Sprintf("%s/%s: no commitment applied: %v", ns, commitment.ConfigMapName, errs.ToAggregate()))
+	}
+	return spec, nil
 }
 
 // nominations reads the provisioner's Nominated events of a namespace.

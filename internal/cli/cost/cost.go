@@ -110,6 +110,10 @@ type Report struct {
 	LowerBoundPricePerHour float64 `json:"lowerBoundPricePerHour"`
 	BoundPods              int     `json:"boundPods"`
 	BoundUnplaced          int     `json:"boundUnplacedPods"`
+	// Commitments are what each commitment covers now (none without
+	// commitments); Overlaid the nodes priced at a NodeOverlay's price.
+	Commitments []CommitmentUse `json:"commitments,omitempty"`
+	Overlaid    []OverlaidNode  `json:"overlaid,omitempty"`
 	// Record says what the window's numbers come from.
 	Record RecordInfo `json:"record"`
 	// Series are the record's hours in the window, per group (for the
@@ -127,6 +131,25 @@ type Group struct {
 	Spent            float64 `json:"spent"`
 	SpotSpent        float64 `json:"spotSpent"`
 	NodeHours        float64 `json:"nodeHours"`
+	// CoveredPerHour is the part of PricePerHour that commitments (the
+	// ConfigMap dovetail-commitments) cover; OnDemandUncoveredPerHour the
+	// on-demand $/h they leave uncovered.
+	CoveredPerHour           float64 `json:"coveredPerHour"`
+	OnDemandUncoveredPerHour float64 `json:"onDemandUncoveredPerHour"`
+}
+
+// CommitmentUse is what one commitment covers now.
+type CommitmentUse struct {
+	Name           string  `json:"name"`
+	Nodes          int     `json:"nodes"`
+	CoveredPerHour float64 `json:"coveredPerHour"`
+}
+
+// OverlaidNode is a node priced at a NodeOverlay's adjusted price.
+type OverlaidNode struct {
+	Node         string  `json:"node"`
+	Overlay      string  `json:"overlay"`
+	PricePerHour float64 `json:"pricePerHour"`
 }
 
 // RecordInfo describes the cost record read.
@@ -232,7 +255,12 @@ func readRecord(ctx context.Context, c client.Reader, ns string, now time.Time) 
 
 // Build computes the report from the cluster and the record.
 func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by string, since time.Duration, now time.Time) *Report {
-	rows := fleet.Build(fleet.Input{Nodes: in.Cluster.Nodes, NodeClaims: in.Cluster.NodeClaims, Pods: in.Cluster.Pods, Catalog: in.Catalog, Region: in.Region})
+	fin := fleet.Input{Nodes: in.Cluster.Nodes, NodeClaims: in.Cluster.NodeClaims, Pods: in.Cluster.Pods, Catalog: in.Catalog, Region: in.Region,
+		Commitments: in.Cluster.Commitments}
+	if in.Engine != nil {
+		fin.Pools = in.Engine.NodePools
+	}
+	rows := fleet.Build(fin)
 	poolLabels := map[string]map[string]string{}
 	for _, np := range in.Cluster.NodePools {
 		poolLabels[np.Name] = np.Labels
@@ -260,6 +288,28 @@ func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by s
 	for _, g := range fleet.GroupBy(rows, func(r fleet.Node) string { return groupOf(r.Pool, poolLabels[r.Pool]) }) {
 		x := get(g.Name)
 		x.Nodes, x.SpotNodes, x.PricePerHour, x.SpotPricePerHour = g.Nodes, g.SpotNodes, g.PricePerHour, g.SpotPricePerHour
+		x.CoveredPerHour, x.OnDemandUncoveredPerHour = g.CoveredPerHour, g.OnDemandUncoveredPerHour
+	}
+	byCommitment := map[string]int{}
+	for _, r := range rows {
+		if r.Overlay != "" {
+			rep.Overlaid = append(rep.Overlaid, OverlaidNode{Node: r.Name, Overlay: r.Overlay, PricePerHour: round(r.PricePerHour)})
+		}
+		if r.Commitment == "" {
+			continue
+		}
+		i, ok := byCommitment[r.Commitment]
+		if !ok {
+			i = len(rep.Commitments)
+			byCommitment[r.Commitment] = i
+			rep.Commitments = append(rep.Commitments, CommitmentUse{Name: r.Commitment})
+		}
+		rep.Commitments[i].Nodes++
+		rep.Commitments[i].CoveredPerHour += r.CoveredPerHour
+	}
+	slices.SortFunc(rep.Commitments, func(a, b CommitmentUse) int { return strings.Compare(a.Name, b.Name) })
+	for i := range rep.Commitments {
+		rep.Commitments[i].CoveredPerHour = round(rep.Commitments[i].CoveredPerHour)
 	}
 	if rec != nil {
 		for _, t := range rec.Since(now.Add(-since)) {
@@ -299,6 +349,9 @@ func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by s
 	for i := range rep.Groups {
 		g := &rep.Groups[i]
 		g.PricePerHour, g.SpotPricePerHour, g.Spent, g.SpotSpent, g.NodeHours = round(g.PricePerHour), round(g.SpotPricePerHour), round(g.Spent), round(g.SpotSpent), round(g.NodeHours)
+		g.CoveredPerHour, g.OnDemandUncoveredPerHour = round(g.CoveredPerHour), round(g.OnDemandUncoveredPerHour)
+		rep.Total.CoveredPerHour += g.CoveredPerHour
+		rep.Total.OnDemandUncoveredPerHour += g.OnDemandUncoveredPerHour
 		rep.Total.Nodes += g.Nodes
 		rep.Total.SpotNodes += g.SpotNodes
 		rep.Total.PricePerHour += g.PricePerHour
@@ -309,6 +362,7 @@ func Build(in *clusterinput.Input, rec *costrecord.Record, info RecordInfo, by s
 	}
 	t := &rep.Total
 	t.PricePerHour, t.SpotPricePerHour, t.Spent, t.SpotSpent, t.NodeHours = round(t.PricePerHour), round(t.SpotPricePerHour), round(t.Spent), round(t.SpotSpent), round(t.NodeHours)
+	t.CoveredPerHour, t.OnDemandUncoveredPerHour = round(t.CoveredPerHour), round(t.OnDemandUncoveredPerHour)
 	if t.PricePerHour > 0 {
 		rep.SpotShare = round(t.SpotPricePerHour / t.PricePerHour)
 	}
@@ -352,6 +406,9 @@ func cmpF(a, b float64) int {
 
 func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
+// WriteText writes the report as `cost` prints it (-o text).
+func WriteText(w io.Writer, r *Report, noBound bool) { writeText(w, r, noBound) }
+
 func writeText(w io.Writer, r *Report, noBound bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tNODES\tSPOT\t$/HOUR\tSPOT $/HOUR\t$ LAST %s\tNODE-HOURS\n", termtext.Escape(strings.ToUpper(r.GroupBy)), termtext.Escape(r.Since))
@@ -360,12 +417,30 @@ func writeText(w io.Writer, r *Report, noBound bool) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nSpot share: %.0f%% of $/h, %d of %d nodes\n", r.SpotShare*100, r.Total.SpotNodes, r.Total.Nodes)
+	if len(r.Commitments) > 0 || r.Total.CoveredPerHour > 0 {
+		var parts []string
+		for _, c := range r.Commitments {
+			parts = append(parts, fmt.Sprintf("%s $%.4f/h on %d nodes", termtext.Escape(c.Name), c.CoveredPerHour, c.Nodes))
+		}
+		fmt.Fprintf(w, "Commitments: $%.4f/hour of on-demand covered (%s), $%.4f/hour on-demand uncovered\n",
+			r.Total.CoveredPerHour, strings.Join(parts, ", "), r.Total.OnDemandUncoveredPerHour)
+	}
+	for _, o := range r.Overlaid {
+		fmt.Fprintf(w, "Overlay: %s priced $%.4f/hour by NodeOverlay %s\n", termtext.Escape(o.Node), o.PricePerHour, termtext.Escape(o.Overlay))
+	}
 	if !noBound {
+		// The bound prices covered on-demand capacity at the margin, as
+		// the engine does: compare it with what is not covered.
+		margin := r.Total.PricePerHour - r.Total.CoveredPerHour
 		gap := ""
 		if r.LowerBoundPricePerHour > 0 {
-			gap = fmt.Sprintf(" (the fleet costs %.0f%% more)", (r.Total.PricePerHour/r.LowerBoundPricePerHour-1)*100)
+			gap = fmt.Sprintf(" (the fleet costs %.0f%% more)", (margin/r.LowerBoundPricePerHour-1)*100)
 		}
-		fmt.Fprintf(w, "Fleet: $%.4f/hour now; lower bound for its %d pods: $%.4f/hour%s", r.Total.PricePerHour, r.BoundPods, r.LowerBoundPricePerHour, gap)
+		now := fmt.Sprintf("$%.4f/hour now", r.Total.PricePerHour)
+		if r.Total.CoveredPerHour > 0 {
+			now = fmt.Sprintf("$%.4f/hour now, $%.4f/hour beyond its commitments", r.Total.PricePerHour, margin)
+		}
+		fmt.Fprintf(w, "Fleet: %s; lower bound for its %d pods: $%.4f/hour%s", now, r.BoundPods, r.LowerBoundPricePerHour, gap)
 		if r.BoundUnplaced > 0 {
 			fmt.Fprintf(w, "; %d pods no NodePool can take are left out", r.BoundUnplaced)
 		}

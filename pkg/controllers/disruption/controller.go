@@ -46,6 +46,9 @@ type Options struct {
 	// cluster adjust the instance types' prices and capacity the planner
 	// compares nodes and replacements at; off, they are not read.
 	NodeOverlays bool
+	// CommitmentsNamespace holds the ConfigMap dovetail-commitments
+	// (pkg/commitment; the controller's namespace); "" reads none.
+	CommitmentsNamespace string
 	// Interval between passes while nothing is in progress.
 	Interval time.Duration
 	// ActiveInterval between passes while a command or a validation is in

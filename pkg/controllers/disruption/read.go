@@ -281,6 +281,12 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 			sc.Unavailable = append(sc.Unavailable, engine.OfferingKey(e.Offering))
 		}
 	}
+	cm, err := nodeclaimutil.ReadCommitments(ctx, c.apiReader, c.opts.CommitmentsNamespace)
+	if err != nil {
+		// Planned as without commitments; the error names the field.
+		log.FromContext(ctx).Error(err, "commitments not applied")
+	}
+	sc.Commitments = cm
 	if c.opts.CapacityBuffers {
 		// The buffers' room is planned as pending pods: an empty node that
 		// holds it is kept (CapacityBuffer), a node is consolidated only

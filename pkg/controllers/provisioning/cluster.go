@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/dovetail-sh/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
@@ -212,6 +213,12 @@ func (p *Provisioner) read(ctx context.Context, evacuate map[string]bool) (*view
 			c.Unavailable = append(c.Unavailable, engine.OfferingKey(e.Offering))
 		}
 	}
+	cm, err := nodeclaimutil.ReadCommitments(ctx, p.apiReader, p.opts.CommitmentsNamespace)
+	if err != nil {
+		// Plans are made as without commitments; the error names the field.
+		log.FromContext(ctx).Error(err, "commitments not applied")
+	}
+	c.Commitments = cm
 	return v, nil
 }
 

@@ -45,6 +45,9 @@ type Options struct {
 	BatchIdleDuration, BatchMaxDuration time.Duration
 	// Region is the topology.kubernetes.io/region of new nodes.
 	Region string
+	// CommitmentsNamespace holds the ConfigMap dovetail-commitments
+	// (pkg/commitment; the controller's namespace); "" reads none.
+	CommitmentsNamespace string
 	// PreferencePolicy and Seed are passed to the engine.
 	PreferencePolicy engine.PreferencePolicy
 	Seed             uint64

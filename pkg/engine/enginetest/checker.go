@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
+	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 )
 
@@ -69,7 +70,24 @@ func CheckPlan(in *engine.Input, plan *engine.Plan) []string {
 	}
 	c.checkLimits()
 	c.checkPrice()
+	c.checkCommitments()
 	return c.errs
+}
+
+// checkCommitments: the covered claims, in plan order, fit what the
+// commitments have left after the existing nodes and in-flight claims,
+// each whole, by the commitment it names.
+func (c *checker) checkCommitments() {
+	led, _ := engine.CommitmentLedger(c.in)
+	for _, nc := range c.plan.NodeClaims {
+		if nc.Offering.Commitment == "" {
+			continue
+		}
+		got := led.Take(commitment.Usage{InstanceType: nc.Offering.InstanceType, Zone: nc.Offering.Zone, Region: c.in.Region, PricePerHour: nc.Offering.ListPrice})
+		if got.Commitment != nc.Offering.Commitment || !got.Full {
+			c.fail("claim %s: covered by %s, but the commitments left cover %+v", nc.Name, nc.Offering.Commitment, got)
+		}
+	}
 }
 
 func ref(p *corev1.Pod) engine.PodRef { return engine.PodRef{Namespace: p.Namespace, Name: p.Name} }
@@ -326,7 +344,13 @@ func (c *checker) checkClaim(nc *engine.NewNodeClaim, pool *engine.NodePool, it 
 			cheapest = math.Min(cheapest, o.Price)
 			if name == nc.Offering.InstanceType && o.Zone == nc.Offering.Zone && o.CapacityType == nc.Offering.CapacityType {
 				found = true
-				if o.Price != nc.Offering.Price {
+				if nc.Offering.Commitment != "" {
+					// Covered: the list price is the catalog's, the price
+					// its sliver.
+					if o.Price != nc.Offering.ListPrice || math.Abs(nc.Offering.Price-o.Price*commitment.PriceFactor) > 1e-12 {
+						c.fail("claim %s: covered offering price %v (list %v), catalog says %v", nc.Name, nc.Offering.Price, nc.Offering.ListPrice, o.Price)
+					}
+				} else if o.Price != nc.Offering.Price {
 					c.fail("claim %s: offering price %v, catalog says %v", nc.Name, nc.Offering.Price, o.Price)
 				}
 			}
@@ -335,7 +359,11 @@ func (c *checker) checkClaim(nc *engine.NewNodeClaim, pool *engine.NodePool, it 
 	if !found {
 		c.fail("claim %s: offering %+v is not an available offering of its options", nc.Name, nc.Offering)
 	}
-	if nc.Offering.Price > cheapest+1e-12 {
+	if nc.Offering.Commitment != "" {
+		if nc.Offering.CapacityType != cloudprovider.CapacityTypeOnDemand || ctReq.Has(cloudprovider.CapacityTypeSpot) || ctReq.Has(cloudprovider.CapacityTypeReserved) {
+			c.fail("claim %s: covered by %s but capacity type %s, requirement %s (want on-demand only)", nc.Name, nc.Offering.Commitment, nc.Offering.CapacityType, ctReq)
+		}
+	} else if nc.Offering.Price > cheapest+1e-12 {
 		c.fail("claim %s: offering %v is not the cheapest available (%v)", nc.Name, nc.Offering.Price, cheapest)
 	}
 	// minValues over the options.
