@@ -182,7 +182,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "malformed YAML", input: "a: [1, 2\n", doc: 1, want: []string{"not valid YAML"}},
 		{name: "not an object", input: "- 1\n- 2\n", doc: 1, want: []string{"must be an object"}},
 		{name: "missing kind", input: "apiVersion: v1\nmetadata: {name: x}\n", doc: 1, want: []string{"kind", "Required"}},
-		{name: "unknown kind", input: "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", doc: 1, want: []string{"Unsupported value: \"ConfigMap\"", "NodePool", "Pod"}},
+		{name: "unknown kind", input: "---\napiVersion: v1\nkind: Secret\nmetadata: {name: x}\n", doc: 1, want: []string{"Unsupported value: \"Secret\"", "NodePool", "Pod"}},
 		{name: "wrong apiVersion", input: "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: x}\n", doc: 1, want: []string{"apiVersion", "karpenter.sh/v1"}},
 		{name: "unknown field", input: poolDoc + "  weigth: 3\n", doc: 1, want: []string{"spec.weigth", "unknown field"}},
 		{name: "type mismatch", input: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: many}\n", doc: 1, want: []string{"spec.replicas", `Deployment "d"`}},

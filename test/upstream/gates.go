@@ -15,6 +15,9 @@ var groupGates = map[string][]string{
 	"CapacityBuffer": {"CapacityBuffer=true"},
 	"Repair":         {"NodeRepair=true"},
 	"Reboot":         {"NodeRepair=true"},
+	// The specs' at-limit pools are static; the specs add NodeRepair and
+	// the TerminateFirst gates themselves (through the stand-in).
+	"TerminateFirst": {"StaticCapacity=true"},
 }
 
 // groupAWSGates are the AWS provider gates (AWS_FEATURE_GATES) a group runs
