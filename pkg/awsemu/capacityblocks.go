@@ -68,19 +68,13 @@ func (e *Emulator) describeCapacityBlockOfferings(req *request) (any, *apiError)
 	if typeName == "" {
 		return nil, errMissingParameter("InstanceType")
 	}
-	count, ok, aerr := p.Int("InstanceCount")
+	count, aerr := p.RequiredInt("InstanceCount")
 	if aerr != nil {
 		return nil, aerr
 	}
-	if !ok {
-		return nil, errMissingParameter("InstanceCount")
-	}
-	hours, ok, aerr := p.Int("CapacityDurationHours")
+	hours, aerr := p.RequiredInt("CapacityDurationHours")
 	if aerr != nil {
 		return nil, aerr
-	}
-	if !ok {
-		return nil, errMissingParameter("CapacityDurationHours")
 	}
 	pg, aerr := parsePage(p, "DescribeCapacityBlockOfferings")
 	if aerr != nil {

@@ -128,3 +128,16 @@ func (p params) Int(key string) (v int64, ok bool, err *apiError) {
 	}
 	return n, true, nil
 }
+
+// RequiredInt is Int for a parameter the call cannot do without: absent is
+// MissingParameter.
+func (p params) RequiredInt(key string) (int64, *apiError) {
+	v, ok, err := p.Int(key)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, errMissingParameter(key)
+	}
+	return v, nil
+}

@@ -106,12 +106,9 @@ func (e *Emulator) createCapacityReservation(req *request) (any, *apiError) {
 	if platform == "" {
 		return nil, errMissingParameter("InstancePlatform")
 	}
-	count, ok, aerr := p.Int("InstanceCount")
+	count, aerr := p.RequiredInt("InstanceCount")
 	if aerr != nil {
 		return nil, aerr
-	}
-	if !ok {
-		return nil, errMissingParameter("InstanceCount")
 	}
 	if count < 1 || count > 1000 {
 		return nil, errInvalidParameterValue("InstanceCount", strconv.FormatInt(count, 10), "Expecting a value between 1 and 1000.")
