@@ -167,7 +167,10 @@ func TestEmptiness(t *testing.T) {
 		if evs := awaitEvents(t, 30*time.Second, "NodeClaim", "", nc.Name, disruption.ReasonDisruptionTerminating); len(evs) == 0 {
 			t.Errorf("no %s event on %s", disruption.ReasonDisruptionTerminating, nc.Name)
 		} else if !strings.Contains(evs[0].Note, "Empty") {
-			t.Errorf("%s note %q does not say Empty", nc.Name, evs[0].Note)
+			np := &karpv1.NodePool{}
+			_ = kube.Get(s.ctx, client.ObjectKey{Name: "empty"}, np)
+			t.Errorf("%s note %q does not say Empty (its annotations at launch %v; the pool's now %v, generation %d)",
+				nc.Name, evs[0].Note, nc.Annotations, np.Annotations, np.Generation)
 		}
 	}
 	consistently(t, 20*time.Second, "the Never pool's and the budget-0 pool's nodes stay", func() (bool, error) {
