@@ -40,7 +40,19 @@ func applyPlan(state *engine.Input, plan *disruption.Plan) *engine.Input {
 				}
 			}
 		}
-		out := workload.Materialize(&next, &engine.Plan{Existing: c.Placements, NodeClaims: c.Replacements}, metav1.NewTime(t0))
+		// A placement on an earlier command's replacement is in flight
+		// for the planner; that replacement is a node by now.
+		existing := map[string]bool{}
+		for _, en := range next.Nodes {
+			existing[en.Node.Name] = true
+		}
+		placements := slices.Clone(c.Placements)
+		for i := range placements {
+			if placements[i].InFlight && existing[placements[i].Node] {
+				placements[i].InFlight = false
+			}
+		}
+		out := workload.Materialize(&next, &engine.Plan{Existing: placements, NodeClaims: c.Replacements}, metav1.NewTime(t0))
 		out.Pods = state.Pods
 		state = out
 	}

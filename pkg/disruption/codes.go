@@ -51,6 +51,10 @@ const (
 	// pool's consolidation savings threshold (MinSavings: per command, or
 	// per evicted pod).
 	CodeMinSavings Code = "BelowMinSavings"
+	// CodeRecentReplacement: consolidation launched the node less than
+	// ReplacementHold ago; it is not replaced again (no A -> B -> A), only
+	// deleted if its pods fit on the rest of the fleet.
+	CodeRecentReplacement Code = "RecentReplacement"
 	// CodeDriftBlocked: drifted, but its pods cannot be re-placed now.
 	CodeDriftBlocked Code = "DriftReplacementBlocked"
 	// CodeDestination: an earlier command of this pass moves pods onto it;

@@ -1192,6 +1192,24 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 			cpu.String(), mem.String(), math.Max(res.extra, res.replPrice), res.price)
 		return
 	}
+	// No A -> B -> A: a node consolidation launched recently is not
+	// replaced by a type it replaced.
+	forbidden := map[string]*cnode{}
+	for _, n := range nodes {
+		if _, ok := p.recentReplacement(n); ok {
+			for _, t := range n.st.ReplacedTypes {
+				forbidden[t] = n
+			}
+		}
+	}
+	for _, r := range res.replacements {
+		if n := forbidden[r.Offering.InstanceType]; n != nil {
+			res.failCode = CodeRecentReplacement
+			res.failMsg = fmt.Sprintf("consolidation launched node %s %s ago in place of %s; replacing it with %s again within %s would be A -> B -> A",
+				n.name, p.in.Now.Sub(n.st.Created).Round(time.Second), strings.Join(n.st.ReplacedTypes, ", "), r.Offering.InstanceType, ReplacementHold)
+			return
+		}
+	}
 	allSpot := true
 	for _, n := range nodes {
 		if n.ct != cloudprovider.CapacityTypeSpot {
@@ -1226,6 +1244,7 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 		}
 		spotOnly := allSpot && spotRepl
 		keep := p.cheaperOptions(r, limit, spotOnly, worst)
+		keep = slices.DeleteFunc(keep, func(t string) bool { return forbidden[t] != nil })
 		if allSpot && spotRepl && len(nodes) == 1 {
 			if !p.in.Options.SpotToSpotConsolidation {
 				res.failCode = CodeSpotToSpotDisabled
@@ -1292,6 +1311,17 @@ func (res *result) consolidate(p *planner, nodes []*cnode) {
 		res.failCode = CodeMinSavings
 		res.failMsg = fmt.Sprintf("consolidating it saves $%.4f/h, below %s ($%.4f/h)", savings, why, need)
 	}
+}
+
+// recentReplacement reports whether consolidation launched n as a
+// replacement of other types less than ReplacementHold ago, and how long
+// ago.
+func (p *planner) recentReplacement(n *cnode) (time.Duration, bool) {
+	if !strings.EqualFold(n.st.CreationReason, string(ReasonUnderutilized)) || len(n.st.ReplacedTypes) == 0 || n.st.Created.IsZero() {
+		return 0, false
+	}
+	age := p.in.Now.Sub(n.st.Created)
+	return age, age < ReplacementHold
 }
 
 // validSavings reports whether v is a usable savings threshold.

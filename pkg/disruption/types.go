@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,6 +132,15 @@ type NodeState struct {
 	NotReady bool
 	// Created is when the NodeClaim (or node) was created.
 	Created time.Time
+	// CreationReason is why the NodeClaim was made
+	// (CreationReasonAnnotation: "provisioning", or the lower-case reason
+	// of the disruption command that launched it as a replacement).
+	CreationReason string
+	// ReplacedTypes are the instance types the command that launched the
+	// node removed (net of the types it launched again), from
+	// ReplacedTypesAnnotation: consolidation does not launch them again in
+	// place of the node within ReplacementHold (no A -> B -> A).
+	ReplacedTypes []string
 	// LastPodEvent is status.lastPodEventTime (or, when unknown, the
 	// initialization time); consolidateAfter counts from it.
 	LastPodEvent time.Time
@@ -340,6 +351,49 @@ const DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
 // DoNotRepairAnnotation "true" on a Node (or its NodeClaim) vetoes its
 // repair (the peer's escape hatch; do-not-disrupt does not).
 const DoNotRepairAnnotation = "karpenter.sh/do-not-repair"
+
+// CreationReasonAnnotation on a NodeClaim says why it was made
+// ("provisioning", or the lower-case reason of the disruption command
+// that launched it: "underutilized", "drifted", ...).
+const CreationReasonAnnotation = "dovetail.sh/creation-reason"
+
+// ReplacedTypesAnnotation on a NodeClaim that a consolidation command
+// launched lists, comma-separated, the instance types that command
+// removed (net of those it launched again).
+const ReplacedTypesAnnotation = "dovetail.sh/replaced-types"
+
+// ReplacementHold is how long consolidation does not replace a node it
+// launched with one of the instance types the node replaced (no A -> B ->
+// A within it). Replacing it with other types, or deleting it when its
+// pods fit on the rest of the fleet, stays allowed; drift, expiry and
+// repair replace it as any other node.
+const ReplacementHold = 30 * time.Minute
+
+// NetReplacedTypes are the instance types of removed that launched does
+// not give back one for one, sorted: what a command's replacements carry
+// in ReplacedTypesAnnotation.
+func NetReplacedTypes(removed, launched []string) []string {
+	out := slices.Clone(removed)
+	for _, t := range launched {
+		if i := slices.Index(out, t); i >= 0 {
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ParseReplacedTypes reads ReplacedTypesAnnotation: comma-separated
+// instance types, blanks dropped (nil for "").
+func ParseReplacedTypes(v string) []string {
+	var out []string
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // Reschedulable reports whether a pod on a node must be re-placed when the
 // node goes: active, not owned by a DaemonSet, not a mirror pod.

@@ -212,6 +212,8 @@ func nodeState(n *corev1.Node, nc *karpv1.NodeClaim, pods []*corev1.Pod, pr *pri
 		if !nc.CreationTimestamp.IsZero() {
 			st.Created = nc.CreationTimestamp.Time
 		}
+		st.CreationReason = nc.Annotations[disruption.CreationReasonAnnotation]
+		st.ReplacedTypes = disruption.ParseReplacedTypes(nc.Annotations[disruption.ReplacedTypesAnnotation])
 		init := nc.GetCondition(karpv1.ConditionTypeInitialized)
 		st.Initialized = init != nil && init.Status == "True"
 		switch {

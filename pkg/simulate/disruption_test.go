@@ -74,6 +74,9 @@ func TestDisruptionInput(t *testing.T) {
 			t.Errorf("%s: state = %+v, want %+v", name, st, want)
 		}
 	}
+	if st := in.Nodes["fresh-a"]; st.CreationReason != "underutilized" || strings.Join(st.ReplacedTypes, ",") != "m5.2xlarge,c5.xlarge" {
+		t.Errorf("fresh-a creation reason %q, replaced types %v: want underutilized, [m5.2xlarge c5.xlarge] from its NodeClaim's annotations", st.CreationReason, st.ReplacedTypes)
+	}
 	if d := in.Nodes["old-a"].Drifted; d != "NodeClassDrift" {
 		t.Errorf("old-a drift = %q, want its Drifted condition's reason", d)
 	}

@@ -138,7 +138,8 @@ var (
 		planner.CodeBudget, planner.CodeNominated, planner.CodeDriftBlocked, planner.CodeRepairBreaker, planner.CodeRepairBlocked, planner.CodeDoNotRepair,
 		planner.CodeBufferRoom}
 	unconsolidatableCodes = []planner.Code{planner.CodeCannotReschedule, planner.CodeNoCheaper, planner.CodeSpotToSpotDisabled,
-		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeMinSavings, planner.CodeUnknownPrice, planner.CodeWhenEmpty}
+		planner.CodeSpotToSpotTypes, planner.CodeMinValues, planner.CodeBalanced, planner.CodeMinSavings, planner.CodeUnknownPrice, planner.CodeWhenEmpty,
+		planner.CodeRecentReplacement}
 )
 
 // reportKept emits an event for a kept node whose code changed since the
@@ -254,7 +255,20 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 			logger.V(1).Info("setting DisruptionReason", "nodeclaim", nc.Name, "error", err.Error())
 		}
 	}
-	// 3. Launch the replacements under their fixed names.
+	// 3. Launch the replacements under their fixed names. A
+	// consolidation's replacements remember the types they replace (no
+	// A -> B -> A within planner.ReplacementHold).
+	var replaced string
+	if cmd.Reason == planner.ReasonUnderutilized {
+		var removed, launched []string
+		for _, nc := range candidates {
+			removed = append(removed, nc.Labels[corev1.LabelInstanceTypeStable])
+		}
+		for _, r := range cmd.Replacements {
+			launched = append(launched, r.Offering.InstanceType)
+		}
+		replaced = strings.Join(planner.NetReplacedTypes(slices.DeleteFunc(removed, func(s string) bool { return s == "" }), launched), ",")
+	}
 	for i := range cmd.Replacements {
 		planned := &cmd.Replacements[i]
 		np := c.world.pools[planned.NodePool]
@@ -269,6 +283,12 @@ func (c *Controller) start(ctx context.Context, st *state, cmd planner.Command, 
 			nc.Labels = map[string]string{}
 		}
 		nc.Labels[CommandLabelKey] = cs.ID
+		if replaced != "" {
+			if nc.Annotations == nil {
+				nc.Annotations = map[string]string{}
+			}
+			nc.Annotations[planner.ReplacedTypesAnnotation] = replaced
+		}
 		if err := c.kube.Create(ctx, nc); err != nil && !apierrors.IsAlreadyExists(err) {
 			c.rollback(ctx, st, a, "creating a replacement failed: "+err.Error())
 			return fmt.Errorf("creating replacement %s: %w", nc.Name, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	nctermination "github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/termination"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
 )
@@ -230,6 +231,13 @@ func TestReplacementThatNeverRegistersKeepsTheNode(t *testing.T) {
 	reps := f.replacements()
 	if len(reps) != 1 || reps[0].Labels[karpv1.NodePoolLabelKey] != f.pool.Name {
 		t.Fatalf("replacements %d, want 1 of the pool", len(reps))
+	}
+	// The replacement remembers what it replaced (no A -> B -> A).
+	if got := reps[0].Annotations[planner.ReplacedTypesAnnotation]; got != "c5.xlarge" {
+		t.Errorf("replacement's %s = %q, want c5.xlarge", planner.ReplacedTypesAnnotation, got)
+	}
+	if got := reps[0].Annotations[planner.CreationReasonAnnotation]; got != "underutilized" {
+		t.Errorf("replacement's %s = %q, want underutilized", planner.CreationReasonAnnotation, got)
 	}
 	f.env.EventuallyEventAbout(big, disruption.ReasonDisruptionLaunching)
 

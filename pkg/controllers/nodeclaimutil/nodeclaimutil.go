@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 )
 
 // Annotations dovetail writes that the peer does not have.
@@ -29,7 +30,7 @@ const (
 	// CreationReasonAnnotationKey on a NodeClaim says why it was made
 	// ("provisioning", the default, or a disruption reason such as
 	// "drifted"); it labels karpenter_nodeclaims_created_total.
-	CreationReasonAnnotationKey = "dovetail.sh/creation-reason"
+	CreationReasonAnnotationKey = planner.CreationReasonAnnotation
 )
 
 // DefaultCreationReason labels NodeClaims without CreationReasonAnnotationKey.

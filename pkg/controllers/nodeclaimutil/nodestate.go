@@ -18,19 +18,23 @@ const DisruptionCommandAnnotationKey = "dovetail.sh/disruption-command"
 // on. Callers add what only they know (nominations, reboots).
 func PlannerState(n *corev1.Node, nc *karpv1.NodeClaim) planner.NodeState {
 	s := planner.NodeState{
-		NodeClaim:    nc.Name,
-		NodePool:     NodePool(nc),
-		Initialized:  nc.IsTrue(karpv1.ConditionTypeInitialized),
-		Created:      nc.CreationTimestamp.Time,
-		LastPodEvent: nc.Status.LastPodEventTime.Time,
-		DoNotDisrupt: n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true",
-		DoNotRepair:  n.Annotations[planner.DoNotRepairAnnotation] == "true" || nc.Annotations[planner.DoNotRepairAnnotation] == "true",
+		NodeClaim:      nc.Name,
+		NodePool:       NodePool(nc),
+		Initialized:    nc.IsTrue(karpv1.ConditionTypeInitialized),
+		Created:        nc.CreationTimestamp.Time,
+		CreationReason: nc.Annotations[CreationReasonAnnotationKey],
+		LastPodEvent:   nc.Status.LastPodEventTime.Time,
+		DoNotDisrupt:   n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true",
+		DoNotRepair:    n.Annotations[planner.DoNotRepairAnnotation] == "true" || nc.Annotations[planner.DoNotRepairAnnotation] == "true",
 		MarkedForDeletion: n.DeletionTimestamp != nil || nc.DeletionTimestamp != nil ||
 			hasTaintKey(n, karpv1.DisruptedTaintKey) || nc.Annotations[DisruptionCommandAnnotationKey] != "",
 		Conditions:   n.Status.Conditions,
 		InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
 		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey],
 		Zone:         nc.Labels[corev1.LabelTopologyZone],
+	}
+	if v := nc.Annotations[planner.ReplacedTypesAnnotation]; v != "" {
+		s.ReplacedTypes = planner.ParseReplacedTypes(v)
 	}
 	// A node's pods count from when it could first take them.
 	if init := nc.GetCondition(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(s.LastPodEvent) {
