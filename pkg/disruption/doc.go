@@ -35,6 +35,18 @@
 // full solve; accepted commands are folded into the model's input (their
 // pods bound where they were planned, replacements in flight).
 //
+// # Files
+//
+//   - planner.go: Compute, the pass's setup (nodes, pools, budgets,
+//     PDBs), the rules every method shares (filter, kept reasons) and the
+//     finish (prices, expiring nodes, the lower bound).
+//   - pricing.go: what a node costs and what evicting its pods costs.
+//   - whatif.go: the compiled model, what-ifs, settling and accepting a
+//     command.
+//   - empty.go, drift.go, consolidation.go, repair.go: the methods, in the
+//     order above (repair's Unhealthy commands come before them).
+//   - types.go, codes.go: the input, the plan and the kept codes.
+//
 // # Must not
 //
 // Import client-go, controller-runtime, a cloud SDK, or read a clock.

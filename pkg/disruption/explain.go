@@ -2,8 +2,9 @@ package disruption
 
 import (
 	"fmt"
-	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"math"
+
+	"github.com/dovetail-sh/dovetail/pkg/engine"
 )
 
 // NodeExplanation says what the planner does with one node and why, and
