@@ -122,6 +122,7 @@ func scaleDownFamily(t *testing.T, c workload.FamilyCase) scaleDownResult {
 		createdMinute[en.Node.Name] = -100
 	}
 	var moves []typeMove
+	var lastKept []disruption.Kept
 	idle := 0
 	for minute := 1; minute <= 30 && idle < 3; minute++ {
 		at := t0.Add(time.Duration(minute) * time.Minute)
@@ -137,6 +138,7 @@ func scaleDownFamily(t *testing.T, c workload.FamilyCase) scaleDownResult {
 			t.Fatal(err)
 		}
 		res.passes = minute
+		lastKept = dp.Kept
 		if idle++; len(dp.Commands) > 0 {
 			idle = 0
 		}
@@ -236,6 +238,11 @@ func scaleDownFamily(t *testing.T, c workload.FamilyCase) scaleDownResult {
 	}
 	res.after = len(state.Nodes)
 	res.ratio = end / fresh.PricePerHour
+	codes := map[disruption.Code]int{}
+	for _, k := range lastKept {
+		codes[k.Code]++
+	}
+	t.Logf("kept in the last pass, by code: %v", codes)
 	t.Logf("%d nodes $%.4f/h after the scale-down -> %d nodes $%.4f/h in %d passes (%d commands); a fresh solve of the %d pods: %d nodes $%.4f/h; ratio %.3f",
 		res.nodesBefore, startPrice, res.after, end, res.passes, res.commands, len(remaining), len(fresh.NodeClaims), fresh.PricePerHour, res.ratio)
 	return res
