@@ -15,12 +15,16 @@ import (
 const Version = "v3"
 
 // options are the peer's hashing options: slices (taints) as sets, zero
-// values and nil pointers left out.
-var options = &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true}
+// values and nil pointers left out. A new value each call: hashstructure
+// keeps its hasher in the options, so options shared between goroutines
+// (provisioning makes a pass's NodeClaims in parallel) mix their hashes.
+func options() *hashstructure.HashOptions {
+	return &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true}
+}
 
 // Hash returns the template hash of the NodePool (see the package doc).
 func Hash(np *karpv1.NodePool) string {
-	h, err := hashstructure.Hash(peershape.Of(np), hashstructure.FormatV2, options)
+	h, err := hashstructure.Hash(peershape.Of(np), hashstructure.FormatV2, options())
 	if err != nil {
 		// Only maps, strings, integers, times and structs of them: cannot
 		// fail.
