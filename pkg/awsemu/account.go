@@ -352,19 +352,19 @@ func newAccount(e *Emulator) *account {
 		}
 	}
 	a.vpc = vpcRec{ID: e.newID("vpc"), CIDR: "10.0.0.0/16", Tags: discovery(cluster + "-vpc")}
-	zones := e.catalog.Zones(o.Region)
-	if len(zones) > 3 {
-		zones = zones[:3]
-	}
+	zones := e.catalog.Zones(o.Region)[:o.Zones] // Start checked o.Zones against the region
+	bits := subnetBits(len(zones))
 	for i, z := range zones {
-		// 10.0.0.0/18, 10.0.64.0/18, 10.0.128.0/18: 16k addresses each.
-		base := uint32(10)<<24 | uint32(i*64)<<8
+		// Up to 3 zones: 10.0.0.0/18, 10.0.64.0/18, 10.0.128.0/18, 16k
+		// addresses each; more: 10.0.0.0/19, 10.0.32.0/19, ..., 8k each.
+		size := uint32(1) << (32 - bits)
+		base := uint32(10)<<24 | uint32(i)*size
 		a.subnets = append(a.subnets, &subnetRec{
 			ID:    e.newID("subnet"),
 			Zone:  z,
-			CIDR:  fmt.Sprintf("10.0.%d.0/18", i*64),
+			CIDR:  fmt.Sprintf("%d.%d.%d.%d/%d", base>>24, (base>>16)&0xff, (base>>8)&0xff, base&0xff, bits),
 			base:  base,
-			size:  1 << 14,
+			size:  size,
 			next:  4 + uint32(e.rng.Uint64()%4096), // seeded, so emulators with different seeds hand out different addresses
 			Tags:  discovery(fmt.Sprintf("%s-private-%s", cluster, z.Name)),
 			VPCID: a.vpc.ID,
@@ -385,6 +385,38 @@ func newAccount(e *Emulator) *account {
 	}
 	a.queues[cluster] = newQueue(cluster, fmt.Sprintf("%s/%s/%s", e.endpoint, o.AccountID, cluster), now)
 	return a
+}
+
+// zoneCount checks Options.Zones n against a region with have zones and
+// returns the count to seed: DefaultZones (or have, when fewer) for 0.
+func zoneCount(n int, region string, have int) (int, error) {
+	if n == 0 {
+		return min(DefaultZones, have), nil
+	}
+	if n < 1 || n > have || subnetBits(n) > maxSubnetBits {
+		return 0, fmt.Errorf("awsemu: options: Zones %d is out of range: region %s has %d zones, so Zones must be 1 to %d (0 means %d, or every zone of a region with fewer)",
+			n, region, have, min(have, 1<<(maxSubnetBits-16)), DefaultZones)
+	}
+	return n, nil
+}
+
+// maxSubnetBits is the longest prefix a seeded subnet gets (/24: 256
+// addresses, 256 zones), far beyond any region.
+const maxSubnetBits = 24
+
+// subnetBits is the prefix length of the seeded subnets of n zones in the
+// VPC's /16: /18 for up to 3 (the addresses the emulator always had), else
+// the shortest prefix from /19 on that fits n of them (/19 up to 8 zones,
+// /20 up to 16), leaving the rest of the /16 to AddSubnet.
+func subnetBits(n int) int {
+	if n <= DefaultZones {
+		return 18
+	}
+	bits := 19
+	for 1<<(bits-16) < n {
+		bits++
+	}
+	return bits
 }
 
 func (a *account) seedImages(e *Emulator) {

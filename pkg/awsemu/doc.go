@@ -40,8 +40,9 @@
 // # The seeded account
 //
 // Start creates, for Options.ClusterName (NAME): a VPC; a subnet in each of
-// the region's first three zones and a node security group, tagged
-// karpenter.sh/discovery=NAME and kubernetes.io/cluster/NAME=owned; EKS
+// the region's first three zones (Options.Zones chooses how many) and a
+// node security group, tagged karpenter.sh/discovery=NAME and
+// kubernetes.io/cluster/NAME=owned; EKS
 // AL2023 (standard, nvidia, neuron), AL2 and Bottlerocket images for x86_64
 // and arm64 in three dated versions, published through the EKS SSM alias
 // parameters of Options.KubernetesVersion (the AL2023 standard images are

@@ -25,6 +25,9 @@ const (
 	DefaultAccountID         = "111122223333"
 	DefaultAddr              = "127.0.0.1:0"
 	DefaultServiceCIDR       = "10.100.0.0/16"
+	// DefaultZones is how many zones the seeded VPC has subnets in when
+	// Options.Zones is 0 (every zone of a region with fewer).
+	DefaultZones = 3
 
 	// DefaultBootDelay is the base pending->running delay; each instance
 	// adds a seeded 0..1 s on top (all x TimeScale).
@@ -70,6 +73,14 @@ type Options struct {
 	AdminToken string
 	// Catalog is the EC2 data to serve. Default: the built-in catalog.
 	Catalog Catalog
+	// Zones is how many of the region's zones (the first ones, by name)
+	// the seeded VPC has a subnet in: 1 to the region's zone count. 0 means
+	// DefaultZones (3), or every zone of a region with fewer. Up to 3 zones
+	// get /18 subnets (10.0.0.0/18, 10.0.64.0/18, 10.0.128.0/18); more get
+	// /19s (10.0.0.0/19, 10.0.32.0/19, ...; /20s beyond 8 zones), so they
+	// never overlap inside the VPC's 10.0.0.0/16. Options returns the
+	// effective count.
+	Zones int
 
 	// BootDelay overrides DefaultBootDelay (before TimeScale).
 	BootDelay time.Duration
@@ -219,6 +230,9 @@ func Start(ctx context.Context, opts Options) (*Emulator, error) {
 	}
 	if len(cat.Zones(opts.Region)) == 0 {
 		return nil, fmt.Errorf("awsemu: options: region %q has no zones in the catalog", opts.Region)
+	}
+	if opts.Zones, err = zoneCount(opts.Zones, opts.Region, len(cat.Zones(opts.Region))); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -46,6 +47,14 @@ var groupSchedulerConfig = map[string]bool{
 	"DefaultTopologySpreadConstraints": true,
 }
 
+// groupZones are the groups whose specs need more zones than the emulated
+// VPC's default 3: their stacks run with `local up --zones N`.
+// DefaultTopologySpreadConstraints places 4 pods one per zone ("no more
+// than the number of zones the provider offers").
+var groupZones = map[string]int{
+	"DefaultTopologySpreadConstraints": 4,
+}
+
 // controllerDeployment is the --controller-deployment value of a group's
 // stack, or "" for none.
 func controllerDeployment(group string) string {
@@ -53,6 +62,25 @@ func controllerDeployment(group string) string {
 		return "kube-system/karpenter"
 	}
 	return ""
+}
+
+// upFlags are the `local up` flags a group's stack gets beyond --dir and
+// --cluster-name: --controller-deployment (groupDeployment),
+// --scheduler-config with schedulerConfig, the suite's kube-scheduler
+// configuration (groupSchedulerConfig; left out when "") and --zones
+// (groupZones).
+func upFlags(group, schedulerConfig string) []string {
+	var args []string
+	if d := controllerDeployment(group); d != "" {
+		args = append(args, "--controller-deployment", d)
+	}
+	if groupSchedulerConfig[group] && schedulerConfig != "" {
+		args = append(args, "--scheduler-config", schedulerConfig)
+	}
+	if n := groupZones[group]; n > 0 {
+		args = append(args, "--zones", strconv.Itoa(n))
+	}
+	return args
 }
 
 // awsFeatureGates is the AWS_FEATURE_GATES value of a group's controller,

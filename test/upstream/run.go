@@ -94,7 +94,7 @@ func runUnit(ctx context.Context, cfg runConfig, n int, u unit, progress func(st
 	testLog := filepath.Join(dir, "test.log")
 	logs := []string{rel(cfg.OutDir, testLog), rel(cfg.OutDir, stackLog), rel(cfg.OutDir, controllerLog)}
 
-	st, kubeconfig, err := startStack(ctx, cfg, stackDir, stackLog, gates, awsFeatureGates(u.Specs[0].Group), controllerDeployment(u.Specs[0].Group), groupSchedulerConfig[u.Specs[0].Group])
+	st, kubeconfig, err := startStack(ctx, cfg, stackDir, stackLog, gates, awsFeatureGates(u.Specs[0].Group), upFlags(u.Specs[0].Group, cfg.SchedulerConfig))
 	if err != nil {
 		return fail("stack", err.Error(), logs...)
 	}
@@ -267,22 +267,16 @@ func readAllReports(b []byte) ([]specReport, error) {
 	return out, nil
 }
 
-// startStack starts `dovetail local up` in its own process group with
-// FEATURE_GATES set to gates (unset when empty) and waits for its ready
-// line, returning the kubeconfig path.
-func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates, awsGates, deployment string, schedulerConfig bool) (*group, string, error) {
+// startStack starts `dovetail local up` with the extra flags (upFlags) in
+// its own process group with FEATURE_GATES set to gates (unset when empty)
+// and waits for its ready line, returning the kubeconfig path.
+func startStack(ctx context.Context, cfg runConfig, dir, logPath, gates, awsGates string, flags []string) (*group, string, error) {
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", err
 	}
 	defer lf.Close()
-	args := []string{"local", "up", "--dir", dir, "--cluster-name", cfg.ClusterName}
-	if deployment != "" {
-		args = append(args, "--controller-deployment", deployment)
-	}
-	if schedulerConfig && cfg.SchedulerConfig != "" {
-		args = append(args, "--scheduler-config", cfg.SchedulerConfig)
-	}
+	args := append([]string{"local", "up", "--dir", dir, "--cluster-name", cfg.ClusterName}, flags...)
 	cmd := exec.Command(cfg.Binary, args...)
 	env := withoutVar(os.Environ(), "FEATURE_GATES")
 	env = withoutVar(env, "KUBECONFIG")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,6 +156,26 @@ func TestFeatureGatesPerGroup(t *testing.T) {
 	}
 	if got := featureGates("Integration"); got != "" {
 		t.Errorf("Integration: %q", got)
+	}
+}
+
+// The groups' extra `local up` flags: DefaultTopologySpreadConstraints
+// places 4 pods one per zone, so its stack gets 4 zones, besides the
+// controller stand-in and the suite's kube-scheduler configuration.
+func TestUpFlagsPerGroup(t *testing.T) {
+	for _, tc := range []struct {
+		group, schedulerConfig string
+		want                   []string
+	}{
+		{"DefaultTopologySpreadConstraints", "/w/kube-scheduler-config.yaml", []string{
+			"--controller-deployment", "kube-system/karpenter", "--scheduler-config", "/w/kube-scheduler-config.yaml", "--zones", "4"}},
+		{"DefaultTopologySpreadConstraints", "", []string{"--controller-deployment", "kube-system/karpenter", "--zones", "4"}},
+		{"TerminateFirst", "/w/kube-scheduler-config.yaml", []string{"--controller-deployment", "kube-system/karpenter"}},
+		{"Expiration", "/w/kube-scheduler-config.yaml", nil},
+	} {
+		if got := upFlags(tc.group, tc.schedulerConfig); !slices.Equal(got, tc.want) {
+			t.Errorf("upFlags(%q, %q) = %q, want %q", tc.group, tc.schedulerConfig, got, tc.want)
+		}
 	}
 }
 

@@ -70,9 +70,18 @@ func (v replicasValue) Set(s string) error {
 
 func (v replicasValue) Type() string { return "int" }
 
-// componentFlagErrors refuses component flags that contradict each other:
-// a controller Deployment stands for a controller, so it needs one.
+// componentFlagErrors refuses bad component flags before anything starts:
+// those a component's Validate refuses (such as the AWS emulator's --zones
+// beyond the region's zones), and those that contradict each other (a
+// controller Deployment stands for a controller, so it needs one).
 func componentFlagErrors(components []stack.Component) error {
+	for _, c := range components {
+		if v, ok := c.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return cmdutil.BadInput(err)
+			}
+		}
+	}
 	var noController, deployment bool
 	for _, c := range components {
 		switch c := c.(type) {

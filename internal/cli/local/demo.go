@@ -96,6 +96,9 @@ completed), 1 failure, 2 bad flags.`,
 					return cmdutil.BadInputf("--controller-replicas 0: the demo needs dovetail's controller (use 'local up --controller-replicas 0' to run another one)")
 				}
 			}
+			if err := componentFlagErrors(opts.Components); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}

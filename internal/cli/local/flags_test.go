@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dovetail-sh/dovetail/internal/cli/local"
+	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
 	stack "github.com/dovetail-sh/dovetail/pkg/local"
 	"github.com/dovetail-sh/dovetail/pkg/local/ctrlproc"
 )
@@ -118,6 +119,52 @@ func TestUpControllerDeploymentFlag(t *testing.T) {
 			t.Errorf("%v: %v (ran %v)", tc.args, err, ran)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || ran):
 			t.Errorf("%v: got %v (ran %v), want an error naming %q", tc.args, err, ran, tc.want)
+		}
+	}
+}
+
+// TestUpZonesFlag: --zones N reaches the AWS emulator's component; a count
+// outside 1..the region's zones is refused as bad input, naming the flag
+// and the range, before anything runs.
+func TestUpZonesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		zones int    // the component's Zones when accepted
+		want  string // "" for accepted
+	}{
+		{nil, 0, ""},
+		{[]string{"--zones", "4"}, 4, ""},
+		{[]string{"--zones", "6"}, 6, ""},
+		{[]string{"--zones", "2", "--aws-region", "us-west-1"}, 2, ""},
+		{[]string{"--zones", "7"}, 0, "--zones 7 is out of range: region us-east-1 has 6 zones, so --zones must be 1 to 6"},
+		{[]string{"--zones", "-2"}, 0, "--zones must be 1 to 6"},
+		{[]string{"--zones", "3", "--aws-region", "us-west-1"}, 0, "--zones must be 1 to 2"},
+		{[]string{"--zones", "four"}, 0, `invalid argument "four" for "--zones"`},
+	} {
+		var got *local.UpOptions
+		cmd := local.NewCmdUp(func(_ context.Context, o *local.UpOptions) error { got = o; return nil })
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(tc.args)
+		err := cmd.ExecuteContext(t.Context())
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || got != nil {
+				t.Errorf("%v: got %v (ran %v), want an error saying %q", tc.args, err, got != nil, tc.want)
+			}
+			continue
+		}
+		if err != nil || got == nil {
+			t.Errorf("%v: %v (ran %v)", tc.args, err, got != nil)
+			continue
+		}
+		var aws *localaws.Component
+		for _, c := range got.Components {
+			if a, ok := c.(*localaws.Component); ok {
+				aws = a
+			}
+		}
+		if aws == nil || aws.Zones != tc.zones {
+			t.Errorf("%v: AWS emulator component %+v, want Zones %d", tc.args, aws, tc.zones)
 		}
 	}
 }

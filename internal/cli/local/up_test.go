@@ -383,6 +383,8 @@ func TestUpBadInput(t *testing.T) {
 		{"directory without manifests", []string{"--apply", "."}, "--apply .: directory holds no"},
 		{"bad cluster name", []string{"--cluster-name", "Not_A_Label"}, "--cluster-name Not_A_Label:"},
 		{"empty dir", []string{"--dir", ""}, "--dir: must not be empty"},
+		{"zones beyond the region", []string{"--zones", "7"}, "--zones 7 is out of range: region us-east-1 has 6 zones, so --zones must be 1 to 6"},
+		{"zones not a number", []string{"--zones", "four"}, `invalid argument "four" for "--zones"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -56,6 +56,10 @@ type Component struct {
 	Seed int64
 	// Region is the emulated region; awsemu.DefaultRegion when empty.
 	Region string
+	// Zones is how many of the region's zones the emulated VPC has a
+	// subnet in (awsemu.Options.Zones): 1 to the region's zone count, 0
+	// for awsemu.DefaultZones (3, or every zone of a region with fewer).
+	Zones int
 
 	emu    *awsemu.Emulator
 	booter *kubenode.Booter
@@ -78,12 +82,41 @@ func (c *Component) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.TimeScale, "time-scale", c.TimeScale, "multiply the AWS emulator's delays (instance boot, spot notice, ...) by this factor")
 	fs.Int64Var(&c.Seed, "aws-seed", c.Seed, "seed of the AWS emulator's ids, addresses and boot jitter")
 	fs.StringVar(&c.Region, "aws-region", awsemu.DefaultRegion, "region the AWS emulator serves")
+	fs.IntVar(&c.Zones, "zones", c.Zones, fmt.Sprintf("zones of the region the AWS emulator's VPC has a subnet in, 1 to the region's zone count (default %d, or every zone of a region with fewer)", awsemu.DefaultZones))
+}
+
+// Validate checks the component's settings before anything starts; its
+// errors name the flags of AddFlags.
+func (c *Component) Validate() error {
+	if !(c.TimeScale > 0) {
+		return fmt.Errorf("--time-scale %v: must be a positive number", c.TimeScale)
+	}
+	if c.Zones == 0 {
+		return nil
+	}
+	region := c.Region
+	if region == "" {
+		region = awsemu.DefaultRegion
+	}
+	cat, err := awsemu.BuiltinCatalog()
+	if err != nil {
+		return err
+	}
+	have := len(cat.Zones(region))
+	if have == 0 {
+		return fmt.Errorf("--aws-region %s: the built-in catalog has no zones in that region", region)
+	}
+	if c.Zones < 1 || c.Zones > have {
+		return fmt.Errorf("--zones %d is out of range: region %s has %d zones, so --zones must be 1 to %d (without it: %d, or every zone of a region with fewer)",
+			c.Zones, region, have, have, awsemu.DefaultZones)
+	}
+	return nil
 }
 
 // Start implements stack.Component.
 func (c *Component) Start(ctx context.Context, env stack.Env) error {
-	if !(c.TimeScale > 0) {
-		return fmt.Errorf("--time-scale %v: must be a positive number", c.TimeScale)
+	if err := c.Validate(); err != nil {
+		return err
 	}
 	dir := filepath.Join(env.Dir, c.Name())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -107,7 +140,7 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 		return err
 	}
 	c.emu, err = awsemu.Start(runCtx, awsemu.Options{
-		ClusterName: env.ClusterName, Region: c.Region, TimeScale: c.TimeScale, Seed: c.Seed,
+		ClusterName: env.ClusterName, Region: c.Region, Zones: c.Zones, TimeScale: c.TimeScale, Seed: c.Seed,
 		ServiceCIDR: serviceCIDR, Log: log.WithName("emulator"),
 	})
 	if err != nil {
@@ -134,8 +167,8 @@ func (c *Component) Start(ctx context.Context, env stack.Env) error {
 	}
 	c.cancel, c.log = cancel, logFile
 	if env.Progress != nil {
-		fmt.Fprintf(env.Progress, "aws emulator listening on %s (region %s, time scale %g); clients: set -a; . %s\n",
-			c.emu.Endpoint(), c.emu.Options().Region, c.TimeScale, c.env)
+		fmt.Fprintf(env.Progress, "aws emulator listening on %s (region %s, %d zones, time scale %g); clients: set -a; . %s\n",
+			c.emu.Endpoint(), c.emu.Options().Region, c.emu.Options().Zones, c.TimeScale, c.env)
 	}
 	return nil
 }

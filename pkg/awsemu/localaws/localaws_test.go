@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/pflag"
 
 	"github.com/dovetail-sh/dovetail/pkg/awsemu/localaws"
 	"github.com/dovetail-sh/dovetail/pkg/controlplane"
@@ -150,5 +152,67 @@ func TestReadEnvErrorsNameFileAndLine(t *testing.T) {
 	}
 	if _, err := localaws.ReadEnv(dir); err == nil || !strings.Contains(err.Error(), "AWS_ENDPOINT_URL") {
 		t.Errorf("missing endpoint: %v", err)
+	}
+}
+
+// TestComponentZones: --zones reaches the emulator (the VPC has a subnet in
+// that many zones) and a value outside 1..the region's zones is refused,
+// naming the flag and the range, before anything starts.
+func TestComponentZones(t *testing.T) {
+	c := localaws.New()
+	fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
+	c.AddFlags(fs)
+	if err := fs.Parse([]string{"--zones", "4", "--time-scale", "0.01"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate with --zones 4: %v", err)
+	}
+	var progress strings.Builder
+	ctx := context.Background()
+	if err := c.Start(ctx, stack.Env{Dir: t.TempDir(), ClusterName: "dev", ControlPlane: cp, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	out, err := ec2.NewFromConfig(c.Emulator().AWSConfig()).DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string]bool{}
+	for _, s := range out.Subnets {
+		zones[aws.ToString(s.AvailabilityZone)] = true
+	}
+	if len(out.Subnets) != 4 || len(zones) != 4 {
+		t.Errorf("%d subnets in %d zones, want 4 in 4", len(out.Subnets), len(zones))
+	}
+	if !strings.Contains(progress.String(), "4 zones") {
+		t.Errorf("progress %q does not say how many zones", progress.String())
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--zones", "7"}, "--zones 7 is out of range: region us-east-1 has 6 zones, so --zones must be 1 to 6"},
+		{[]string{"--zones", "-1"}, "--zones -1 is out of range"},
+		{[]string{"--zones", "3", "--aws-region", "us-west-1"}, "--zones must be 1 to 2"},
+	} {
+		bad := localaws.New()
+		fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
+		bad.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: Validate = %v, want an error saying %q", tc.args, err, tc.want)
+		}
+		dir := t.TempDir()
+		if err := bad.Start(ctx, stack.Env{Dir: dir, ClusterName: "dev", ControlPlane: cp}); err == nil {
+			_ = bad.Stop(ctx)
+			t.Errorf("%v: Start succeeded", tc.args)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v: Start left %v behind", tc.args, entries)
+		}
 	}
 }
