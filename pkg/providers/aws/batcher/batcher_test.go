@@ -43,6 +43,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	poll.Until(t, 10*time.Second, time.Millisecond, what, poll.Bool(cond))
 }
 
+// stepUntil advances the fake clock by d whenever a timer waits, until
+// done (or the deadline). One step is not enough: a bucket's goroutine may
+// take an Add's trigger after the step and re-arm its idle timer from the
+// new now, and its first timer may not exist yet (a hang seen under load).
+func stepUntil(t *testing.T, clk *clocktesting.FakeClock, d time.Duration, what string, done func() bool) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		if done() {
+			return true
+		}
+		if clk.HasWaiters() {
+			clk.Step(d)
+		}
+		return false
+	})
+}
+
 func pending[In, Out any](b *Batcher[In, Out], key string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -77,8 +94,7 @@ func TestIdleWindowCombines(t *testing.T) {
 	if len(rec.get()) != 0 {
 		t.Fatal("Exec ran before the window closed")
 	}
-	waitFor(t, "the bucket timer", clk.HasWaiters)
-	clk.Step(50 * time.Millisecond)
+	stepUntil(t, clk, 50*time.Millisecond, "the batch to run", func() bool { return len(rec.get()) > 0 })
 	for range 5 {
 		o := <-ch
 		if o.err != nil || o.out != o.in*10 {
@@ -102,7 +118,7 @@ func TestKeysSeparateBatches(t *testing.T) {
 	})
 	ch := addAll(context.Background(), b, []int{1, 2, 3, 4})
 	waitFor(t, "two buckets of two", func() bool { return pending(b, "0") == 2 && pending(b, "1") == 2 })
-	clk.Step(10 * time.Millisecond)
+	stepUntil(t, clk, 10*time.Millisecond, "both batches to run", func() bool { return len(rec.get()) == 2 })
 	for range 4 {
 		if o := <-ch; o.err != nil {
 			t.Fatal(o.err)
