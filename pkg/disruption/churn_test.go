@@ -121,21 +121,7 @@ func TestNoChurn(t *testing.T) {
 		lastEvent[en.Node.Name] = t0.Add(-time.Hour)
 	}
 	touch := func(before, after map[string]map[string]bool, at time.Time) {
-		for node, pods := range after {
-			if _, ok := createdAt[node]; !ok {
-				createdAt[node], lastEvent[node] = at, at
-			}
-			if len(pods) != len(before[node]) {
-				lastEvent[node] = at
-				continue
-			}
-			for p := range pods {
-				if !before[node][p] {
-					lastEvent[node] = at
-					break
-				}
-			}
-		}
+		touchPodEvents(before, after, createdAt, lastEvent, at)
 	}
 	pp := open()
 	pp.ConsolidateAfter = dur(2 * time.Minute)
@@ -269,6 +255,27 @@ func TestNoChurn(t *testing.T) {
 	t.Logf("node counts by round: %v", counts)
 	t.Logf("%d nodes after the scale-down, %d after its consolidation (%d passes, %d commands), %d at the end of 50 rounds (fresh solve %d), %d commands in the rounds, %d churned",
 		len(first.NodeClaims), settled, minute-50, scaledown, len(state.Nodes), want, commands, churned)
+}
+
+// touchPodEvents records, as the pod-events controller does, a node's
+// creation (a node not in createdAt) and its last pod event (its pods
+// changed between before and after) at at.
+func touchPodEvents(before, after map[string]map[string]bool, createdAt, lastEvent map[string]time.Time, at time.Time) {
+	for node, pods := range after {
+		if _, ok := createdAt[node]; !ok {
+			createdAt[node], lastEvent[node] = at, at
+		}
+		if len(pods) != len(before[node]) {
+			lastEvent[node] = at
+			continue
+		}
+		for p := range pods {
+			if !before[node][p] {
+				lastEvent[node] = at
+				break
+			}
+		}
+	}
 }
 
 // podSets lists each node's pods by name.

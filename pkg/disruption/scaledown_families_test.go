@@ -215,22 +215,7 @@ func scaleDownFamily(t *testing.T, c workload.FamilyCase) scaleDownResult {
 		if len(after) != len(state.Nodes) {
 			t.Fatalf("minute %d: %d nodes but %d names: a replacement took the name of a node there is", minute, len(state.Nodes), len(after))
 		}
-		for node, pods := range after {
-			if _, ok := createdAt[node]; !ok {
-				createdAt[node], lastEvent[node], createdMinute[node] = at, at, minute
-				continue
-			}
-			if len(pods) != len(before[node]) {
-				lastEvent[node] = at
-				continue
-			}
-			for p := range pods {
-				if !before[node][p] {
-					lastEvent[node] = at
-					break
-				}
-			}
-		}
+		touchPodEvents(before, after, createdAt, lastEvent, at)
 	}
 	end := fleetPrice(state)
 	if end > startPrice+1e-9 {
