@@ -305,18 +305,20 @@ func TestRebalanceReplacementReadyBeforeCordon(t *testing.T) {
 	f.send("aws.ec2", "EC2 Instance Rebalance Recommendation", instanceID(&old), map[string]string{"instance-id": instanceID(&old)})
 
 	// Until the old node is cordoned, watch that its replacement is not
-	// initialized later than that.
+	// initialized later than that. The node is read first, then the
+	// NodeClaims: a replacement initialized and a cordon both between two
+	// reads in the other order would look like a cordon first.
 	var replacementReadyAt time.Time
 	f.env.Eventually("the old node cordoned", func() (bool, error) {
 		f.env.Clock.Step(time.Second)
+		node := &corev1.Node{}
+		if err := f.env.Client.Get(f.env.Context(), client.ObjectKey{Name: old.Status.NodeName}, node); err != nil {
+			return client.IgnoreNotFound(err) == nil, client.IgnoreNotFound(err)
+		}
 		for _, nc := range f.claims() {
 			if nc.Name != old.Name && nc.IsTrue(karpv1.ConditionTypeInitialized) && replacementReadyAt.IsZero() {
 				replacementReadyAt = time.Now()
 			}
-		}
-		node := &corev1.Node{}
-		if err := f.env.Client.Get(f.env.Context(), client.ObjectKey{Name: old.Status.NodeName}, node); err != nil {
-			return client.IgnoreNotFound(err) == nil, client.IgnoreNotFound(err)
 		}
 		if node.Spec.Unschedulable {
 			if replacementReadyAt.IsZero() {
