@@ -29,7 +29,9 @@
 //     ignored (PreferenceIgnore).
 //   - A new node comes from the highest-weight NodePool that can take the
 //     pod; a lower one only when the higher cannot (requirements, taints,
-//     limits, no available offering, topology).
+//     limits, no available offering, topology). Improvement never moves a
+//     pod to a lower-weight pool than construction gave it, however much
+//     cheaper (TestImprovementKeepsPoolWeight).
 //   - Buffers (Input.Buffers, CapacityBuffers) are room kept on purpose:
 //     pods of a template that no one waits for yet, planned after the
 //     pending pods with every constraint above; Plan.Buffers says where
@@ -70,6 +72,13 @@
 // one of their own keys alike, and a tier tries them as one pool that
 // overflows in name order. A cluster with a NodePool per team costs about
 // one pool (BenchmarkSolveManyPools, TestTwinPools).
+//
+// Pools that are not twins (each allows types of its own) still share what
+// a type is in them wherever they filter its offerings alike: a tshare
+// (the type, its usable offerings, allocatable less daemonsets) per type,
+// zone/capacity-type/reservation filter and daemonset overhead, so a pool
+// costs one small record per type it allows (typeshare.go,
+// TestSharedTypesAreInvisible).
 //
 // # Vocabulary
 //

@@ -119,7 +119,7 @@ func (s *solver) endTrial(keepIfCheaper bool) bool {
 	for _, n := range t.created {
 		after += s.claimCost(n)
 	}
-	ok := keepIfCheaper && s.backEmpty() && after < before-1e-9 && s.trialValid(t)
+	ok := keepIfCheaper && s.backEmpty() && after < before-1e-9 && s.trialValid(t) && s.trialKeepsWeights(t)
 	s.trial = nil
 	if ok {
 		for _, sn := range t.snaps {
@@ -506,6 +506,45 @@ func (s *solver) absorb(pc *pclass) bool {
 		}
 	}
 	return false
+}
+
+// trialKeepsWeights reports whether a trial left every pod it moved on a
+// pool of at least the weight it was taken from. Construction put each pod
+// on the highest-weight pool that could take it, so a cheaper lower-weight
+// pool is never a reason to move it down: while a trial runs, the claims
+// it empties still hold their pool's limits, and a re-pack would otherwise
+// read "the higher pool is at its limit" and trade weight for price.
+func (s *solver) trialKeepsWeights(t *trial) bool {
+	if s.weights == 0 {
+		s.weights = 1
+		for _, p := range s.pools {
+			if p.weight != s.pools[0].weight {
+				s.weights = 2
+				break
+			}
+		}
+		s.weightFrom, s.weightTo = map[int32]*snode{}, map[int32]*snode{}
+	}
+	if s.weights == 1 {
+		return true
+	}
+	from, to := s.weightFrom, s.weightTo
+	clear(from)
+	clear(to)
+	for _, m := range t.moves {
+		if m.add {
+			to[m.pod] = m.node
+		} else if _, ok := from[m.pod]; !ok {
+			from[m.pod] = m.node
+		}
+	}
+	for pod, n := range to {
+		o, ok := from[pod]
+		if ok && o.pool != nil && n.kind == nkNew && n.pool != nil && n.pool.weight < o.pool.weight {
+			return false
+		}
+	}
+	return true
 }
 
 // trialValid checks what taking pods off claims could have broken, since

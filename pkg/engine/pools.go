@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
-	"github.com/dovetail-sh/dovetail/pkg/commitment"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 )
 
@@ -23,7 +22,19 @@ type zoneInfo struct {
 
 // ctype is an instance type as one pool sees it.
 type ctype struct {
-	idx    int
+	// idx is the type's place in its pool's type list.
+	idx int
+	*tshare
+	// capLimit[i] is the type's capacity in the pool's i-th limited resource.
+	capLimit []int64
+}
+
+// tshare is the part of a compiled type that depends only on the type, the
+// offerings a pool's requirements let through and the daemonsets the pool
+// runs on it. Pools alike in those share one tshare (thousands of pools
+// that differ only in which types they allow cost one per type), so it is
+// never written after compile.
+type tshare struct {
 	it     *cloudprovider.InstanceType
 	name   string
 	labels map[string]string
@@ -31,8 +42,6 @@ type ctype struct {
 	alloc rvec
 	// ds is the daemonset overhead on this type in this pool.
 	ds rvec
-	// capLimit[i] is the type's capacity in the pool's i-th limited resource.
-	capLimit []int64
 	// offs are the usable offerings, cheapest first.
 	offs     []coff
 	zones    zmask
@@ -367,8 +376,7 @@ func (s *solver) compilePools() {
 		return strings.Compare(pa.Name, pb.Name)
 	})
 	s.poolByName = map[string]*cpool{}
-	// Each type's allocatable is computed once, however many pools offer it.
-	allocOf := map[*cloudprovider.InstanceType]rvec{}
+	cc := &compileCache{unavailable: unavailable}
 	// Twin pools (equal but for their names and limit values) share one
 	// compiled type list: thousands of copies of a pool cost one compile.
 	twins := map[string]*cpool{}
@@ -379,7 +387,7 @@ func (s *solver) compilePools() {
 		if rep := twins[key]; shareable && rep != nil {
 			p = s.twinFor(rep, np)
 		} else {
-			p = s.compilePool(np, unavailable, allocOf)
+			p = s.compilePool(np, cc)
 			if shareable {
 				p.twin = p
 				twins[key] = p
@@ -391,7 +399,7 @@ func (s *solver) compilePools() {
 	}
 }
 
-func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, allocOf map[*cloudprovider.InstanceType]rvec) *cpool {
+func (s *solver) compilePool(np *NodePool, cc *compileCache) *cpool {
 	p := &cpool{
 		np: np, name: np.Name, weight: np.Weight, reqs: np.Requirements,
 		typeKeys: s.typeKeysOf(np), taints: np.Taints,
@@ -410,82 +418,29 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 	broken := s.poolLabels(p)
 	p.cts = 0
 	// Types that pass the requirements, with their usable offerings.
-	var types []*ctype
+	var shares []*tshare
+	filter := cc.filterOf(np, cts)
 	for _, it := range np.InstanceTypes {
 		if it == nil || broken != "" {
 			continue
 		}
-		labels := it.Labels
-		if _, ok := labels[labelInstanceType]; !ok {
-			labels = make(map[string]string, len(it.Labels)+1)
-			for k, v := range it.Labels {
-				labels[k] = v
-			}
-			labels[labelInstanceType] = it.Name
-		}
+		labels := cc.labelsOf(it)
 		if !typePasses(np.Requirements, p.typeKeys, labels) {
 			continue
 		}
-		t := &ctype{it: it, name: it.Name, labels: labels, minPrice: math.Inf(1)}
-		zoneReq := np.Requirements.Get(labelZone)
-		zoneIDReq := np.Requirements.Get(labelZoneID)
-		resIDReq, resTypeReq := np.Requirements.Get(labelReservationID), np.Requirements.Get(labelReservationType)
-		for _, o := range it.Offerings {
-			c := ctIndex(o.CapacityType)
-			if c < 0 || !cts.has(c) || !o.Available || !(o.Price >= 0) || math.IsInf(o.Price, 1) {
-				continue
-			}
-			if !zoneReq.Has(o.Zone) {
-				continue
-			}
-			if zoneIDReq != nil && !(o.ZoneID == "" && zoneIDReq.AllowsAbsent() || o.ZoneID != "" && zoneIDReq.Has(o.ZoneID)) {
-				continue
-			}
-			if !offeringValuePasses(resIDReq, o.ReservationID) || !offeringValuePasses(resTypeReq, o.ReservationType) {
-				continue
-			}
-			if unavailable[OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
-				continue
-			}
-			z, ok := s.zoneIdx[o.Zone]
-			if !ok {
-				continue
-			}
-			off := coff{zone: z, ct: c, price: o.Price, res: o.ReservationID, list: o.Price}
-			if c == ctOnDemand && s.ledger.CanCover(commitment.Usage{InstanceType: it.Name, Zone: o.Zone, Region: s.in.Region, PricePerHour: o.Price}) {
-				off.price, off.cov = o.Price*commitment.PriceFactor, true
-			}
-			t.offs = append(t.offs, off)
-			if c == ctReserved && o.ReservationID != "" {
-				if s.reservedRoom == nil {
-					s.reservedRoom = map[string]int{}
-				}
-				s.reservedRoom[o.ReservationID] = o.ReservedCapacity
-			}
-			t.zones |= 1 << uint(z)
-			t.cts |= 1 << uint(c)
-			t.minPrice = math.Min(t.minPrice, off.price)
-		}
-		if len(t.offs) == 0 {
+		sh := s.typeShare(cc, it, np, cts, filter)
+		if len(sh.offs) == 0 {
 			p.noOffer++
 			continue
 		}
-		slices.SortStableFunc(t.offs, func(a, b coff) int {
-			if c := cmp.Compare(a.price, b.price); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.ct, b.ct); c != 0 {
-				return c
-			}
-			return strings.Compare(s.zones[a.zone].name, s.zones[b.zone].name)
-		})
-		alloc, ok := allocOf[it]
-		if !ok {
-			alloc = s.res.vec(it.Allocatable())
-			allocOf[it] = alloc
-		}
-		t.alloc = alloc
-		types = append(types, t)
+		shares = append(shares, sh)
+	}
+	// One allocation for the pool's types.
+	slab := make([]ctype, len(shares))
+	types := make([]*ctype, len(shares))
+	for i, sh := range shares {
+		slab[i].tshare = sh
+		types[i] = &slab[i]
 	}
 	slices.SortStableFunc(types, func(a, b *ctype) int {
 		if c := cmp.Compare(a.minPrice, b.minPrice); c != 0 {
@@ -496,6 +451,7 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 	p.setTypes(types)
 	// Daemonset overhead per type, then drop types the daemonsets overflow.
 	if len(s.daemons) > 0 && len(types) > 0 {
+		ds := make([]rvec, len(p.types))
 		for _, d := range s.daemons {
 			if _, ok := tolerates(d.tolerations, p.taints); !ok {
 				continue
@@ -513,11 +469,13 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 					}
 				})
 			}
-			mask.each(func(i int) { p.types[i].ds = p.types[i].ds.add(d.req) })
+			mask.each(func(i int) { ds[i] = ds[i].add(d.req) })
 		}
 		kept := types[:0]
-		for _, t := range p.types {
-			t.alloc = t.alloc.sub(t.ds)
+		for i, t := range p.types {
+			if !ds[i].isZero() {
+				t.tshare = cc.withDaemons(t.tshare, ds[i])
+			}
 			neg := false
 			for _, v := range t.alloc {
 				if v < 0 {
@@ -555,16 +513,14 @@ func (s *solver) compilePool(np *NodePool, unavailable map[OfferingKey]bool, all
 		}
 		p.limits = append(p.limits, e)
 	}
-	for _, t := range p.types {
-		t.capLimit = make([]int64, len(p.limits))
+	if len(p.limits) > 0 {
+		names := make([]string, len(p.limits))
 		for i, e := range p.limits {
-			if i == p.nodesLimit {
-				t.capLimit[i] = 1
-				continue
-			}
-			if q, ok := t.it.Capacity[e.name]; ok {
-				t.capLimit[i] = quantityValue(e.name, &q)
-			}
+			names[i] = string(e.name)
+		}
+		key := strings.Join(names, "\x00")
+		for _, t := range p.types {
+			t.capLimit = cc.capLimitOf(t.it, key, p.limits, p.nodesLimit)
 		}
 	}
 	// minValues.

@@ -30,6 +30,11 @@ type solver struct {
 
 	hasPreferTaints bool
 
+	// weights is 1 when every pool has one weight, 2 when they differ
+	// (0: not looked yet); trialKeepsWeights' scratch maps.
+	weights              int8
+	weightFrom, weightTo map[int32]*snode
+
 	// reservedRoom is each capacity reservation's available count, from
 	// its reserved offerings (see finish).
 	reservedRoom map[string]int

@@ -105,13 +105,15 @@ func cpuTime() time.Duration {
 
 // BenchmarkManyNodePools measures `dovetail simulate` (read, expand,
 // snapshot, solve) on DefaultMaxNodePools NodePools of one EC2NodeClass
-// and a few pods: plain copies, and one pool per team (a label, a taint
-// its team's pods tolerate, and a limit of its own). Run with
+// and a few pods: plain copies, one pool per team (a label, a taint
+// its team's pods tolerate, and a limit of its own), and pools that each
+// have instance-type requirements of their own (a least memory and a
+// zone set per pool, so no two compile alike). Run with
 //
 //	go test ./pkg/simulate -run '^$' -bench ManyNodePools -benchtime 1x -benchmem
 func BenchmarkManyNodePools(b *testing.B) {
 	n := simulate.DefaultMaxNodePools
-	for _, shape := range []string{"copies", "teams"} {
+	for _, shape := range []string{"copies", "teams", "distinct"} {
 		b.Run(fmt.Sprintf("%s=%d", shape, n), func(b *testing.B) {
 			var sb strings.Builder
 			sb.WriteString(nodeClassDoc)
@@ -120,6 +122,12 @@ func BenchmarkManyNodePools(b *testing.B) {
 				if shape == "teams" {
 					doc = strings.Replace(doc, "    spec:\n", fmt.Sprintf("    metadata: {labels: {team: t%d}}\n    spec:\n      taints: [{key: team, value: t%d, effect: NoSchedule}]\n", i, i), 1)
 					doc += fmt.Sprintf("  limits: {cpu: %d}\n", 100+i)
+				}
+				if shape == "distinct" {
+					doc += fmt.Sprintf("      - {key: karpenter.k8s.aws/instance-memory, operator: Gt, values: [\"%d\"]}\n", 1000+i)
+					if i%2 == 1 {
+						doc += fmt.Sprintf("      - {key: topology.kubernetes.io/zone, operator: NotIn, values: [us-east-1%c]}\n", 'a'+rune(i%5))
+					}
 				}
 				sb.WriteString("---\n" + doc)
 			}

@@ -20,12 +20,19 @@ import (
 
 // BenchmarkProvisionManyNodePools measures one provisioning pass (read the
 // cluster from the cache, snapshot, solve, create the NodeClaims) with
-// 5,000 Ready NodePools, one per team (a label, a taint its pods tolerate,
-// a cpu limit), over the built-in catalog's us-east-1 types, and 3 pending
-// pods. Setting up the pools is not timed. Run with
+// 5,000 Ready NodePools over the built-in catalog's us-east-1 types and 3
+// pending pods. Two shapes: teams, one pool per team (a label, a taint its
+// pods tolerate, a cpu limit); distinct, pools that each allow types of
+// their own (a least memory per pool, every other pool without one zone),
+// so no two compile alike. Setting up the pools is not timed. Run with
 //
 //	go test ./pkg/controllers/provisioning -run '^$' -bench ManyNodePools -benchtime 1x
 func BenchmarkProvisionManyNodePools(b *testing.B) {
+	b.Run("teams=5000", func(b *testing.B) { benchManyPools(b, false) })
+	b.Run("distinct=5000", func(b *testing.B) { benchManyPools(b, true) })
+}
+
+func benchManyPools(b *testing.B, distinct bool) {
 	const pools = 5000
 	if b.N != 1 {
 		b.Fatal("one pass is the measurement: run with -benchtime 1x")
@@ -48,9 +55,17 @@ func BenchmarkProvisionManyNodePools(b *testing.B) {
 		wg.Go(func() {
 			for i := range names {
 				np := controllerstest.NodePool(fmt.Sprintf("team-%d", i))
-				np.Spec.Template.Labels = map[string]string{"team": fmt.Sprint(i)}
-				np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "team", Value: fmt.Sprint(i), Effect: corev1.TaintEffectNoSchedule}}
-				np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(100 + i))}
+				if distinct {
+					reqs := &np.Spec.Template.Spec.Requirements
+					*reqs = append(*reqs, karpv1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-memory", Operator: corev1.NodeSelectorOpGt, Values: []string{fmt.Sprint(1000 + i)}})
+					if i%2 == 1 {
+						*reqs = append(*reqs, karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpNotIn, Values: []string{fmt.Sprintf("us-east-1%c", 'a'+rune(i%5))}})
+					}
+				} else {
+					np.Spec.Template.Labels = map[string]string{"team": fmt.Sprint(i)}
+					np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "team", Value: fmt.Sprint(i), Effect: corev1.TaintEffectNoSchedule}}
+					np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(100 + i))}
+				}
 				if err := env.Client.Create(env.Context(), np); err != nil {
 					errs <- err
 					continue
@@ -97,7 +112,9 @@ func BenchmarkProvisionManyNodePools(b *testing.B) {
 	ns := env.Namespace()
 	for i := range 3 {
 		pod := pendingPod(ns, fmt.Sprintf("p%d", i), "100m", "128Mi")
-		pod.Spec.Tolerations = []corev1.Toleration{{Key: "team", Operator: corev1.TolerationOpEqual, Value: fmt.Sprint(i * 7), Effect: corev1.TaintEffectNoSchedule}}
+		if !distinct {
+			pod.Spec.Tolerations = []corev1.Toleration{{Key: "team", Operator: corev1.TolerationOpEqual, Value: fmt.Sprint(i * 7), Effect: corev1.TaintEffectNoSchedule}}
+		}
 		env.Create(pod)
 	}
 	env.Eventually("the cache holds the pods unschedulable", func() (bool, error) {
@@ -128,8 +145,14 @@ func BenchmarkProvisionManyNodePools(b *testing.B) {
 		b.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
-	if len(res.Created) != 3 || len(res.Plan.Unschedulable) != 0 {
-		b.Fatalf("%d NodeClaims created, %d pods unschedulable; want 3 and 0", len(res.Created), len(res.Plan.Unschedulable))
+	// Team pods each need their team's pool; the distinct shape's pods fit
+	// one node.
+	want := 3
+	if distinct {
+		want = 1
+	}
+	if len(res.Created) != want || len(res.Plan.Unschedulable) != 0 {
+		b.Fatalf("%d NodeClaims created, %d pods unschedulable; want %d and 0", len(res.Created), len(res.Plan.Unschedulable), want)
 	}
 	b.ReportMetric(float64(after.HeapInuse)/1e6, "heap-MB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/1e6, "alloc-MB")
