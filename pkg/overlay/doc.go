@@ -26,6 +26,13 @@
 //     priceAdjustment, capacity) or whose price would be negative (or not
 //     finite) for an offering it matches is not applied at all, with a
 //     verdict naming the field. An overlay is applied whole or not at all.
+//   - Work and memory are bounded: NodePools are grouped by whether each
+//     overlay requirement on a pool label passes (group), overlays are
+//     matched once per group and instance type (requirements on type
+//     labels once per type, on zone and capacity type once per offering),
+//     a group's pools share their adjusted types, and an overlay that
+//     would take the adjusted types past MaxAdjustedTypes is not applied
+//     (TooManyAdjustedTypes).
 //
 // Apply never modifies its input: adjusted instance types are new values
 // (labels and overhead shared, capacity and offerings copied); types no

@@ -3,7 +3,9 @@ package overlay
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	bits64 "math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +33,19 @@ const (
 	// ReasonConflict: an overlay of equal weight already sets the price of
 	// an offering, or a resource of an instance type, this one matches.
 	ReasonConflict = "Conflict"
+	// ReasonTooBroad: applying the overlay would take the instance types
+	// adjusted by all overlays together past MaxAdjustedTypes.
+	ReasonTooBroad = "TooManyAdjustedTypes"
 )
+
+// MaxAdjustedTypes bounds the instance types all overlays together adjust,
+// counted once per group of NodePools the overlays see alike (pools that
+// no overlay tells apart share their adjusted types). Each costs a copy of
+// the type's offerings here and a compiled record in the engine (about 2
+// KB together), so the bound holds that memory near 200 MB whatever the
+// number of pools and overlays; an overlay that would pass it is not
+// applied, with the TooManyAdjustedTypes verdict.
+const MaxAdjustedTypes = 100_000
 
 // Pool is one NodePool's instance types as the engine would see them.
 type Pool struct {
@@ -88,6 +102,9 @@ type compiled struct {
 	name   string
 	weight int32
 	reqs   requirements.Requirements
+	// typeReqs are the requirements on labels a type (or its pool) sets,
+	// offReqs those on an offering's zone, zone id and capacity type.
+	typeReqs, offReqs []*requirements.Requirement
 	// price: absolute when abs, else delta (percent when pct).
 	hasPrice bool
 	abs      bool
@@ -126,6 +143,13 @@ func compile(i int, no *karpv1alpha1.NodeOverlay) (*compiled, field.ErrorList) {
 			continue
 		}
 		c.reqs.Add(req)
+	}
+	for r := range c.reqs.All() {
+		if offeringKeys[r.Key()] {
+			c.offReqs = append(c.offReqs, r)
+		} else {
+			c.typeReqs = append(c.typeReqs, r)
+		}
 	}
 	if no.Spec.Price != nil && no.Spec.PriceAdjustment != nil {
 		errs = append(errs, field.Forbidden(spec.Child("priceAdjustment"), "price and priceAdjustment are mutually exclusive"))
@@ -201,19 +225,200 @@ func (c *compiled) price(list float64) float64 {
 	}
 }
 
-// key of an offering within a pool.
-type offKey struct {
-	pool, typ, zone, ct string
+// key of an offering within a group of pools: the group, the type's
+// place in the group's types and the offering's place in the type's.
+type offKey struct{ group, typ, off int32 }
+
+type typeKey struct{ group, typ int32 }
+
+// claim records, for a slot (an offering's price, a type's resource),
+// the first applied overlay of the last weight that matched it (overlays
+// are taken in weight order, so only an overlay of that same weight can
+// conflict with a later one) and which overlay's value is in effect.
+type claim struct {
+	weight int32
+	first  string // "" until an overlay matched
+	by     string
+	price  float64
+	qty    resource.Quantity
 }
 
-type typeKey struct{ pool, typ string }
+// conflict is the overlay of weight w that already matched the slot.
+func (cl *claim) conflict(w int32) (string, bool) {
+	if cl == nil || cl.first == "" || cl.weight != w {
+		return "", false
+	}
+	return cl.first, true
+}
 
-// claim records the weights that matched a slot and whether one set it.
-type claim struct {
-	weights map[int32]string // weight -> first overlay of that weight
-	by      string           // the overlay whose value is in effect
-	price   float64
-	qty     resource.Quantity
+// match records an applied overlay matching the slot.
+func (cl *claim) match(w int32, name string) {
+	if cl.first == "" || cl.weight != w {
+		cl.weight, cl.first = w, name
+	}
+}
+
+// group is pools every overlay sees alike: each requirement an overlay
+// puts on a label the pool sets (its template labels, karpenter.sh/nodepool,
+// the node class) passes for all of them or for none. Overlays are matched
+// and applied once per group and instance type, and the group's pools share
+// the adjusted types, so the work grows with the distinct instance types
+// and groups, not with pools x types: thousands of pools that no overlay
+// tells apart are one group, and an overlay for one NodePool makes two.
+type group struct {
+	rep Pool
+	// types are the distinct instance types of the group's pools, in pool
+	// and type order: while every pool of the group has one list, that
+	// list itself (pools of one node class share it), else a union.
+	types []*cloudprovider.InstanceType
+	// pools counts the group's pools. With one list every pool holds
+	// every type; with a union, holders[j] counts the pools holding type j
+	// and first[j] names the first (messages name it).
+	pools   int
+	holders []int32
+	first   []string
+	index   map[*cloudprovider.InstanceType]int
+	adjusts map[*cloudprovider.InstanceType]*cloudprovider.InstanceType
+	// overlays are the indexes (in weight order) of the overlays that may
+	// match in the group.
+	overlays []int
+	// stride is the most offerings of one of its types: offering i of
+	// type j is bit j*stride+i of a match.
+	stride int
+}
+
+// add puts a pool's types into the group.
+func (g *group) add(p Pool) {
+	g.pools++
+	if g.pools == 1 {
+		g.types = p.Types
+		return
+	}
+	if g.index == nil {
+		if len(p.Types) == len(g.types) && (len(p.Types) == 0 || &p.Types[0] == &g.types[0]) {
+			return // the same list
+		}
+		// Turn the one list into a union.
+		one := g.types
+		g.types = slices.Clone(one)
+		g.index = make(map[*cloudprovider.InstanceType]int, len(one))
+		g.holders, g.first = make([]int32, len(one)), make([]string, len(one))
+		for j, it := range one {
+			if _, dup := g.index[it]; !dup {
+				g.index[it] = j
+			}
+			g.holders[j], g.first[j] = int32(g.pools-1), g.rep.Name
+		}
+	}
+	for _, it := range p.Types {
+		if j, ok := g.index[it]; ok {
+			g.holders[j]++
+			continue
+		}
+		g.index[it] = len(g.types)
+		g.types = append(g.types, it)
+		g.holders = append(g.holders, 1)
+		g.first = append(g.first, p.Name)
+	}
+}
+
+// holdersOf counts the group's pools that hold type j.
+func (g *group) holdersOf(j int32) int {
+	if g.holders == nil {
+		return g.pools
+	}
+	return int(g.holders[j])
+}
+
+// poolOf names the first pool of the group holding type j.
+func (g *group) poolOf(j int32) string {
+	if g.first == nil {
+		return g.rep.Name
+	}
+	return g.first[j]
+}
+
+// Offering labels: set per offering after the pool's, so no pool decides
+// them.
+var offeringKeys = map[string]bool{corev1.LabelTopologyZone: true, labelZoneID: true, karpv1.CapacityTypeLabelKey: true}
+
+// groupPools puts pools into groups by the pool labels the overlays read.
+func groupPools(order []*compiled, pools []Pool) ([]*group, []int) {
+	poolKeys := map[string]bool{karpv1.NodePoolLabelKey: true, awsv1.LabelNodeClass: true}
+	for _, p := range pools {
+		for k := range p.Labels {
+			if !offeringKeys[k] {
+				poolKeys[k] = true
+			}
+		}
+	}
+	// The requirements that read a pool label: a pool is grouped by
+	// whether it passes each, not by the label's value, so an overlay for
+	// one NodePool makes two groups, not one per pool.
+	type poolReq struct {
+		r  *requirements.Requirement
+		ci int
+	}
+	var read []poolReq
+	readOf := make([][]int, len(order)) // positions in read, per overlay
+	for ci, c := range order {
+		for _, r := range c.typeReqs {
+			if poolKeys[r.Key()] {
+				readOf[ci] = append(readOf[ci], len(read))
+				read = append(read, poolReq{r, ci})
+			}
+		}
+	}
+	byKey := map[string]int{}
+	var groups []*group
+	of := make([]int, len(pools))
+	var b strings.Builder
+	for i, p := range pools {
+		b.Reset()
+		for _, pr := range read {
+			switch v, ok := poolLabel(p, pr.r.Key()); {
+			case !ok:
+				b.WriteByte('-') // the instance type's label decides
+			case pr.r.Has(v):
+				b.WriteByte('1')
+			default:
+				b.WriteByte('0')
+			}
+		}
+		key := b.String()
+		gi, ok := byKey[key]
+		if !ok {
+			gi = len(groups)
+			byKey[key] = gi
+			g := &group{rep: p}
+			// The overlays that may match in the group: none of their
+			// requirements on pool labels fails.
+			for ci := range order {
+				if !slices.ContainsFunc(readOf[ci], func(x int) bool { return key[x] == '0' }) {
+					g.overlays = append(g.overlays, ci)
+				}
+			}
+			groups = append(groups, g)
+		}
+		of[i] = gi
+		groups[gi].add(p)
+	}
+	return groups, of
+}
+
+// poolLabel is the value a node of p carries for k whatever its type, if
+// the pool sets it.
+func poolLabel(p Pool, k string) (string, bool) {
+	switch k {
+	case karpv1.NodePoolLabelKey:
+		return p.Name, true
+	case awsv1.LabelNodeClass:
+		if p.NodeClass != "" {
+			return p.NodeClass, true
+		}
+	}
+	v, ok := p.Labels[k]
+	return v, ok
 }
 
 // Apply applies overlays to pools' instance types (see the package doc).
@@ -243,99 +448,204 @@ func Apply(overlays []*karpv1alpha1.NodeOverlay, pools []Pool) Result {
 		}
 		return strings.Compare(b.name, a.name)
 	})
+	if len(order) == 0 {
+		return res
+	}
+	groups, groupOf := groupPools(order, pools)
+	matched := matchAll(order, groups)
+
+	// each calls f with every offering m matches, in group and type order.
+	each := func(m matches, f func(k offKey, list float64) bool) {
+		for _, gm := range m {
+			g, stop := groups[gm.group], false
+			eachBit(gm.offs, func(x int) {
+				if stop {
+					return
+				}
+				j, i := x/g.stride, x%g.stride
+				stop = !f(offKey{int32(gm.group), int32(j), int32(i)}, g.types[j].Offerings[i].Price)
+			})
+			if stop {
+				return
+			}
+		}
+	}
+	eachType := func(m matches, f func(tk typeKey) bool) {
+		for _, gm := range m {
+			stop := false
+			eachBit(gm.types, func(j int) {
+				if !stop {
+					stop = !f(typeKey{int32(gm.group), int32(j)})
+				}
+			})
+			if stop {
+				return
+			}
+		}
+	}
+	// describe names an offering for messages.
+	describe := func(k offKey) string {
+		g := groups[k.group]
+		it := g.types[k.typ]
+		o := it.Offerings[k.off]
+		return fmt.Sprintf("%s %s in %s (NodePool %s)", o.CapacityType, it.Name, o.Zone, g.poolOf(k.typ))
+	}
 
 	prices := map[offKey]*claim{}
 	capacity := map[typeKey]map[corev1.ResourceName]*claim{}
-	for _, c := range order {
+	// adjusted marks, per group, the types applied overlays matched; total
+	// counts them.
+	done := make([][]uint64, len(groups))
+	total := 0
+	for ci, c := range order {
 		v := &res.Verdicts[c.index]
-		matchedOffs, matchedTypes := matches(c, pools)
+		m := matched[ci]
 		// Check everything first: an overlay is applied whole or not at all.
-		for _, k := range matchedOffs {
-			if !c.hasPrice {
-				break
-			}
-			if cl := prices[k.key]; cl != nil {
-				if other, ok := cl.weights[c.weight]; ok {
-					v.Reason, v.Message = ReasonConflict, fmt.Sprintf("%s conflicts with NodeOverlay %q of the same weight %d: both set the price of %s %s in %s (NodePool %s)", c.field, other, c.weight, k.key.ct, k.key.typ, k.key.zone, k.key.pool)
-					break
+		// The bound first: it is the cheap check, and an input that hits
+		// it has many overlays.
+		more := 0
+		for _, gm := range m {
+			d := done[gm.group]
+			for w, word := range gm.types {
+				if d != nil {
+					word &^= d[w]
 				}
-			}
-			if p := c.price(k.list); p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
-				v.Reason, v.Message = ReasonNegativePrice, fmt.Sprintf("%s %q gives %s %s in %s (NodePool %s) the price %g, below 0 (its price is %g)", c.field, c.value, k.key.ct, k.key.typ, k.key.zone, k.key.pool, p, k.list)
-				break
+				more += bits64.OnesCount64(word)
 			}
 		}
+		if total+more > MaxAdjustedTypes {
+			v.Reason, v.Message = ReasonTooBroad, fmt.Sprintf("it would adjust %d more instance types (counted once per set of NodePools the overlays see alike), past the limit of %d for all NodeOverlays together; narrow its requirements", more, MaxAdjustedTypes)
+			continue
+		}
+		if c.hasPrice {
+			each(m, func(k offKey, list float64) bool {
+				if other, ok := prices[k].conflict(c.weight); ok {
+					v.Reason, v.Message = ReasonConflict, fmt.Sprintf("%s conflicts with NodeOverlay %q of the same weight %d: both set the price of %s", c.field, other, c.weight, describe(k))
+					return false
+				}
+				if p := c.price(list); p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
+					v.Reason, v.Message = ReasonNegativePrice, fmt.Sprintf("%s %q gives %s the price %g, below 0 (its price is %g)", c.field, c.value, describe(k), p, list)
+					return false
+				}
+				return true
+			})
+		}
 		if v.Reason == "" && len(c.capacity) > 0 {
-		check:
-			for _, tk := range matchedTypes {
-				for name := range c.capacity {
-					if cl := capacity[tk][name]; cl != nil {
-						if other, ok := cl.weights[c.weight]; ok {
-							v.Reason, v.Message = ReasonConflict, fmt.Sprintf("spec.capacity[%s] conflicts with NodeOverlay %q of the same weight %d: both set it on %s (NodePool %s)", name, other, c.weight, tk.typ, tk.pool)
-							break check
-						}
+			names := slices.Sorted(maps.Keys(c.capacity))
+			eachType(m, func(tk typeKey) bool {
+				for _, name := range names {
+					if other, ok := capacity[tk][name].conflict(c.weight); ok {
+						g := groups[tk.group]
+						v.Reason, v.Message = ReasonConflict, fmt.Sprintf("spec.capacity[%s] conflicts with NodeOverlay %q of the same weight %d: both set it on %s (NodePool %s)", name, other, c.weight, g.types[tk.typ].Name, g.poolOf(tk.typ))
+						return false
 					}
 				}
-			}
+				return true
+			})
 		}
 		if v.Reason != "" {
 			continue
 		}
+		total += more
+		for _, gm := range m {
+			if done[gm.group] == nil {
+				done[gm.group] = make([]uint64, len(gm.types))
+			}
+			for w, word := range gm.types {
+				done[gm.group][w] |= word
+			}
+		}
 		changed := map[typeKey]bool{}
 		if c.hasPrice {
-			for _, k := range matchedOffs {
-				cl := prices[k.key]
+			each(m, func(k offKey, list float64) bool {
+				cl := prices[k]
 				if cl == nil {
-					cl = &claim{weights: map[int32]string{}}
-					prices[k.key] = cl
+					cl = &claim{}
+					prices[k] = cl
 				}
-				if _, ok := cl.weights[c.weight]; !ok {
-					cl.weights[c.weight] = c.name
-				}
+				cl.match(c.weight, c.name)
 				if cl.by == "" {
-					cl.by, cl.price = c.name, c.price(k.list)
-					changed[typeKey{k.key.pool, k.key.typ}] = true
+					cl.by, cl.price = c.name, c.price(list)
+					changed[typeKey{k.group, k.typ}] = true
 				}
-			}
+				return true
+			})
 		}
-		for _, tk := range matchedTypes {
-			for name := range c.capacity {
-				m := capacity[tk]
-				if m == nil {
-					m = map[corev1.ResourceName]*claim{}
-					capacity[tk] = m
+		if len(c.capacity) > 0 {
+			eachType(m, func(tk typeKey) bool {
+				for name := range c.capacity {
+					mm := capacity[tk]
+					if mm == nil {
+						mm = map[corev1.ResourceName]*claim{}
+						capacity[tk] = mm
+					}
+					cl := mm[name]
+					if cl == nil {
+						cl = &claim{}
+						mm[name] = cl
+					}
+					cl.match(c.weight, c.name)
+					if cl.by == "" {
+						cl.by, cl.qty = c.name, c.capacity[name]
+						changed[tk] = true
+					}
 				}
-				cl := m[name]
-				if cl == nil {
-					cl = &claim{weights: map[int32]string{}}
-					m[name] = cl
-				}
-				if _, ok := cl.weights[c.weight]; !ok {
-					cl.weights[c.weight] = c.name
-				}
-				if cl.by == "" {
-					cl.by, cl.qty = c.name, c.capacity[name]
-					changed[tk] = true
-				}
-			}
+				return true
+			})
 		}
-		v.Types = len(changed)
+		// Counted per (NodePool, instance type) pair, as each pool of a
+		// group holding a changed type sees it changed.
+		for tk := range changed {
+			v.Types += groups[tk.group].holdersOf(tk.typ)
+		}
 		v.Message = fmt.Sprintf("applied to %d instance type(s) across NodePools", v.Types)
 	}
 
-	for _, p := range pools {
+	// Only types an applied overlay matched can change.
+	for gi, g := range groups {
+		g.adjusts = map[*cloudprovider.InstanceType]*cloudprovider.InstanceType{}
+		eachBit(done[gi], func(j int) {
+			it := g.types[j]
+			if nit := adjusted(int32(gi), int32(j), it, prices, capacity[typeKey{int32(gi), int32(j)}]); nit != it {
+				g.adjusts[it] = nit
+			}
+		})
+	}
+	// Pools of a group with the same input list share one output list.
+	type listKey struct {
+		group int
+		first **cloudprovider.InstanceType
+		n     int
+	}
+	lists := map[listKey][]*cloudprovider.InstanceType{}
+	for i, p := range pools {
+		g := groups[groupOf[i]]
+		if len(g.adjusts) == 0 || len(p.Types) == 0 {
+			continue
+		}
+		lk := listKey{groupOf[i], &p.Types[0], len(p.Types)}
+		if out, ok := lists[lk]; ok {
+			if out != nil {
+				res.Types[p.Name] = out
+			}
+			continue
+		}
 		var out []*cloudprovider.InstanceType
-		for i, it := range p.Types {
-			nit := adjusted(p.Name, it, prices, capacity[typeKey{p.Name, it.Name}])
-			if nit == it && out == nil {
+		for j, it := range p.Types {
+			nit, ok := g.adjusts[it]
+			if !ok && out == nil {
 				continue
 			}
 			if out == nil {
 				out = make([]*cloudprovider.InstanceType, len(p.Types))
-				copy(out, p.Types[:i])
+				copy(out, p.Types[:j])
 			}
-			out[i] = nit
+			if !ok {
+				nit = it
+			}
+			out[j] = nit
 		}
+		lists[lk] = out
 		if out != nil {
 			res.Types[p.Name] = out
 		}
@@ -343,61 +653,109 @@ func Apply(overlays []*karpv1alpha1.NodeOverlay, pools []Pool) Result {
 	return res
 }
 
-type matchedOffering struct {
-	key  offKey
-	list float64
+// matches are what one overlay matches, in the groups where it matches
+// anything (in group order): a bit per offering (group.stride) and a bit
+// per type with at least one matched offering.
+type matches []groupMatch
+
+type groupMatch struct {
+	group       int
+	offs, types []uint64
 }
 
-// matches returns the offerings c matches and the instance types with at
-// least one matched offering, in pool and type order.
-func matches(c *compiled, pools []Pool) ([]matchedOffering, []typeKey) {
-	var offs []matchedOffering
-	var types []typeKey
-	labels := map[string]string{}
-	for _, p := range pools {
-		for _, it := range p.Types {
-			clear(labels)
-			for k, v := range it.Labels {
-				labels[k] = v
-			}
-			for k, v := range p.Labels {
-				labels[k] = v
-			}
-			labels[karpv1.NodePoolLabelKey] = p.Name
-			if p.NodeClass != "" {
-				labels[awsv1.LabelNodeClass] = p.NodeClass
-			}
-			matched := false
-			for _, o := range it.Offerings {
-				labels[corev1.LabelTopologyZone] = o.Zone
-				if o.ZoneID != "" {
-					labels[labelZoneID] = o.ZoneID
-				} else {
-					delete(labels, labelZoneID)
-				}
-				labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
-				if c.reqs.Matches(labels) != nil {
+// eachBit calls f with each set bit's index, in order.
+func eachBit(bits []uint64, f func(int)) {
+	for w, word := range bits {
+		for word != 0 {
+			b := bits64.TrailingZeros64(word)
+			f(w*64 + b)
+			word &= word - 1
+		}
+	}
+}
+
+// matchAll matches every overlay against every group's instance types:
+// each type's labels are built once per group, an overlay's requirements
+// on type and pool labels are checked once per type, and only those on
+// the offering's zone, zone id and capacity type once per offering.
+func matchAll(order []*compiled, groups []*group) []matches {
+	out := make([]matches, len(order))
+	for gi, g := range groups {
+		if len(g.overlays) == 0 {
+			continue
+		}
+		for _, it := range g.types {
+			g.stride = max(g.stride, len(it.Offerings))
+		}
+		nOff, nType := (len(g.types)*g.stride+63)/64, (len(g.types)+63)/64
+		for j, it := range g.types {
+			for _, ci := range g.overlays {
+				c := order[ci]
+				if !matchReqs(c.typeReqs, g.rep, it, nil) {
 					continue
 				}
-				matched = true
-				offs = append(offs, matchedOffering{key: offKey{p.Name, it.Name, o.Zone, o.CapacityType}, list: o.Price})
-			}
-			if matched {
-				types = append(types, typeKey{p.Name, it.Name})
+				for i := range it.Offerings {
+					if !matchReqs(c.offReqs, g.rep, it, &it.Offerings[i]) {
+						continue
+					}
+					m := out[ci]
+					if len(m) == 0 || m[len(m)-1].group != gi {
+						out[ci] = append(m, groupMatch{group: gi, offs: make([]uint64, nOff), types: make([]uint64, nType)})
+						m = out[ci]
+					}
+					gm := &m[len(m)-1]
+					f := j*g.stride + i
+					gm.offs[f/64] |= 1 << (f % 64)
+					gm.types[j/64] |= 1 << (j % 64)
+				}
 			}
 		}
 	}
-	return offs, types
+	return out
+}
+
+// label is the value of key k on a node of pool p, type it and offering o
+// (nil: k is not an offering key): the offering's zone, zone id and
+// capacity type, the pool's name and node class, the pool's template
+// labels over the type's labels.
+func label(k string, p Pool, it *cloudprovider.InstanceType, o *cloudprovider.Offering) (string, bool) {
+	if o != nil {
+		switch k {
+		case corev1.LabelTopologyZone:
+			return o.Zone, true
+		case labelZoneID:
+			return o.ZoneID, o.ZoneID != ""
+		case karpv1.CapacityTypeLabelKey:
+			return o.CapacityType, true
+		}
+	}
+	if v, ok := poolLabel(p, k); ok {
+		return v, true
+	}
+	v, ok := it.Labels[k]
+	return v, ok
+}
+
+// matchReqs reports whether a node of pool p, type it and offering o
+// satisfies every requirement.
+func matchReqs(reqs []*requirements.Requirement, p Pool, it *cloudprovider.InstanceType, o *cloudprovider.Offering) bool {
+	for _, r := range reqs {
+		v, ok := label(r.Key(), p, it, o)
+		if !ok && !r.AllowsAbsent() || ok && !r.Has(v) {
+			return false
+		}
+	}
+	return true
 }
 
 const labelZoneID = "topology.k8s.aws/zone-id"
 
 // adjusted returns it with the prices and capacity in effect, or it itself
 // when nothing changes.
-func adjusted(pool string, it *cloudprovider.InstanceType, prices map[offKey]*claim, capacity map[corev1.ResourceName]*claim) *cloudprovider.InstanceType {
+func adjusted(group, typ int32, it *cloudprovider.InstanceType, prices map[offKey]*claim, capacity map[corev1.ResourceName]*claim) *cloudprovider.InstanceType {
 	var offs cloudprovider.Offerings
 	for i, o := range it.Offerings {
-		cl := prices[offKey{pool, it.Name, o.Zone, o.CapacityType}]
+		cl := prices[offKey{group, typ, int32(i)}]
 		if cl == nil || cl.by == "" {
 			continue
 		}

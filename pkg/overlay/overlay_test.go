@@ -1,6 +1,7 @@
 package overlay_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -222,5 +223,131 @@ func TestEdges(t *testing.T) {
 	got := overlay.Apply([]*karpv1alpha1.NodeOverlay{free}, pools()).Types["general"]
 	if !same(prices(got[0]), []float64{0, 0}) || !same(prices(got[1]), []float64{0.2, 0.1}) {
 		t.Errorf("prices %v %v", prices(got[0]), prices(got[1]))
+	}
+}
+
+// Pools that no overlay tells apart share the adjusted types (one group);
+// a pool label an overlay reads splits them, and a pool without that label
+// lets the instance type's own label decide. Verdicts count every
+// (NodePool, instance type) pair changed.
+func TestGroupsOfPools(t *testing.T) {
+	c5, m5 := itype("c5.large", "c5", 0.10), itype("m5.large", "m5", 0.20)
+	m5.Labels["team"] = "b" // a type label only a pool without "team" sees
+	all := []*cloudprovider.InstanceType{c5, m5}
+	ps := []overlay.Pool{
+		{Name: "a1", NodeClass: "default", Labels: map[string]string{"team": "a"}, Types: all},
+		{Name: "a2", NodeClass: "default", Labels: map[string]string{"team": "a"}, Types: all},
+		{Name: "b", NodeClass: "default", Labels: map[string]string{"team": "b"}, Types: all},
+		{Name: "none", NodeClass: "default", Types: all},
+		{Name: "c5-only", NodeClass: "default", Labels: map[string]string{"team": "a"}, Types: all[:1]},
+	}
+	cheap := no("cheap", 0, in(familyKey, "c5", "m5"))
+	cheap.Spec.PriceAdjustment = ptr.To("-50%")
+	teamB := no("team-b", 1, in("team", "b"))
+	teamB.Spec.Price = ptr.To("0.01")
+	res := overlay.Apply([]*karpv1alpha1.NodeOverlay{cheap, teamB}, ps)
+	want := map[string][][]float64{
+		"a1":      {{0.05, 0.025}, {0.10, 0.05}},
+		"a2":      {{0.05, 0.025}, {0.10, 0.05}},
+		"b":       {{0.01, 0.01}, {0.01, 0.01}},
+		"none":    {{0.05, 0.025}, {0.01, 0.01}},
+		"c5-only": {{0.05, 0.025}},
+	}
+	for pool, w := range want {
+		got := res.Types[pool]
+		if len(got) != len(w) {
+			t.Fatalf("pool %s: %d types, want %d", pool, len(got), len(w))
+		}
+		for i := range w {
+			if !same(prices(got[i]), w[i]) {
+				t.Errorf("pool %s %s: prices %v, want %v", pool, got[i].Name, prices(got[i]), w[i])
+			}
+		}
+	}
+	if res.Types["a1"][0] != res.Types["a2"][0] || res.Types["a1"][0] != res.Types["c5-only"][0] {
+		t.Errorf("pools no overlay tells apart do not share their adjusted c5.large")
+	}
+	if &res.Types["a1"][0] != &res.Types["a2"][0] {
+		t.Errorf("pools with one input list do not share one output list")
+	}
+	if res.Types["a1"][0] == res.Types["b"][0] {
+		t.Errorf("pools an overlay tells apart share an adjusted type")
+	}
+	// cheap: c5 and m5 in a1 and a2, c5 in none (its m5 is team-b's) and in c5-only.
+	if v, _ := res.Verdict("cheap"); v.Types != 6 {
+		t.Errorf("cheap changes %d (pool, type) pairs, want 6", v.Types)
+	}
+	if v, _ := res.Verdict("team-b"); v.Types != 3 {
+		t.Errorf("team-b changes %d (pool, type) pairs, want 3 (b's two, none's m5)", v.Types)
+	}
+	for _, it := range all {
+		if it.Offerings[0].Price != map[string]float64{"c5.large": 0.10, "m5.large": 0.20}[it.Name] {
+			t.Errorf("the input %s was modified", it.Name)
+		}
+	}
+}
+
+// An overlay for one NodePool (by karpenter.sh/nodepool) changes that
+// pool's types only; the other pools still share one adjusted type.
+func TestOverlayForOnePool(t *testing.T) {
+	c5, m5 := itype("c5.large", "c5", 0.10), itype("m5.large", "m5", 0.20)
+	all := []*cloudprovider.InstanceType{c5, m5}
+	ps := []overlay.Pool{{Name: "p1", Types: all}, {Name: "p2", Types: all}, {Name: "p3", Types: all[:1]}}
+	onlyP1 := no("only-p1", 2, in("karpenter.sh/nodepool", "p1"))
+	onlyP1.Spec.Price = ptr.To("0.5")
+	c5Cheap := no("c5-cheap", 1, in(familyKey, "c5"))
+	c5Cheap.Spec.PriceAdjustment = ptr.To("-10%")
+	res := overlay.Apply([]*karpv1alpha1.NodeOverlay{onlyP1, c5Cheap}, ps)
+	p1, p2, p3 := res.Types["p1"], res.Types["p2"], res.Types["p3"]
+	if !same(prices(p1[0]), []float64{0.5, 0.5}) || !same(prices(p1[1]), []float64{0.5, 0.5}) {
+		t.Errorf("p1: %v %v, want every offering at 0.5", prices(p1[0]), prices(p1[1]))
+	}
+	if !same(prices(p2[0]), []float64{0.09, 0.045}) || p2[1] != m5 || !same(prices(p3[0]), []float64{0.09, 0.045}) {
+		t.Errorf("p2: %v, m5 untouched %v; p3: %v", prices(p2[0]), p2[1] == m5, prices(p3[0]))
+	}
+	if p2[0] != p3[0] || p1[0] == p2[0] {
+		t.Errorf("p2 and p3 share their c5.large: %v; p1 has its own: %v", p2[0] == p3[0], p1[0] != p2[0])
+	}
+	if v, _ := res.Verdict("only-p1"); v.Types != 2 {
+		t.Errorf("only-p1 changes %d pairs, want 2", v.Types)
+	}
+	if v, _ := res.Verdict("c5-cheap"); v.Types != 2 {
+		t.Errorf("c5-cheap changes %d pairs, want 2 (p2's and p3's c5.large)", v.Types)
+	}
+}
+
+// The instance types all overlays adjust together are bounded: an overlay
+// that would pass MaxAdjustedTypes is not applied, with a verdict saying
+// so, and leaves its pools' types as they were; an overlay that adjusts
+// only types already adjusted costs nothing more.
+func TestAdjustedTypesBound(t *testing.T) {
+	n := overlay.MaxAdjustedTypes*6/10 + 1
+	types := make([]*cloudprovider.InstanceType, n)
+	for i := range types {
+		types[i] = itype(fmt.Sprintf("t%d.large", i), "c5", 0.10)
+	}
+	ps := []overlay.Pool{{Name: "p1", Types: types}, {Name: "p2", Types: types}}
+	forP1 := no("for-p1", 3, in("karpenter.sh/nodepool", "p1"))
+	forP1.Spec.PriceAdjustment = ptr.To("-10%")
+	forP2 := no("for-p2", 2, in("karpenter.sh/nodepool", "p2"))
+	forP2.Spec.PriceAdjustment = ptr.To("-20%")
+	again := no("p1-again", 1, in("karpenter.sh/nodepool", "p1"))
+	again.Spec.Capacity = corev1.ResourceList{"example.com/dongle": resource.MustParse("1")}
+	res := overlay.Apply([]*karpv1alpha1.NodeOverlay{forP1, forP2, again}, ps)
+	if v, _ := res.Verdict("for-p1"); !v.Applied() || v.Types != n {
+		t.Errorf("for-p1: %+v, want applied to %d types", v, n)
+	}
+	v, _ := res.Verdict("for-p2")
+	if v.Reason != overlay.ReasonTooBroad || !strings.Contains(v.Message, fmt.Sprint(overlay.MaxAdjustedTypes)) {
+		t.Errorf("for-p2: %+v, want %s naming the limit", v, overlay.ReasonTooBroad)
+	}
+	if res.Types["p2"][0] != types[0] {
+		t.Errorf("p2's types changed by an overlay that was not applied")
+	}
+	if v, _ := res.Verdict("p1-again"); !v.Applied() {
+		t.Errorf("p1-again adjusts only types already adjusted, yet: %+v", v)
+	}
+	if got := res.Types["p1"][n-1]; !same(prices(got), []float64{0.09, 0.045}) || got.Capacity.Name("example.com/dongle", resource.DecimalSI).Value() != 1 {
+		t.Errorf("p1's last type: prices %v, capacity %v", prices(got), got.Capacity)
 	}
 }

@@ -108,12 +108,14 @@ func cpuTime() time.Duration {
 // and a few pods: plain copies, one pool per team (a label, a taint
 // its team's pods tolerate, and a limit of its own), and pools that each
 // have instance-type requirements of their own (a least memory and a
-// zone set per pool, so no two compile alike). Run with
+// zone set per pool, so no two compile alike), those with 10 NodeOverlays
+// over instance-type labels, and those with a NodeOverlay for each pool
+// (as many as overlay.MaxAdjustedTypes allows are applied). Run with
 //
 //	go test ./pkg/simulate -run '^$' -bench ManyNodePools -benchtime 1x -benchmem
 func BenchmarkManyNodePools(b *testing.B) {
 	n := simulate.DefaultMaxNodePools
-	for _, shape := range []string{"copies", "teams", "distinct"} {
+	for _, shape := range []string{"copies", "teams", "distinct", "overlays", "overlay-per-pool"} {
 		b.Run(fmt.Sprintf("%s=%d", shape, n), func(b *testing.B) {
 			var sb strings.Builder
 			sb.WriteString(nodeClassDoc)
@@ -123,13 +125,21 @@ func BenchmarkManyNodePools(b *testing.B) {
 					doc = strings.Replace(doc, "    spec:\n", fmt.Sprintf("    metadata: {labels: {team: t%d}}\n    spec:\n      taints: [{key: team, value: t%d, effect: NoSchedule}]\n", i, i), 1)
 					doc += fmt.Sprintf("  limits: {cpu: %d}\n", 100+i)
 				}
-				if shape == "distinct" {
+				if shape != "copies" && shape != "teams" {
 					doc += fmt.Sprintf("      - {key: karpenter.k8s.aws/instance-memory, operator: Gt, values: [\"%d\"]}\n", 1000+i)
 					if i%2 == 1 {
 						doc += fmt.Sprintf("      - {key: topology.kubernetes.io/zone, operator: NotIn, values: [us-east-1%c]}\n", 'a'+rune(i%5))
 					}
 				}
+				if shape == "overlay-per-pool" {
+					doc += fmt.Sprintf("---\napiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o%d}\nspec:\n  requirements: [{key: karpenter.sh/nodepool, operator: In, values: [pool-%d]}]\n  priceAdjustment: \"-%d%%\"\n", i, i, 1+i%50)
+				}
 				sb.WriteString("---\n" + doc)
+			}
+			if shape == "overlays" {
+				for i := range 10 {
+					fmt.Fprintf(&sb, "---\napiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o%d}\nspec:\n  weight: %d\n  requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [\"%d\"]}]\n  priceAdjustment: \"-%d%%\"\n", i, i+1, i*6, 1+i*5)
+				}
 			}
 			for i := range 3 {
 				fmt.Fprintf(&sb, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  tolerations: [{key: team, value: t%d, effect: NoSchedule}]\n  containers: [{name: c, image: i, resources: {requests: {cpu: 100m, memory: 128Mi}}}]\n", i, i*7)

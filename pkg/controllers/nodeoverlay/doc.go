@@ -7,8 +7,9 @@
 // Ready and ValidationSucceeded are True (reason Applied, with how many
 // instance types it changes) or False with the reason RuntimeValidation
 // (a field that does not parse), NegativePrice (an adjustment that would
-// price a matched offering below zero) or Conflict (an overlay of equal
-// weight sets the same price or resource), the message naming the field.
+// price a matched offering below zero), Conflict (an overlay of equal
+// weight sets the same price or resource) or TooManyAdjustedTypes (it
+// would pass overlay.MaxAdjustedTypes), the message naming the field.
 // All overlays are evaluated in one reconcile, again when an overlay, a
 // NodePool or an EC2NodeClass spec changes and every Resync.
 //
