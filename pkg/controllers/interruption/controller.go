@@ -20,7 +20,7 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -52,12 +52,12 @@ const (
 type Queue = cloudprovider.InterruptionQueue
 
 // Replacer plans and creates replacement capacity for the pods of nodes
-// about to go (provisioning.Provisioner in production).
+// about to go and returns the new NodeClaims' names (the provisioning
+// controller's Provisioner in production; the controllers package wires
+// it, so this package does not import another controller).
 type Replacer interface {
-	Replace(ctx context.Context, nodes ...string) (*provisioning.Result, error)
+	ReplacementsFor(ctx context.Context, nodes ...string) ([]string, error)
 }
-
-var _ Replacer = (*provisioning.Provisioner)(nil)
 
 // Controller handles the interruption queue (see the package doc).
 type Controller struct {
@@ -260,13 +260,13 @@ func disruptiveEvent(msg *cloudprovider.InterruptionEvent, id string) (reason, n
 // evicts the pods, honouring PodDisruptionBudgets.
 func (c *Controller) disrupt(ctx context.Context, nc *karpv1.NodeClaim) error {
 	if node := nc.Status.NodeName; node != "" && c.replacer != nil {
-		res, err := c.replacer.Replace(ctx, node)
+		replacements, err := c.replacer.ReplacementsFor(ctx, node)
 		if err != nil {
 			return fmt.Errorf("planning replacements for node %s: %w", node, err)
 		}
 		c.metrics.Actions.WithLabelValues("replace").Inc()
-		if len(res.Replacements) > 0 {
-			c.event(ctx, nc, corev1.EventTypeNormal, ReasonReplacing, "Replacement capacity: NodeClaim "+strings.Join(res.Replacements, ", "))
+		if len(replacements) > 0 {
+			c.event(ctx, nc, corev1.EventTypeNormal, ReasonReplacing, "Replacement capacity: NodeClaim "+strings.Join(replacements, ", "))
 		}
 		if err := c.cordon(ctx, node); err != nil {
 			return err
@@ -297,7 +297,7 @@ func (c *Controller) rebalance(ctx context.Context, nc *karpv1.NodeClaim, id str
 		c.metrics.Actions.WithLabelValues("record").Inc()
 		return nil
 	}
-	if nc.Annotations[provisioning.ReplacedByAnnotationKey] != "" {
+	if nc.Annotations[snapshot.ReplacedByAnnotationKey] != "" {
 		return nil // already being replaced
 	}
 	c.event(ctx, nc, corev1.EventTypeNormal, ReasonRebalanceRecommendation,
@@ -309,21 +309,21 @@ func (c *Controller) rebalance(ctx context.Context, nc *karpv1.NodeClaim, id str
 // NodeClaim; the rebalancer drains the node once the replacements are
 // initialized.
 func (c *Controller) startReplacement(ctx context.Context, nc *karpv1.NodeClaim) error {
-	res, err := c.replacer.Replace(ctx, nc.Status.NodeName)
+	replacements, err := c.replacer.ReplacementsFor(ctx, nc.Status.NodeName)
 	if err != nil {
 		return fmt.Errorf("planning replacements for node %s: %w", nc.Status.NodeName, err)
 	}
 	c.metrics.Actions.WithLabelValues("rebalance").Inc()
 	value := noReplacement
-	if len(res.Replacements) > 0 {
-		value = strings.Join(res.Replacements, ",")
-		c.event(ctx, nc, corev1.EventTypeNormal, ReasonReplacing, "Replacement capacity: NodeClaim "+strings.Join(res.Replacements, ", ")+"; the node is drained once it is initialized")
+	if len(replacements) > 0 {
+		value = strings.Join(replacements, ",")
+		c.event(ctx, nc, corev1.EventTypeNormal, ReasonReplacing, "Replacement capacity: NodeClaim "+strings.Join(replacements, ", ")+"; the node is drained once it is initialized")
 	}
 	patch := client.MergeFrom(nc.DeepCopy())
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
-	nc.Annotations[provisioning.ReplacedByAnnotationKey] = value
+	nc.Annotations[snapshot.ReplacedByAnnotationKey] = value
 	if err := c.kube.Patch(ctx, nc, patch); err != nil {
 		return fmt.Errorf("recording the replacement of NodeClaim %s: %w", nc.Name, err)
 	}

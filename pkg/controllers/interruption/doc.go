@@ -30,7 +30,7 @@
 //
 // The fastest way to get the pods Running again is to start the new node
 // before the old one empties, so its boot overlaps the notice period and
-// the drain. Replace (package provisioning) plans the node's movable pods
+// the drain. The Replacer (provisioning's ReplacementsFor) plans the node's movable pods
 // as if they were pending, with the node excluded, and creates the
 // NodeClaims at once; the pods stay reserved on that capacity, so no other
 // pass gives it away. Only then is the node cordoned, tainted

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
 // rebalanceRecheck bounds how long a replacement waits between looks when
@@ -37,7 +37,7 @@ const indexReplacedBy = "dovetail.sh/replaced-by"
 
 func (r *rebalancer) register(ctx context.Context, mgr manager.Manager) error {
 	replaced := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetAnnotations()[provisioning.ReplacedByAnnotationKey] != ""
+		return o.GetAnnotations()[snapshot.ReplacedByAnnotationKey] != ""
 	})
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &karpv1.NodeClaim{}, indexReplacedBy, func(o client.Object) []string {
 		return replacements(o.(*karpv1.NodeClaim))
@@ -70,7 +70,7 @@ func (r *rebalancer) replacedBy(ctx context.Context, obj client.Object) []reconc
 }
 
 func replacements(nc *karpv1.NodeClaim) []string {
-	v := nc.Annotations[provisioning.ReplacedByAnnotationKey]
+	v := nc.Annotations[snapshot.ReplacedByAnnotationKey]
 	if v == "" || v == noReplacement {
 		return nil
 	}
@@ -83,7 +83,7 @@ func (r *rebalancer) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !nc.DeletionTimestamp.IsZero() || nc.Annotations[provisioning.ReplacedByAnnotationKey] == "" {
+	if !nc.DeletionTimestamp.IsZero() || nc.Annotations[snapshot.ReplacedByAnnotationKey] == "" {
 		return reconcile.Result{}, nil
 	}
 	var waiting []string

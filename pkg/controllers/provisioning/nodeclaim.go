@@ -13,8 +13,8 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 	"github.com/dovetail-sh/dovetail/pkg/requirements"
 )
 
@@ -62,7 +62,7 @@ func NewNodeClaim(np *karpv1.NodePool, planned *engine.NewNodeClaim, types []*cl
 
 	annotations := map[string]string{}
 	maps.Copy(annotations, tmpl.Annotations)
-	maps.Copy(annotations, hash.Annotations(np))
+	maps.Copy(annotations, nodepoolhash.Annotations(np))
 	annotations[nodeclaimutil.CreationReasonAnnotationKey] = reason
 	if o := planned.Offering; o.InstanceType != "" {
 		annotations[karpv1.AnnotationPlannedOffering] = o.InstanceType + "/" + o.Zone + "/" + o.CapacityType

@@ -265,6 +265,18 @@ func (p *Provisioner) Replace(ctx context.Context, nodes ...string) (*Result, er
 	return p.pass(ctx, evac)
 }
 
+// ReplacementsFor is Replace returning only the names of the NodeClaims
+// the pods are planned onto: the interruption controller's Replacer, which
+// the controllers package wires to this without the two importing each
+// other.
+func (p *Provisioner) ReplacementsFor(ctx context.Context, nodes ...string) ([]string, error) {
+	res, err := p.Replace(ctx, nodes...)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	return res.Replacements, nil
+}
+
 // typeSource serves the instance types read for each pool this pass.
 type typeSource map[string][]*cloudprovider.InstanceType
 

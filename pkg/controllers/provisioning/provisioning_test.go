@@ -22,10 +22,10 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 )
 
 type fixture struct {
@@ -231,7 +231,7 @@ func TestNodeClaimFromTemplate(t *testing.T) {
 		if _, ok := got.Labels[corev1.LabelHostname]; ok {
 			t.Errorf("NodeClaim carries a planned hostname label: %v", got.Labels)
 		}
-		for k, v := range hash.Annotations(np) {
+		for k, v := range nodepoolhash.Annotations(np) {
 			if got.Annotations[k] != v {
 				t.Errorf("annotation %s = %q, want %q", k, got.Annotations[k], v)
 			}

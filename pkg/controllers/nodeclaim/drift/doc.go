@@ -7,7 +7,7 @@
 //
 //  1. NodePoolDrifted: the NodeClaim's karpenter.sh/nodepool-hash differs
 //     from its NodePool's (both stamped with the same hash version; see
-//     package nodepool/hash for what the hash covers).
+//     package pkg/nodepoolhash for what the hash covers).
 //  2. RequirementsDrifted: a NodePool requirement no longer admits the
 //     NodeClaim's label of that key (labels the NodeClaim lacks are not
 //     judged).

@@ -15,6 +15,7 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/drift"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 )
 
 func TestDriftedCondition(t *testing.T) {
@@ -111,7 +112,7 @@ func TestDriftClearsWhenThePoolIsRestoredAndOldHashVersionsAreRestamped(t *testi
 		if err := env.Get(old); err != nil || env.Get(np) != nil {
 			return false, err
 		}
-		return old.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == hash.Version &&
+		return old.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == nodepoolhash.Version &&
 			old.Annotations[karpv1.NodePoolHashAnnotationKey] == np.Annotations[karpv1.NodePoolHashAnnotationKey] &&
 			old.IsTrue(karpv1.ConditionTypeLaunched), nil
 	})

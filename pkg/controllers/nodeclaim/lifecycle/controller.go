@@ -19,8 +19,8 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/cloudprovider"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
 
@@ -203,7 +203,7 @@ func (c *Controller) adopt(ctx context.Context, nc *karpv1.NodeClaim) error {
 				if nc.Annotations == nil {
 					nc.Annotations = map[string]string{}
 				}
-				for k, v := range hash.Annotations(np) {
+				for k, v := range nodepoolhash.Annotations(np) {
 					nc.Annotations[k] = v
 				}
 			}

@@ -19,8 +19,8 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/controllerstest"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail-sh/dovetail/pkg/metrics/metricstest"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 )
 
 func start(t *testing.T, opts lifecycle.Options) (*controllerstest.Env, *lifecycle.Controller) {
@@ -94,9 +94,9 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if it, zone, ct, ok := nodeclaimutil.Offering(got); !ok || it != "m5.large" || zone != controllerstest.ZoneA || ct != karpv1.CapacityTypeOnDemand {
 		t.Errorf("offering annotation = %q, want m5.large/%s/on-demand", got.Annotations[karpv1.AnnotationOffering], controllerstest.ZoneA)
 	}
-	if got.Annotations[karpv1.NodePoolHashAnnotationKey] != hash.Hash(pool) || got.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != hash.Version {
+	if got.Annotations[karpv1.NodePoolHashAnnotationKey] != nodepoolhash.Hash(pool) || got.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != nodepoolhash.Version {
 		t.Errorf("hash annotations = %q/%q, want %q/%q", got.Annotations[karpv1.NodePoolHashAnnotationKey],
-			got.Annotations[karpv1.NodePoolHashVersionAnnotationKey], hash.Hash(pool), hash.Version)
+			got.Annotations[karpv1.NodePoolHashVersionAnnotationKey], nodepoolhash.Hash(pool), nodepoolhash.Version)
 	}
 	insts := env.Cloud.Instances()
 	if len(insts) != 1 || insts[0].Status.ProviderID != got.Status.ProviderID {

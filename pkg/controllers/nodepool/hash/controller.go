@@ -11,10 +11,11 @@ import (
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 )
 
 // Controller keeps the hash annotations of NodePools current, and moves
-// NodeClaims stamped with an older hash Version to the current hash.
+// NodeClaims stamped with an older hash version (nodepoolhash.Version) to the current hash.
 type Controller struct {
 	kube client.Client
 }
@@ -42,9 +43,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !np.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	want := Annotations(np)
+	want := nodepoolhash.Annotations(np)
 	if np.Annotations[karpv1.NodePoolHashAnnotationKey] != want[karpv1.NodePoolHashAnnotationKey] ||
-		np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != Version {
+		np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != nodepoolhash.Version {
 		base := np.DeepCopy()
 		if np.Annotations == nil {
 			np.Annotations = map[string]string{}
@@ -69,7 +70,7 @@ func (c *Controller) migrateNodeClaims(ctx context.Context, np *karpv1.NodePool,
 	}
 	for i := range ncs.Items {
 		nc := &ncs.Items[i]
-		if nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == Version || !nc.DeletionTimestamp.IsZero() {
+		if nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == nodepoolhash.Version || !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
 		base := nc.DeepCopy()

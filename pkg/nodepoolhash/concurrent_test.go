@@ -1,4 +1,4 @@
-package hash_test
+package nodepoolhash_test
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 )
 
 // TestHashConcurrent: provisioning makes a pass's NodeClaims in parallel,
@@ -23,7 +23,7 @@ func TestHashConcurrent(t *testing.T) {
 	np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
-	want := hash.Hash(np)
+	want := nodepoolhash.Hash(np)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	got := map[string]int{}
@@ -32,7 +32,7 @@ func TestHashConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 300; i++ {
-				h := hash.Hash(np)
+				h := nodepoolhash.Hash(np)
 				mu.Lock()
 				got[h]++
 				mu.Unlock()

@@ -1,4 +1,4 @@
-package hash_test
+package nodepoolhash_test
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash"
 )
 
 func pool() *karpv1.NodePool {
@@ -33,7 +33,7 @@ func pool() *karpv1.NodePool {
 // TestHashChangesExactlyWithTheCoveredFields edits one field at a time and
 // checks whether the hash moves, against the list in the package doc.
 func TestHashChangesExactlyWithTheCoveredFields(t *testing.T) {
-	base := hash.Hash(pool())
+	base := nodepoolhash.Hash(pool())
 	tests := []struct {
 		name    string
 		edit    func(*karpv1.NodePool)
@@ -71,7 +71,7 @@ func TestHashChangesExactlyWithTheCoveredFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			np := pool()
 			tt.edit(np)
-			got := hash.Hash(np)
+			got := nodepoolhash.Hash(np)
 			if (got != base) != tt.changes {
 				t.Fatalf("hash changed = %v, want %v (%s vs %s)", got != base, tt.changes, got, base)
 			}
@@ -82,7 +82,7 @@ func TestHashChangesExactlyWithTheCoveredFields(t *testing.T) {
 func TestHashDoesNotModifyItsInput(t *testing.T) {
 	np := pool()
 	before := np.DeepCopy()
-	_ = hash.Hash(np)
+	_ = nodepoolhash.Hash(np)
 	if np.Spec.Template.Spec.Taints[0].Key != before.Spec.Template.Spec.Taints[0].Key {
 		t.Fatal("Hash reordered the caller's taints")
 	}
@@ -123,8 +123,8 @@ func TestHashIsThePeers(t *testing.T) {
 		if !ok {
 			t.Fatalf("no peer hash for NodePool %s", np.Name)
 		}
-		if got := hash.Hash(&np); got != p[0] || hash.Version != p[1] {
-			t.Errorf("NodePool %s: hash %s version %s, the peer's %s %s", np.Name, got, hash.Version, p[0], p[1])
+		if got := nodepoolhash.Hash(&np); got != p[0] || nodepoolhash.Version != p[1] {
+			t.Errorf("NodePool %s: hash %s version %s, the peer's %s %s", np.Name, got, nodepoolhash.Version, p[0], p[1])
 		}
 		n++
 	}

@@ -1,4 +1,4 @@
-package hash
+package nodepoolhash
 
 import (
 	"strconv"
@@ -6,7 +6,7 @@ import (
 	"github.com/mitchellh/hashstructure/v2"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
-	"github.com/dovetail-sh/dovetail/pkg/controllers/nodepool/hash/internal/peershape"
+	"github.com/dovetail-sh/dovetail/pkg/nodepoolhash/internal/peershape"
 )
 
 // Version is the version of the hashing scheme, written to
