@@ -186,6 +186,9 @@ type Emulator struct {
 	wake      chan struct{}
 	done      chan struct{}
 
+	// nodeGroups are the seeded EKS managed and self-managed node groups.
+	nodeGroups nodeGroupStore
+
 	mu sync.Mutex
 	// everything below is guarded by mu
 	rng     *rand.Rand

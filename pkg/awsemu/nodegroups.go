@@ -84,15 +84,13 @@ type NodeGroupTaint struct {
 	Effect string `json:"effect"`
 }
 
+// nodeGroupStore holds an emulator's seeded groups, under a lock of its
+// own (the other services' state is under Emulator.mu).
 type nodeGroupStore struct {
 	mu          sync.Mutex
-	groups      map[*Emulator][]NodeGroup
-	selfManaged map[*Emulator][]SelfManagedGroup
+	groups      []NodeGroup
+	selfManaged []SelfManagedGroup
 }
-
-// nodeGroups holds the seeded groups per emulator, beside the emulator's
-// own state (kept apart so the other services' files stay untouched).
-var nodeGroups = &nodeGroupStore{groups: map[*Emulator][]NodeGroup{}, selfManaged: map[*Emulator][]SelfManagedGroup{}}
 
 // AddSelfManagedGroups seeds Auto Scaling groups without an EKS node group
 // (see SelfManagedGroup). A name used twice, by either kind of group, or a
@@ -115,12 +113,12 @@ func (e *Emulator) AddSelfManagedGroups(gs ...SelfManagedGroup) error {
 	if missing != "" {
 		return fmt.Errorf("awsemu: self-managed group %q: no launch template of that name (create it first)", missing)
 	}
-	nodeGroups.mu.Lock()
-	defer nodeGroups.mu.Unlock()
-	have := nodeGroups.selfManaged[e]
+	e.nodeGroups.mu.Lock()
+	defer e.nodeGroups.mu.Unlock()
+	have := e.nodeGroups.selfManaged
 	for _, g := range gs {
 		taken := slices.ContainsFunc(have, func(h SelfManagedGroup) bool { return h.Name == g.Name }) ||
-			slices.ContainsFunc(nodeGroups.groups[e], func(h NodeGroup) bool { return asgName(cluster, h.Name) == g.Name })
+			slices.ContainsFunc(e.nodeGroups.groups, func(h NodeGroup) bool { return asgName(cluster, h.Name) == g.Name })
 		if g.Name == "" || taken {
 			return fmt.Errorf("awsemu: self-managed group %q: empty or already seeded", g.Name)
 		}
@@ -135,14 +133,14 @@ func (e *Emulator) AddSelfManagedGroups(gs ...SelfManagedGroup) error {
 		}
 		have = append(have, g)
 	}
-	nodeGroups.selfManaged[e] = have
+	e.nodeGroups.selfManaged = have
 	return nil
 }
 
 func (e *Emulator) seededSelfManaged() []SelfManagedGroup {
-	nodeGroups.mu.Lock()
-	defer nodeGroups.mu.Unlock()
-	return slices.Clone(nodeGroups.selfManaged[e])
+	e.nodeGroups.mu.Lock()
+	defer e.nodeGroups.mu.Unlock()
+	return slices.Clone(e.nodeGroups.selfManaged)
 }
 
 // AddNodeGroups seeds managed node groups (see NodeGroup). A name used
@@ -164,9 +162,9 @@ func (e *Emulator) AddNodeGroups(gs ...NodeGroup) error {
 	if missing != "" {
 		return fmt.Errorf("awsemu: node group %q: no launch template of that name (create it first)", missing)
 	}
-	nodeGroups.mu.Lock()
-	defer nodeGroups.mu.Unlock()
-	have := nodeGroups.groups[e]
+	e.nodeGroups.mu.Lock()
+	defer e.nodeGroups.mu.Unlock()
+	have := e.nodeGroups.groups
 	for _, g := range gs {
 		if g.Name == "" || slices.ContainsFunc(have, func(h NodeGroup) bool { return h.Name == g.Name }) {
 			return fmt.Errorf("awsemu: node group %q: empty or already seeded", g.Name)
@@ -191,14 +189,14 @@ func (e *Emulator) AddNodeGroups(gs ...NodeGroup) error {
 		}
 		have = append(have, g)
 	}
-	nodeGroups.groups[e] = have
+	e.nodeGroups.groups = have
 	return nil
 }
 
 func (e *Emulator) seededNodeGroups() []NodeGroup {
-	nodeGroups.mu.Lock()
-	defer nodeGroups.mu.Unlock()
-	return slices.Clone(nodeGroups.groups[e])
+	e.nodeGroups.mu.Lock()
+	defer e.nodeGroups.mu.Unlock()
+	return slices.Clone(e.nodeGroups.groups)
 }
 
 func asgName(cluster, group string) string { return "eks-" + group + "-" + cluster }

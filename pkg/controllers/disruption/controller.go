@@ -23,7 +23,6 @@ import (
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
-	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 	"github.com/dovetail-sh/dovetail/pkg/state/unavailable"
 )
@@ -208,7 +207,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("disruption: pod informer: %w", err)
 	}
-	c.podStore = cachetrim.Store(inf)
+	c.podStore = nodeclaimutil.Store(inf)
 	if _, err := inf.AddEventHandler(c.podHandler()); err != nil {
 		return fmt.Errorf("disruption: pod event handler: %w", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
-	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -301,7 +301,7 @@ func (n *nominator) nominate(ctx context.Context, kube client.Client, store tool
 		}
 	}
 	n.mu.Unlock()
-	list, err := cachetrim.ListPods(ctx, store, kube)
+	list, err := nodeclaimutil.ListPods(ctx, store, kube)
 	if err != nil {
 		return fmt.Errorf("listing Pods: %w", err)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	planner "github.com/dovetail-sh/dovetail/pkg/disruption"
 	"github.com/dovetail-sh/dovetail/pkg/engine"
-	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 	"github.com/dovetail-sh/dovetail/pkg/snapshot"
 )
 
@@ -226,7 +225,7 @@ func (c *Controller) input(ctx context.Context, st *state, now time.Time) (*plan
 		}
 		sc.Nodes = append(sc.Nodes, n)
 	}
-	pods, err := cachetrim.ListPods(ctx, c.podStore, c.kube)
+	pods, err := nodeclaimutil.ListPods(ctx, c.podStore, c.kube)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing Pods: %w", err)
 	}

@@ -1,8 +1,10 @@
 // Package nodeclaimutil holds what dovetail's controllers share about
 // NodeClaims and the Nodes they become: the cache indexes that find one
 // from the other, the annotations dovetail writes, small helpers for
-// patching status under optimistic locking, and the listing of the
-// NodeOverlays that price the instance types NodeClaims are made of.
+// patching status under optimistic locking, the listing of the
+// NodeOverlays that price the instance types NodeClaims are made of, and
+// the listing of cached Pods without copies (ListPods, Store: the cache's
+// own objects, trimmed and shared by pkg/operator/cachetrim, read-only).
 //
 // # Vocabulary
 //

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
+	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
-	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 )
 
 // Controller publishes the pod metrics (see the package doc).
@@ -49,7 +49,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("pod metrics: node informer: %w", err)
 	}
-	if c.pods, c.nodes = cachetrim.Store(podInf), cachetrim.Store(nodeInf); c.pods == nil || c.nodes == nil {
+	if c.pods, c.nodes = nodeclaimutil.Store(podInf), nodeclaimutil.Store(nodeInf); c.pods == nil || c.nodes == nil {
 		return fmt.Errorf("pod metrics: the pod or node informer has no store")
 	}
 	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{

@@ -13,7 +13,6 @@ import (
 	autoscalingv1beta1 "github.com/dovetail-sh/dovetail/api/autoscaling/v1beta1"
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
-	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 )
 
 // watch feeds the batcher from the manager's informers:
@@ -36,7 +35,7 @@ func (p *Provisioner) watch(ctx context.Context, c cache.Cache) error {
 	if err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
-	p.podStore = cachetrim.Store(pods)
+	p.podStore = nodeclaimutil.Store(pods)
 	kinds := newUnboundKinds()
 	if p.podStore != nil {
 		p.kinds = kinds
@@ -202,5 +201,5 @@ func unwrap(obj any) any {
 // never to be changed (a shallow copy may be); through the informer's
 // store when watch found it (hand-offs run 16 at a time, each listing).
 func (p *Provisioner) listPods(ctx context.Context) ([]*corev1.Pod, error) {
-	return cachetrim.ListPods(ctx, p.podStore, p.kube)
+	return nodeclaimutil.ListPods(ctx, p.podStore, p.kube)
 }

@@ -35,7 +35,18 @@ import (
 // up. Floor is the largest of these over S (all groups, and every group
 // alone) and r, and of the joint cpu-and-memory covering for all groups
 // (jointBound, below).
-func Floor(p *Problem) float64 {
+func Floor(p *Problem) float64 { return floorWith(p, floorOff{}) }
+
+// floorOff turns parts of Floor off, for the tests that compare a part
+// with its absence; the zero value is Floor as it runs.
+type floorOff struct {
+	joint bool // the joint cpu-and-memory covering
+	pack  bool // the exact packing
+	merge bool // identical groups merged before packing
+	prune bool // packing branches that cannot win skipped
+}
+
+func floorWith(p *Problem, off floorOff) float64 {
 	pods := 0
 	for _, g := range p.Groups {
 		pods += g.Count
@@ -44,6 +55,7 @@ func Floor(p *Problem) float64 {
 		return 0
 	}
 	f := newFloorer(p)
+	f.off = off
 	f.offMask = make([]uint64, len(p.Offerings))
 	for oi, gs := range f.allowedBy {
 		for _, gi := range gs {
@@ -61,10 +73,10 @@ func Floor(p *Problem) float64 {
 	// The work is counted (table cells and words touched) and capped, so
 	// that Floor costs a few milliseconds at most; every covering is a bound
 	// by itself, so stopping early only loses tightness.
-	if floorJoint {
+	if !f.off.joint {
 		best = max(best, f.jointBound(sets[0]))
 	}
-	if floorPack {
+	if !f.off.pack {
 		best = max(best, f.packMerged())
 	}
 	for _, set := range sets {
@@ -88,12 +100,12 @@ const (
 	// floorCoverUnits caps the covering table; past it units are coarsened.
 	floorCoverUnits = 4096
 	// floorMaxWork caps the work, in table cells and bitset words.
-	// (floorJoint is a var for the tests' before/after comparison.)
 	floorMaxWork = 1_500_000
 )
 
 type floorer struct {
 	p         *Problem
+	off       floorOff
 	perNode   []int64
 	allowedBy [][]int
 	cache     map[capKey]int64
@@ -565,5 +577,3 @@ func (f *floorer) jointBound(set []int) float64 {
 	}
 	return max(best, total)
 }
-
-var floorJoint = true

@@ -143,16 +143,13 @@ func TestIntegralHandCases(t *testing.T) {
 // often the joint covering raised it.
 func TestJointFloorNeverExceedsBruteForceOptimum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20261201, 16))
-	defer func() { floorJoint, floorPack = true, true }()
-	floorPack = false // the exact packing (pack_test.go) would hide the covering
+	// The exact packing (pack_test.go) would hide the covering: off here.
 	raised := 0
 	for i := range 1000 {
 		p := genSmall(rng, 8)
 		opt := bruteForceOptimum(&p)
-		floorJoint = false
-		before := Floor(&p)
-		floorJoint = true
-		fl := Floor(&p)
+		before := floorWith(&p, floorOff{pack: true, joint: true})
+		fl := floorWith(&p, floorOff{pack: true})
 		if fl > opt+1e-9 {
 			t.Fatalf("instance %d: Floor %.12g > optimum %.12g\n%+v", i, fl, opt, p)
 		}
@@ -180,13 +177,9 @@ func TestJointFloorHandCase(t *testing.T) {
 		Offerings: []Offering{{Price: 1, Alloc: [3]float64{2000, 16, 110}}, {Price: 2, Alloc: [3]float64{8000, 16, 110}}},
 		Groups:    []Group{{Count: 19, Request: [3]float64{450, 2, 1}, Allowed: []int{0, 1}}},
 	}
-	defer func() { floorJoint, floorPack = true, true }()
-	floorPack = false // the exact packing (pack_test.go) would hide the covering
-	floorJoint = false
-	before := Floor(&p)
-	floorJoint = true
-	got := Floor(&p)
-	floorPack = true
+	// The exact packing (pack_test.go) would hide the covering: off here.
+	before := floorWith(&p, floorOff{pack: true, joint: true})
+	got := floorWith(&p, floorOff{pack: true})
 	if exact := Floor(&p); math.Abs(exact-5) > 1e-6 {
 		t.Errorf("Floor with the exact packing %.9g, want the optimum 5", exact)
 	}

@@ -15,9 +15,6 @@ import "slices"
 // zones to sum_g F_g with F_g = C_g - sum_z M_zg) take the labels of the
 // members' free pods in any order; nothing else tells the members apart.
 func mergeIdentical(p *Problem) *Problem {
-	if !mergeSame {
-		return nil
-	}
 	var sets [][]int
 	canon := make([][]int, len(p.Groups))
 	merged := false
@@ -71,17 +68,18 @@ func mergeIdentical(p *Problem) *Problem {
 	return q
 }
 
-// mergeSame is a var for the tests' comparison with the unmerged packing.
-var mergeSame = true
-
 // packMerged is packBound on f's problem with identical groups merged (f
 // itself when there are none; f's offerings must be reduced).
 func (f *floorer) packMerged() float64 {
-	q := mergeIdentical(f.p)
+	var q *Problem
+	if !f.off.merge {
+		q = mergeIdentical(f.p)
+	}
 	if q == nil {
 		return f.packBound()
 	}
 	fq := newFloorer(q)
+	fq.off = f.off
 	fq.reduceOfferings()
 	return fq.packBound()
 }

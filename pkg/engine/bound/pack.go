@@ -72,12 +72,6 @@ type packing struct {
 	unit [NumResources]float64
 }
 
-var floorPack = true
-
-// packPrune skips branches that cannot beat the best found (a var for
-// the tests' comparison with the unpruned search).
-var packPrune = true
-
 // packBound is the exact packing with zones (zonalExact) when the part is
 // small enough, else max(sum_z f_z of the forced pods, f of all pods).
 func (f *floorer) packBound() float64 {
@@ -399,7 +393,7 @@ func (pk *packing) solve(r []int) float64 {
 		// Whatever this node holds, the rest needs at least the demand
 		// beyond its allocatable: a branch that cannot beat best is
 		// skipped (best, and so the memo, stay exact).
-		if packPrune && o.Price+pk.floorOf(r, &o.Alloc) >= best {
+		if !pk.f.off.prune && o.Price+pk.floorOf(r, &o.Alloc) >= best {
 			continue
 		}
 		start := len(pk.arena)
@@ -428,7 +422,7 @@ func (pk *packing) solve(r []int) float64 {
 			for i := range r {
 				rest[i] = r[i] - pk.arena[at+i]
 			}
-			if packPrune && o.Price+pk.floorOf(rest, nil) >= best {
+			if !pk.f.off.prune && o.Price+pk.floorOf(rest, nil) >= best {
 				continue
 			}
 			best = math.Min(best, o.Price+pk.solve(rest))

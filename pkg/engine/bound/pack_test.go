@@ -12,7 +12,6 @@ import (
 // found by enumeration; it counts how often max(Floor, Solve's bound)
 // becomes exact with the packing, against without it.
 func TestPackNeverExceedsBruteForceOptimum(t *testing.T) {
-	defer func() { floorPack = true }()
 	rng := rand.New(rand.NewPCG(20261201, 15))
 	var n, exactBefore, exactAfter, raised, packExact int
 	for i := range 1500 {
@@ -25,9 +24,7 @@ func TestPackNeverExceedsBruteForceOptimum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		floorPack = false
-		before := math.Max(res.LowerBound, Floor(&p))
-		floorPack = true
+		before := math.Max(res.LowerBound, floorWith(&p, floorOff{pack: true}))
 		fl := Floor(&p)
 		pk := packOnly(&p)
 		if pk > opt*(1+1e-9)+1e-12 || fl > opt*(1+1e-9)+1e-12 {
@@ -58,11 +55,15 @@ func TestPackNeverExceedsBruteForceOptimum(t *testing.T) {
 }
 
 // packOnly is the packing bound alone (with Floor's offering reduction).
-func packOnly(p *Problem) float64 {
+func packOnly(p *Problem) float64 { return packOnlyWith(p, floorOff{}) }
+
+// packOnlyWith is packOnly with parts of it turned off.
+func packOnlyWith(p *Problem, off floorOff) float64 {
 	if Validate(p) != nil {
 		return 0
 	}
 	f := newFloorer(p)
+	f.off = off
 	f.reduceOfferings()
 	return f.packMerged()
 }
@@ -124,7 +125,6 @@ func TestPackCaps(t *testing.T) {
 // pruned search equals the unpruned one (pruning skips only branches that
 // cannot win).
 func TestPackMergeAndPruneExact(t *testing.T) {
-	defer func() { packPrune, mergeSame = true, true }()
 	rng := rand.New(rand.NewPCG(20261201, 16))
 	var n, merged, exact int
 	for i := range 1500 {
@@ -164,9 +164,7 @@ func TestPackMergeAndPruneExact(t *testing.T) {
 		if math.Abs(got-whole) > 1e-9*math.Max(1, whole) {
 			t.Fatalf("instance %d: merged packing %.12g, unsplit %.12g\n%+v", i, got, whole, split)
 		}
-		mergeSame = false
-		unmerged := packOnly(&split)
-		mergeSame = true
+		unmerged := packOnlyWith(&split, floorOff{merge: true})
 		if unmerged > opt*(1+1e-9)+1e-12 {
 			t.Fatalf("instance %d: unmerged packing %.12g > optimum %.12g", i, unmerged, opt)
 		}
@@ -175,9 +173,7 @@ func TestPackMergeAndPruneExact(t *testing.T) {
 		}
 		for _, q := range []*Problem{&p, &split} {
 			pruned := packOnly(q)
-			packPrune = false
-			full := packOnly(q)
-			packPrune = true
+			full := packOnlyWith(q, floorOff{prune: true})
 			if math.Abs(pruned-full) > 1e-9*math.Max(1, full) {
 				t.Fatalf("instance %d: pruned packing %.12g, unpruned %.12g\n%+v", i, pruned, full, *q)
 			}

@@ -25,30 +25,38 @@ import (
 // "q := *pod; q.Spec.NodeName = ..."); none may change a map, a slice or a
 // pointed-to field of a Pod it read. At 30,000 pods, a copied list per
 // disruption pass and per NodePool recount was most of the heap.
-func ByObject() map[client.Object]cache.ByObject {
+func (t *Trimmer) ByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}:       {Transform: Transform, UnsafeDisableDeepCopy: ptr.To(true)},
-		&corev1.Node{}:      {Transform: Transform},
-		&karpv1.NodeClaim{}: {Transform: Transform},
+		&corev1.Pod{}:       {Transform: t.Transform, UnsafeDisableDeepCopy: ptr.To(true)},
+		&corev1.Node{}:      {Transform: t.Transform},
+		&karpv1.NodeClaim{}: {Transform: t.Transform},
 	}
 }
 
-// Options are the cache options of the controller manager: ByObject plus
-// managed fields stripped from every other kind.
+// Options are the cache options of the controller manager: a new
+// Trimmer's ByObject plus managed fields stripped from every other kind.
 func Options() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: ByObject()}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: NewTrimmer().ByObject()}
 }
+
+// Trimmer trims the cache's Pods and Nodes and points their repeated parts
+// at shared instances. Its tables of shared values are its own: one
+// Trimmer per cache, no state at package level.
+type Trimmer struct{ sh *sharer }
+
+// NewTrimmer returns a Trimmer with empty tables.
+func NewTrimmer() *Trimmer { return &Trimmer{sh: newSharer()} }
 
 // Transform trims a Pod (Pod) or a Node (Node) in place and returns it,
 // and interns a NodeClaim's repeated strings; every object comes back with
 // its managed fields dropped.
-func Transform(obj any) (any, error) {
+func (t *Trimmer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		Pod(o)
+		t.Pod(o)
 		return o, nil
 	case *corev1.Node:
-		Node(o)
+		t.Node(o)
 		return o, nil
 	case *karpv1.NodeClaim:
 		o.ManagedFields = nil
@@ -73,7 +81,7 @@ func Transform(obj any) (any, error) {
 //     Ready condition only its status and transition time (the pod
 //     metrics), the nominated node, start time, reason and QoS class; no
 //     other condition, no container statuses, IPs or resize state.
-func Pod(p *corev1.Pod) {
+func (t *Trimmer) Pod(p *corev1.Pod) {
 	p.ManagedFields = nil
 	p.Spec.Containers = trimContainers(p.Spec.Containers)
 	p.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
@@ -96,7 +104,7 @@ func Pod(p *corev1.Pod) {
 		Reason:            p.Status.Reason,
 		QOSClass:          p.Status.QOSClass,
 	}
-	shared.pod(p)
+	t.sh.pod(p)
 }
 
 // trimContainers keeps of each container what containersKey (share.go)
@@ -138,7 +146,7 @@ func trimVolumes(in []corev1.Volume) []corev1.Volume {
 // boot id (a reboot for repair ends when it changes); images, the rest of
 // the node info, daemon endpoints, volumes in use and the kubelet's config
 // are cleared.
-func Node(n *corev1.Node) {
+func (t *Trimmer) Node(n *corev1.Node) {
 	n.ManagedFields = nil
 	n.Status = corev1.NodeStatus{
 		Capacity:    n.Status.Capacity,
@@ -148,7 +156,7 @@ func Node(n *corev1.Node) {
 		Phase:       n.Status.Phase,
 		NodeInfo:    corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID},
 	}
-	shared.node(n)
+	t.sh.node(n)
 }
 
 // ErrTrimmedWrite is returned by a Guard client for a write that would

@@ -83,15 +83,17 @@ func needed() *corev1.Pod {
 }
 
 func TestPodKeepsWhatControllersRead(t *testing.T) {
+	trim := cachetrim.NewTrimmer()
 	want := needed()
 	got := needed()
-	cachetrim.Pod(got)
+	trim.Pod(got)
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("trimming dropped a field the controllers read:\n got %+v\nwant %+v", got, want)
 	}
 }
 
 func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
+	trim := cachetrim.NewTrimmer()
 	p := needed()
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	c := &p.Spec.Containers[0]
@@ -109,7 +111,7 @@ func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "nginx", ImageID: "sha256:x"}}
 	p.Status.PodIPs, p.Status.HostIP = []corev1.PodIP{{IP: "10.0.0.1"}}, "10.0.0.2"
 
-	cachetrim.Pod(p)
+	trim.Pod(p)
 	c = &p.Spec.Containers[0]
 	if p.ManagedFields != nil || c.Image != "" || c.Command != nil || c.Env != nil || c.VolumeMounts != nil || c.LivenessProbe != nil {
 		t.Errorf("container kept kubelet-only fields: %+v (managed fields %v)", c, p.ManagedFields)
@@ -132,6 +134,7 @@ func TestPodDropsWhatOnlyTheKubeletReads(t *testing.T) {
 }
 
 func TestNodeKeepsMetadataSpecAndWhatControllersRead(t *testing.T) {
+	trim := cachetrim.NewTrimmer()
 	now := metav1.Now()
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"karpenter.sh/nodepool": "default"},
@@ -152,7 +155,7 @@ func TestNodeKeepsMetadataSpecAndWhatControllersRead(t *testing.T) {
 	want.ManagedFields = nil
 	// The boot id stays: a reboot for repair ends when it changes.
 	want.Status.Images, want.Status.NodeInfo = nil, corev1.NodeSystemInfo{BootID: "boot-1"}
-	out, err := cachetrim.Transform(n)
+	out, err := trim.Transform(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +222,7 @@ func TestGuardRefusesWholeObjectWrites(t *testing.T) {
 // owner references slice and one requests map, with their values intact;
 // a pod that differs gets its own.
 func TestPodsOfOneKindShareTheirRepeatedParts(t *testing.T) {
+	trim := cachetrim.NewTrimmer()
 	a, b, other := needed(), needed(), needed()
 	a.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
 	b.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](300)
@@ -230,7 +234,7 @@ func TestPodsOfOneKindShareTheirRepeatedParts(t *testing.T) {
 	other.Status.Conditions[0].Message = "0/4 nodes are available: 4 Insufficient cpu."
 	for _, p := range []*corev1.Pod{a, b, other} {
 		p.Spec.SecurityContext = &corev1.PodSecurityContext{}
-		cachetrim.Pod(p)
+		trim.Pod(p)
 	}
 	for what, pair := range map[string][2]any{
 		"containers": {a.Spec.Containers, b.Spec.Containers}, "init containers": {a.Spec.InitContainers, b.Spec.InitContainers},
@@ -309,10 +313,11 @@ func fleetNode(i int) *corev1.Node {
 // Nodes of one instance type hold their repeated strings once and share
 // their capacity and allocatable; nothing of a node changes.
 func TestNodesShareTheirRepeatedParts(t *testing.T) {
+	trim := cachetrim.NewTrimmer()
 	a, b := fleetNode(1), fleetNode(2)
 	wantA := a.DeepCopy()
 	for _, n := range []*corev1.Node{a, b} {
-		if _, err := cachetrim.Transform(n); err != nil {
+		if _, err := trim.Transform(n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -349,6 +354,7 @@ func internedKey(m map[string]string, key string) string {
 // A NodeClaim comes out of the cache transform equal but for its managed
 // fields, with its requirement values held once across NodeClaims.
 func TestNodeClaimStringsInterned(t *testing.T) {
+	trim := cachetrim.NewTrimmer()
 	mk := func(name string) *karpv1.NodeClaim {
 		return &karpv1.NodeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"karpenter.sh/nodepool": string([]byte("default"))},
@@ -363,7 +369,7 @@ func TestNodeClaimStringsInterned(t *testing.T) {
 	want := a.DeepCopy()
 	want.ManagedFields = nil
 	for _, nc := range []*karpv1.NodeClaim{a, b} {
-		if _, err := cachetrim.Transform(nc); err != nil {
+		if _, err := trim.Transform(nc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -380,6 +386,7 @@ func TestNodeClaimStringsInterned(t *testing.T) {
 // BenchmarkNodeRetained reports the heap 3,000 fleet nodes keep
 // (retained-B/node), as decoded (raw) and after the cache's transform.
 func BenchmarkNodeRetained(b *testing.B) {
+	trim := cachetrim.NewTrimmer()
 	const count = 3000
 	for _, mode := range []string{"raw", "transformed"} {
 		b.Run(mode, func(b *testing.B) {
@@ -391,7 +398,7 @@ func BenchmarkNodeRetained(b *testing.B) {
 				for i := range nodes {
 					nodes[i] = fleetNode(i)
 					if mode == "transformed" {
-						if _, err := cachetrim.Transform(nodes[i]); err != nil {
+						if _, err := trim.Transform(nodes[i]); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -402,5 +409,23 @@ func BenchmarkNodeRetained(b *testing.B) {
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/count, "retained-B/node")
 			}
 		})
+	}
+}
+
+// Each Trimmer has its own tables (no state at package level): equal pods
+// trimmed by one Trimmer share their parts, by two they do not.
+func TestTrimmersShareNothing(t *testing.T) {
+	one, two := cachetrim.NewTrimmer(), cachetrim.NewTrimmer()
+	a, b, c := needed(), needed(), needed()
+	b.Name, b.UID = "q", "u2"
+	c.Name, c.UID = "r", "u3"
+	one.Pod(a)
+	one.Pod(b)
+	two.Pod(c)
+	if fmt.Sprintf("%p", a.Spec.Containers) != fmt.Sprintf("%p", b.Spec.Containers) {
+		t.Errorf("one Trimmer does not share equal pods' containers")
+	}
+	if fmt.Sprintf("%p", a.Spec.Containers) == fmt.Sprintf("%p", c.Spec.Containers) {
+		t.Errorf("two Trimmers share a table")
 	}
 }

@@ -27,6 +27,11 @@
 // nodes of one instance type share their capacity and allocatable lists:
 // no reader changes those of a Node it read from the cache either.
 //
+// The tables of shared values belong to a Trimmer, one per cache
+// (Options makes it): nothing is kept at package level. Controllers do not
+// import this package; they list cached Pods through
+// pkg/controllers/nodeclaimutil (ListPods, Store).
+//
 // Must not: import controllers or cloud packages (the operator and the
-// controllers' test environment both use it).
+// controllers' test environment both use it); keep state at package level.
 package cachetrim

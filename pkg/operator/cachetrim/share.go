@@ -34,20 +34,17 @@ type sharer struct {
 	containers map[string][]corev1.Container
 	affinities map[string]*corev1.Affinity
 	spreads    map[string][]corev1.TopologySpreadConstraint
+	// noSecurityContext is the shared empty pod security context (the API
+	// server's defaulting gives every pod one).
+	noSecurityContext *corev1.PodSecurityContext
 }
-
-// noSecurityContext is the shared empty pod security context (the API
-// server's defaulting gives every pod one).
-var noSecurityContext = &corev1.PodSecurityContext{}
-
-var shared = newSharer()
 
 func newSharer() *sharer {
 	return &sharer{
 		maps: map[string]map[string]string{}, owners: map[string][]metav1.OwnerReference{},
 		tols: map[string][]corev1.Toleration{}, resources: map[string]corev1.ResourceList{},
 		containers: map[string][]corev1.Container{}, affinities: map[string]*corev1.Affinity{},
-		spreads: map[string][]corev1.TopologySpreadConstraint{},
+		spreads: map[string][]corev1.TopologySpreadConstraint{}, noSecurityContext: &corev1.PodSecurityContext{},
 	}
 }
 
@@ -170,8 +167,8 @@ func (s *sharer) pod(p *corev1.Pod) {
 	p.Spec.DeprecatedServiceAccount = intern(p.Spec.DeprecatedServiceAccount)
 	p.Spec.NodeName = intern(p.Spec.NodeName)
 	p.Annotations = s.stringMap(p.Annotations)
-	if sc := p.Spec.SecurityContext; sc != nil && equality.Semantic.DeepEqual(sc, noSecurityContext) {
-		p.Spec.SecurityContext = noSecurityContext
+	if sc := p.Spec.SecurityContext; sc != nil && equality.Semantic.DeepEqual(sc, s.noSecurityContext) {
+		p.Spec.SecurityContext = s.noSecurityContext
 	}
 	if a := p.Spec.Affinity; a != nil {
 		if key, ok := protoKey(a); ok {

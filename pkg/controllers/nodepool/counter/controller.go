@@ -26,7 +26,6 @@ import (
 	karpv1 "github.com/dovetail-sh/dovetail/api/karpenter/v1"
 	"github.com/dovetail-sh/dovetail/pkg/controllers/nodeclaimutil"
 	"github.com/dovetail-sh/dovetail/pkg/metrics"
-	"github.com/dovetail-sh/dovetail/pkg/operator/cachetrim"
 )
 
 // ResourceNodes is the pseudo-resource counting a pool's nodes in
@@ -84,7 +83,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 		if err != nil {
 			return fmt.Errorf("nodepool counter: %T informer: %w", s.obj, err)
 		}
-		if *s.store = cachetrim.Store(inf); *s.store == nil {
+		if *s.store = nodeclaimutil.Store(inf); *s.store == nil {
 			return fmt.Errorf("nodepool counter: the %T informer has no store", s.obj)
 		}
 	}

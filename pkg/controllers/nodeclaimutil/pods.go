@@ -1,4 +1,4 @@
-package cachetrim
+package nodeclaimutil
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // Store returns the store behind an informer (of Pods, NodeClaims, ...),
 // or nil when the informer is not a client-go SharedIndexInformer. Its
-// objects are the cache's own: read-only (see the package doc).
+// objects are the cache's own: read-only (the cache trims and shares them: pkg/operator/cachetrim).
 func Store(inf any) toolscache.Store {
 	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
 		return si.GetStore()
@@ -19,7 +19,7 @@ func Store(inf any) toolscache.Store {
 }
 
 // ListPods returns every cached pod, the cache's own objects: read-only
-// (see the package doc). Through store when it is set, so that no Pod
+// (the cache trims and shares them: pkg/operator/cachetrim). Through store when it is set, so that no Pod
 // struct is copied (at 30,000 pods a listed copy is some 30 MB per call);
 // else through r, without deep copies.
 func ListPods(ctx context.Context, store toolscache.Store, r client.Reader) ([]*corev1.Pod, error) {
