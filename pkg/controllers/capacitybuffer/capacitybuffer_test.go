@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -29,11 +31,12 @@ import (
 )
 
 type fixture struct {
-	t    *testing.T
-	env  *controllerstest.Env
-	prov *provisioning.Provisioner
-	np   *karpv1.NodePool
-	ns   string
+	t       *testing.T
+	env     *controllerstest.Env
+	prov    *provisioning.Provisioner
+	metrics *provisioning.Metrics
+	np      *karpv1.NodePool
+	ns      string
 }
 
 // setup runs the capacity buffer controller, provisioning with buffers on
@@ -43,7 +46,11 @@ func setup(t *testing.T) *fixture {
 	env := controllerstest.New(t, cp.RESTConfig())
 	kube := env.Manager.GetClient()
 	env.Create(controllerstest.EC2NodeClass("default"))
-	prov := provisioning.New(kube, env.Cloud, env.Clock, env.Recorder(), nil, env.Unavailable, provisioning.Options{CapacityBuffers: true})
+	m, err := provisioning.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := provisioning.New(kube, env.Cloud, env.Clock, env.Recorder(), m, env.Unavailable, provisioning.Options{CapacityBuffers: true})
 	env.Start(
 		capacitybuffer.New(kube, env.Clock, env.Recorder(), capacitybuffer.Options{}),
 		prov,
@@ -61,7 +68,7 @@ func setup(t *testing.T) *fixture {
 	if err := env.Client.Status().Update(env.Context(), np); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, env: env, prov: prov, np: np, ns: env.Namespace()}
+	f := &fixture{t: t, env: env, prov: prov, metrics: m, np: np, ns: env.Namespace()}
 	// The provisioner reads the pool from its cache.
 	f.env.Eventually("pool Ready in the provisioner's cache", func() (bool, error) {
 		got := &karpv1.NodePool{}
@@ -123,6 +130,25 @@ func (f *fixture) provision() int {
 		f.t.Fatalf("provisioning pass: %v", err)
 	}
 	return len(res.Created)
+}
+
+// bufferPods reads the dovetail_capacitybuffer_pods gauges of buffer
+// name: placement -> pods.
+func (f *fixture) bufferPods(name string) map[string]float64 {
+	f.t.Helper()
+	out := map[string]float64{}
+	for _, placement := range []string{"wanted", "existing", "inflight", "new", "nowhere"} {
+		g, err := f.metrics.BufferPods.GetMetricWithLabelValues(f.ns, name, placement)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		var m dto.Metric
+		if err := g.Write(&m); err != nil {
+			f.t.Fatal(err)
+		}
+		out[placement] = m.GetGauge().GetValue()
+	}
+	return out
 }
 
 // claims lists the pool's NodeClaims not being deleted.
@@ -203,6 +229,9 @@ func TestBufferRoomConsumedRefilledAndReleased(t *testing.T) {
 	if n := f.provision(); n != 2 {
 		t.Fatalf("%d NodeClaims created for a buffer of 2 (one chunk per node), want 2", n)
 	}
+	if got := f.bufferPods(cb.Name); got["wanted"] != 2 || got["new"] != 2 || got["existing"] != 0 || got["nowhere"] != 0 {
+		t.Errorf("dovetail_capacitybuffer_pods after the first pass: %v, want 2 wanted on 2 new", got)
+	}
 	f.condition(cb, autoscalingv1beta1.ConditionProvisioning, metav1.ConditionFalse, provisioning.ReasonRequiresNewCapacity)
 	if n := f.provision(); n != 0 {
 		t.Fatalf("a second pass created %d more NodeClaims while the room is launching", n)
@@ -216,6 +245,9 @@ func TestBufferRoomConsumedRefilledAndReleased(t *testing.T) {
 		c := apimeta.FindStatusCondition(cb.Status.Conditions, autoscalingv1beta1.ConditionProvisioning)
 		return err == nil && c != nil && c.Reason == provisioning.ReasonFitsExistingCapacity, err
 	})
+	if got := f.bufferPods(cb.Name); got["wanted"] != 2 || got["existing"] != 2 || got["new"] != 0 || got["inflight"] != 0 {
+		t.Errorf("dovetail_capacitybuffer_pods once the room exists: %v, want 2 wanted on 2 existing", got)
+	}
 
 	// Disruption keeps both empty nodes: they hold the room.
 	dis := disruption.New(f.env.Client, f.env.Cloud, f.env.Clock, f.env.Recorder(), f.env.Metrics, f.env.Unavailable,
@@ -275,6 +307,13 @@ func TestBufferRoomConsumedRefilledAndReleased(t *testing.T) {
 		err := f.env.Manager.GetClient().Get(f.env.Context(), client.ObjectKeyFromObject(cb), &autoscalingv1beta1.CapacityBuffer{})
 		return client.IgnoreNotFound(err) == nil && err != nil, client.IgnoreNotFound(err)
 	})
+	f.provision()
+	series := make(chan prometheus.Metric, 16)
+	f.metrics.BufferPods.Collect(series)
+	close(series)
+	if n := len(series); n != 0 {
+		t.Errorf("%d dovetail_capacitybuffer_pods series left after the buffer was deleted", n)
+	}
 	f.env.Eventually("empty buffer nodes consolidated", func() (bool, error) {
 		pass()
 		f.env.Clock.Step(time.Minute)

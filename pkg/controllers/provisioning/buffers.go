@@ -62,6 +62,20 @@ func unschedulableBufferPods(plan *engine.Plan) int {
 	return n
 }
 
+// bufferMetrics sets each planned buffer's room gauges (and drops those
+// of buffers no longer planned).
+func (p *Provisioner) bufferMetrics(plan *engine.Plan) {
+	p.metrics.BufferPods.Reset()
+	if plan == nil {
+		return
+	}
+	for _, r := range plan.Buffers {
+		for placement, n := range map[string]int{"wanted": r.Wanted, "existing": r.Existing, "inflight": r.InFlight, "new": r.New, "nowhere": r.Unschedulable} {
+			p.metrics.BufferPods.WithLabelValues(r.Namespace, r.Name, placement).Set(float64(n))
+		}
+	}
+}
+
 // bufferStatus writes each planned buffer's Provisioning condition when
 // it changed: True (FitsExistingCapacity) when all its chunks fit on
 // existing nodes, else False (RequiresNewCapacity) with the counts.

@@ -40,6 +40,12 @@ type Metrics struct {
 	// reference page lists (karpenter_ignored_pod_count, IgnoredPodsAlias),
 	// so dashboards built on either find it.
 	IgnoredPods, IgnoredPodsAlias prometheus.Gauge
+	// BufferPods is each CapacityBuffer's wanted room (placement
+	// "wanted") and where the last pass placed it: on existing nodes,
+	// on NodeClaims being launched, on the plan's new NodeClaims, or
+	// nowhere (limits, constraints). Set for every buffer at every pass;
+	// a deleted buffer's series go.
+	BufferPods *prometheus.GaugeVec
 }
 
 // NewMetrics builds the metrics and registers them in reg.
@@ -74,13 +80,17 @@ func NewMetrics(reg *metrics.Registry) (*Metrics, error) {
 			Namespace: metrics.PeerNamespace, Name: "ignored_pod_count",
 			Help: "The same as karpenter_scheduler_ignored_pods_count (the name the peer's metrics reference lists).",
 		}),
+		BufferPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: "capacitybuffer", Name: "pods",
+			Help: "A CapacityBuffer's room in pods: wanted, and where the last provisioning pass placed it (existing, inflight, new, nowhere).",
+		}, []string{metrics.LabelNamespace, "name", "placement"}),
 		Batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "provisioning", Name: "batches_total",
 			Help: "Provisioning passes, by outcome (solved, empty, error).",
 		}, []string{metrics.LabelOutcome}),
 	}
 	if reg != nil {
-		if err := reg.Register(m.SchedulingDuration, m.QueueDepth, m.UnschedulablePods, m.PendingPods, m.NominatedPods, m.Batches, m.IgnoredPods, m.IgnoredPodsAlias); err != nil {
+		if err := reg.Register(m.SchedulingDuration, m.QueueDepth, m.UnschedulablePods, m.PendingPods, m.NominatedPods, m.Batches, m.IgnoredPods, m.IgnoredPodsAlias, m.BufferPods); err != nil {
 			return nil, err
 		}
 	}

@@ -312,6 +312,7 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 	if len(v.pending) == 0 && len(buffers) == 0 {
 		p.metrics.Batches.WithLabelValues("empty").Inc()
 		p.metrics.UnschedulablePods.WithLabelValues(ControllerLabel).Set(0)
+		p.bufferMetrics(nil)
 		p.clearLimitEvents(nil)
 		return res, nil
 	}
@@ -346,6 +347,7 @@ func (p *Provisioner) pass(ctx context.Context, evacuate map[string]bool) (*Resu
 		bufferPods += r.Wanted
 	}
 	p.metrics.UnschedulablePods.WithLabelValues(ControllerLabel).Set(float64(len(plan.Unschedulable) - unschedulableBufferPods(plan)))
+	p.bufferMetrics(plan)
 	if berr := p.bufferStatus(ctx, v, plan); berr != nil {
 		err = errors.Join(err, berr)
 	}
