@@ -56,12 +56,20 @@ const NominationHold = 20 * time.Second
 // Errors are InputErrors naming the object (a NodeClaim's unreadable
 // dovetail.sh annotations), or those of Input.
 func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Input, []string, error) {
+	in, _, _, warnings, err := disruptionInput(m, opts, now)
+	return in, warnings, err
+}
+
+// disruptionInput is DisruptionInput, with what it did for static
+// NodePools: their missing replicas are in-flight NodeClaims of the input,
+// as the static controller would have launched them.
+func disruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Input, []StaticPool, []staticClaim, []string, error) {
 	// A cluster file is a running cluster: a broken object (a NodePool
 	// whose EC2NodeClass is missing) is a warning and left out, as the
 	// controllers leave it out, not an error for the whole plan.
 	cluster, warnings, err := m.cluster(opts.maxPods(), opts.maxNodePools(), false)
 	if err != nil {
-		return nil, warnings, err
+		return nil, nil, nil, warnings, err
 	}
 	cluster.Pods = spreaddefaults.Apply(opts.SpreadDefaults, cluster.Pods, m.SpreadObjects())
 	cluster, notices := snapshot.LeaveOutBroken(cluster)
@@ -69,7 +77,7 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 	in, notices, err := m.build(cluster, opts)
 	warnings = append(warnings, notices...)
 	if err != nil {
-		return nil, warnings, err
+		return nil, nil, nil, warnings, err
 	}
 	pr := newPricer(opts)
 
@@ -142,14 +150,15 @@ func DisruptionInput(m *Manifests, opts Options, now time.Time) (*disruption.Inp
 		states[n.Name] = st
 	}
 	if len(errs) > 0 {
-		return nil, warnings, errs
+		return nil, nil, nil, warnings, errs
 	}
+	static, claims := m.planStaticPools(in, now, false)
 	return &disruption.Input{
 		Now: now, Cluster: in, Pools: pools, Nodes: states, PDBs: m.PDBs(cluster.Pods),
 		RepairPolicies: repair.Policies(false),
 		Options: disruption.Options{Engine: opts.Engine, SpotToSpotConsolidation: opts.SpotToSpotConsolidation, NodeRepair: opts.NodeRepair,
 			MinSavings: opts.MinSavings},
-	}, warnings, nil
+	}, static, claims, warnings, nil
 }
 
 // addPoolUsage counts an adopted node's capacity, and the node, in its
@@ -476,7 +485,7 @@ func (p *pricer) typeLabels(typ string) map[string]string {
 // RunDisruption plans one disruption pass for the manifests at now
 // (DisruptionInput, then disruption.Compute, timed with opts.Now).
 func RunDisruption(m *Manifests, opts Options, now time.Time) (*DisruptionResult, error) {
-	in, warnings, err := DisruptionInput(m, opts, now)
+	in, static, claims, warnings, err := disruptionInput(m, opts, now)
 	if err != nil {
 		return nil, err
 	}
@@ -498,6 +507,7 @@ func RunDisruption(m *Manifests, opts Options, now time.Time) (*DisruptionResult
 		return nil, fmt.Errorf("%w: planning disruption: %w", ErrBadInput, err)
 	}
 	r := FromDisruptionPlan(in, plan)
+	r.addStatic(static, claims)
 	r.DurationSeconds = elapsed.Seconds()
 	r.Warnings = warnings
 	return r, nil

@@ -44,6 +44,14 @@ type DisruptionResult struct {
 	PendingPods int `json:"pendingPods"`
 	// DurationSeconds is the planner's run time, measured around the call.
 	DurationSeconds float64 `json:"durationSeconds"`
+	// StaticPools (only when the input has static NodePools) are what the
+	// static controller does for each: Launched of its missing replicas
+	// (Limited says why fewer), in StaticNodeClaims. They were in flight
+	// for the planner (its commands may move pods onto them); the fleet
+	// prices above cover nodes only, StaticPricePerHour is the launches'.
+	StaticPools        []StaticPool      `json:"staticPools,omitempty"`
+	StaticNodeClaims   []StaticNodeClaim `json:"staticNodeClaims,omitempty"`
+	StaticPricePerHour float64           `json:"staticPricePerHour,omitempty"`
 
 	// Warnings are notices about the input (not printed with the data).
 	Warnings []string `json:"-"`
@@ -103,6 +111,30 @@ type DisruptionNode struct {
 	// Command is the 1-based index of the command that removes it, 0 when
 	// kept.
 	Command int `json:"command,omitempty"`
+}
+
+// StaticNodeClaim is a NodeClaim the static controller launches for a
+// missing replica.
+type StaticNodeClaim struct {
+	Name         string  `json:"name"`
+	NodePool     string  `json:"nodePool"`
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType"`
+	Zone         string  `json:"zone"`
+	PricePerHour float64 `json:"pricePerHour"`
+}
+
+// addStatic records what the static pools launch.
+func (r *DisruptionResult) addStatic(pools []StaticPool, claims []staticClaim) {
+	r.StaticPools = pools
+	total := 0.0
+	for _, c := range claims {
+		off := c.planned.Offering
+		r.StaticNodeClaims = append(r.StaticNodeClaims, StaticNodeClaim{Name: c.name, NodePool: c.planned.NodePool,
+			InstanceType: off.InstanceType, CapacityType: off.CapacityType, Zone: off.Zone, PricePerHour: off.Price})
+		total += off.Price
+	}
+	r.StaticPricePerHour = roundPrice(total)
 }
 
 // ExpiringNode is a node whose expireAfter ends soon.
@@ -227,6 +259,16 @@ func renderDisruptionTable(w io.Writer, r *DisruptionResult) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(k.Node), pool, esc(k.Code), oneLine(k.Reason))
 		}
 	}
+	if len(r.StaticPools) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "STATIC NODEPOOL\tREPLICAS\tHAS\tLAUNCHES\tWHY FEWER")
+		for _, sp := range r.StaticPools {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", esc(sp.NodePool), sp.Replicas, sp.Has, sp.Launched, dash(oneLine(sp.Limited)))
+		}
+		for _, nc := range r.StaticNodeClaims {
+			fmt.Fprintf(tw, "  %s\t%s (%s, %s, $%.4f)\t\t\t\n", esc(nc.Name), esc(nc.InstanceType), esc(nc.CapacityType), esc(nc.Zone), nc.PricePerHour)
+		}
+	}
 	if len(r.Expiring) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "EXPIRING NODE\tEXPIRES AT")
@@ -259,6 +301,10 @@ func renderDisruptionTable(w io.Writer, r *DisruptionResult) error {
 		"Fleet: $%.4f/hour now, $%.4f/hour after (saves $%.4f/hour)   lower bound: $%.4f/hour   gap after: %s   plan time: %s\n",
 		esc(r.Now), len(r.Nodes), adopted, len(r.Commands), removed, launched,
 		r.FleetPricePerHour, r.FleetPricePerHourAfter, r.SavingsPerHour, r.LowerBoundPricePerHour, gap, formatSeconds(r.DurationSeconds))
+	if err == nil && len(r.StaticNodeClaims) > 0 {
+		_, err = fmt.Fprintf(w, "Static NodePools launch %d NodeClaims for missing replicas: $%.4f/hour more (not in the fleet figures)\n",
+			len(r.StaticNodeClaims), r.StaticPricePerHour)
+	}
 	return err
 }
 

@@ -59,6 +59,13 @@ type staticClaim struct {
 // disruption.ScaleDown, marked for deletion (in-flight ones dropped), and
 // their pods become pending. It changes in and returns what it did.
 func (m *Manifests) planStatic(in *engine.Input, now time.Time) ([]StaticPool, []staticClaim) {
+	return m.planStaticPools(in, now, true)
+}
+
+// planStaticPools is planStatic; with scaleDown false, pools above their
+// count are reported (Has over Replicas) but nothing is removed (the
+// disruption mode shows the planner's commands only).
+func (m *Manifests) planStaticPools(in *engine.Input, now time.Time, scaleDown bool) ([]StaticPool, []staticClaim) {
 	var pools []*karpv1.NodePool
 	for _, np := range m.NodePools {
 		if np.Spec.Replicas != nil {
@@ -124,7 +131,7 @@ func (m *Manifests) planStatic(in *engine.Input, now time.Time) ([]StaticPool, [
 				claims = append(claims, staticClaim{name: name, planned: planned})
 				sp.Launched++
 			}
-		case have > sp.Replicas:
+		case have > sp.Replicas && scaleDown:
 			sp.Removed = m.staticScaleDown(in, np, int(have-sp.Replicas), now)
 		}
 		out = append(out, sp)

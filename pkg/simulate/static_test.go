@@ -271,6 +271,53 @@ func TestRunDisruptionStaticPool(t *testing.T) {
 	}
 }
 
+// simulate --disruption launches a static pool's missing replicas as the
+// static controller does (the cheapest type the pool allows, within
+// limits.nodes), lists them with their price apart from the fleet's, and
+// plans with them in flight.
+func TestRunDisruptionStaticPoolLaunchesMissing(t *testing.T) {
+	run := func(limits string) *simulate.DisruptionResult {
+		t.Helper()
+		docs := []string{nodeClassDoc, staticPool(3, limits), staticNode("s1"), staticClaimDoc("s1", false)}
+		m := &simulate.Manifests{}
+		if err := m.Read("c.yaml", []byte(strings.Join(docs, "---\n"))); err != nil {
+			t.Fatal(err)
+		}
+		r, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1"}, disruptionNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	price := odPrice(t, "c6i.large")
+	r := run("")
+	if len(r.StaticPools) != 1 || r.StaticPools[0].Replicas != 3 || r.StaticPools[0].Has != 1 || r.StaticPools[0].Launched != 2 {
+		t.Fatalf("static pools %+v, want fixed: replicas 3, has 1, launched 2", r.StaticPools)
+	}
+	if len(r.StaticNodeClaims) != 2 || r.StaticPricePerHour < 2*price-1e-4 || r.StaticPricePerHour > 2*price+1e-4 {
+		t.Fatalf("static NodeClaims %+v at $%g/h, want 2 c6i.large at $%g/h", r.StaticNodeClaims, r.StaticPricePerHour, 2*price)
+	}
+	for _, nc := range r.StaticNodeClaims {
+		if nc.NodePool != "fixed" || nc.InstanceType != "c6i.large" || nc.CapacityType != "on-demand" {
+			t.Errorf("static NodeClaim %+v, want fixed's on-demand c6i.large", nc)
+		}
+	}
+	var out bytes.Buffer
+	if err := simulate.RenderDisruption(&out, r, simulate.FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"STATIC NODEPOOL", "Static NodePools launch 2 NodeClaims for missing replicas"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	// limits.nodes 2 leaves room for one.
+	r = run("{nodes: \"2\"}")
+	if len(r.StaticPools) != 1 || r.StaticPools[0].Launched != 1 || !strings.Contains(r.StaticPools[0].Limited, "limits.nodes") || len(r.StaticNodeClaims) != 1 {
+		t.Errorf("with limits.nodes 2: %+v, %d NodeClaims; want 1 launched, limited by limits.nodes", r.StaticPools, len(r.StaticNodeClaims))
+	}
+}
+
 // A NodeOverlay applies to a static pool as to a dynamic one: with
 // c6i.xlarge at $0.01/h the static NodeClaims are c6i.xlarge at that price
 // (the controller's choice at the overlaid prices), not the cloud's
