@@ -252,16 +252,8 @@ status:
 // a drifted one is still replaced (removed: the static controller
 // launches its successor).
 func TestRunDisruptionStaticPool(t *testing.T) {
-	docs := []string{nodeClassDoc, staticPool(2, "") + "  disruption: {budgets: [{nodes: \"100%\"}]}\n",
-		staticNode("s1"), staticClaimDoc("s1", false), staticNode("s2"), staticClaimDoc("s2", true)}
-	m := &simulate.Manifests{}
-	if err := m.Read("c.yaml", []byte(strings.Join(docs, "---\n"))); err != nil {
-		t.Fatal(err)
-	}
-	r, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1"}, disruptionNow)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runDisruptionDocs(t, nodeClassDoc, staticPool(2, "")+"  disruption: {budgets: [{nodes: \"100%\"}]}\n",
+		staticNode("s1"), staticClaimDoc("s1", false), staticNode("s2"), staticClaimDoc("s2", true))
 	if len(r.Kept) != 1 || r.Kept[0].Node != "s1" || r.Kept[0].Code != "StaticPool" ||
 		!strings.Contains(r.Kept[0].Reason, "spec.replicas 2, has 2 nodes") {
 		t.Errorf("kept %+v, want s1 kept as StaticPool with replicas 2 and 2 nodes", r.Kept)
@@ -278,16 +270,7 @@ func TestRunDisruptionStaticPool(t *testing.T) {
 func TestRunDisruptionStaticPoolLaunchesMissing(t *testing.T) {
 	run := func(limits string) *simulate.DisruptionResult {
 		t.Helper()
-		docs := []string{nodeClassDoc, staticPool(3, limits), staticNode("s1"), staticClaimDoc("s1", false)}
-		m := &simulate.Manifests{}
-		if err := m.Read("c.yaml", []byte(strings.Join(docs, "---\n"))); err != nil {
-			t.Fatal(err)
-		}
-		r, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1"}, disruptionNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return runDisruptionDocs(t, nodeClassDoc, staticPool(3, limits), staticNode("s1"), staticClaimDoc("s1", false))
 	}
 	price := odPrice(t, "c6i.large")
 	r := run("")
@@ -316,6 +299,20 @@ func TestRunDisruptionStaticPoolLaunchesMissing(t *testing.T) {
 	if len(r.StaticPools) != 1 || r.StaticPools[0].Launched != 1 || !strings.Contains(r.StaticPools[0].Limited, "limits.nodes") || len(r.StaticNodeClaims) != 1 {
 		t.Errorf("with limits.nodes 2: %+v, %d NodeClaims; want 1 launched, limited by limits.nodes", r.StaticPools, len(r.StaticNodeClaims))
 	}
+}
+
+// runDisruptionDocs runs simulate --disruption on the documents.
+func runDisruptionDocs(t *testing.T, docs ...string) *simulate.DisruptionResult {
+	t.Helper()
+	m := &simulate.Manifests{}
+	if err := m.Read("c.yaml", []byte(strings.Join(docs, "---\n"))); err != nil {
+		t.Fatal(err)
+	}
+	r, err := simulate.RunDisruption(m, simulate.Options{Region: "us-east-1"}, disruptionNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // A NodeOverlay applies to a static pool as to a dynamic one: with
